@@ -1,0 +1,112 @@
+"""Turn overhead: handle() entry to the reply handed to the sender.
+
+A fake model answers instantly, so what is measured is kept's own path:
+session upsert, user message + FTS row, history read, reply + FTS row, send,
+platform id recorded. 2,000 turns across 100 sessions on a file database.
+
+    .venv/bin/python bench/turn.py [--turns 2000] [--sessions 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rich.console import Console
+from rich.table import Table
+
+from core.clock import SystemClock
+from core.config import KeptConfig
+from core.conversation import ConversationManager
+from core.llm import Completion
+from core.messages import Inbound, Outbound, SendResult, Target
+from core.store import open_store
+
+
+class InstantModel:
+    async def complete(self, role: str, messages: list[dict[str, Any]], **_: Any) -> Completion:
+        return Completion(
+            text="Noted: " + messages[-1]["content"], tool_calls=[], finish_reason="stop", model="x"
+        )
+
+
+class StampingSender:
+    def __init__(self) -> None:
+        self.stamp = 0.0
+        self.count = 0
+
+    async def send(self, outbound: Outbound) -> SendResult:
+        self.stamp = time.perf_counter()
+        self.count += 1
+        return SendResult(message_id=str(self.count))
+
+
+async def run(turns: int, sessions: int, db: Path) -> dict[str, Any]:
+    store = open_store(f"sqlite:///{db}")
+    await store.open()
+    sender = StampingSender()
+    config = KeptConfig()
+    clock = SystemClock()
+    manager = ConversationManager(
+        store=store, llm=InstantModel(), sender=sender, config=lambda: config, clock=clock
+    )
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for i in range(turns):
+        inbound = Inbound(
+            agent_id="main",
+            target=Target("telegram", str(i % sessions)),
+            chat_kind="private",
+            sender_id=str(i % sessions),
+            text=f"message {i}: my interview is tomorrow at the café on rue Saint-Denis",
+            ts=clock.now(),
+            platform_message_id=str(i),
+        )
+        t0 = time.perf_counter()
+        await manager.handle(inbound)
+        latencies.append((sender.stamp - t0) * 1000)
+    elapsed = time.perf_counter() - started
+    await store.close()
+    latencies.sort()
+    writes = turns * 2  # user message and reply, each with its FTS row, one transaction each
+    return {
+        "bench": "turn",
+        "turns": turns,
+        "sessions": sessions,
+        "median_ms": round(statistics.median(latencies), 3),
+        "p95_ms": round(latencies[int(len(latencies) * 0.95) - 1], 3),
+        "max_ms": round(latencies[-1], 3),
+        "turns_per_s": round(turns / elapsed, 1),
+        "store_writes_per_s": round(writes / elapsed, 1),
+        "target_median_ms": 5.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--sessions", type=int, default=100)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        result = asyncio.run(run(args.turns, args.sessions, Path(tmp) / "bench.sqlite"))
+    table = Table(title="kept turn overhead (fake model, file database)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in result.items():
+        if key != "bench":
+            table.add_row(key, str(value))
+    Console(stderr=False).print(table)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""The `kept` command line (also `python -m bot`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import click
+
+from bot.config_cmd import config_group
+from bot.context import EXAMPLE_CONFIG, config_option, fail, resolve_config_path
+from bot.doctor import run_doctor
+from bot.runtime import Runtime, StartupError, serve
+from channels.console import ConsoleAdapter
+from core.config import KeptConfig
+from core.config_file import ConfigError, ensure_config_file, load_config
+from core.logs import setup_logging
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """kept: a chat bot that remembers what a conversation left open."""
+
+
+main.add_command(config_group, "config")
+
+
+def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, KeptConfig]:
+    path = resolve_config_path(config_path)
+    if create and ensure_config_file(path, _example_for(path)):
+        click.echo(f"kept: created {path} from {_example_for(path)}; edit it to taste", err=True)
+    try:
+        return path, load_config(path)
+    except ConfigError as exc:
+        for line in exc.problems:
+            click.echo(line, err=True)
+        fail(f"{path} is not valid; fix the lines above (or run `kept config validate`)")
+
+
+def _example_for(path: Path) -> Path:
+    beside = path.parent / EXAMPLE_CONFIG.name
+    return beside if beside.exists() else EXAMPLE_CONFIG
+
+
+@main.command()
+@config_option
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+def run(config_path: Path | None, verbose: bool) -> None:
+    """Start every enabled channel and the background services."""
+    setup_logging(logging.DEBUG if verbose else logging.INFO)
+    path, config = _load(config_path, create=True)
+    try:
+        asyncio.run(serve(Runtime(path, config)))
+    except StartupError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        pass
+
+
+@main.command()
+@config_option
+@click.option("--agent", "agent_id", default=None, help="Agent id (default: the first agent).")
+@click.option("--user", default=None, help="Local user name (default: your login name).")
+def chat(config_path: Path | None, agent_id: str | None, user: str | None) -> None:
+    """Talk to the bot in this terminal (stdin may be a pipe)."""
+    setup_logging(logging.WARNING)
+    path, config = _load(config_path, create=True)
+    agent = agent_id or config.agents[0].id
+    if agent not in {a.id for a in config.agents}:
+        fail(f"--agent: no agent with id {agent!r} in {path}")
+    asyncio.run(_chat(path, config, agent, user))
+
+
+async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None) -> None:
+    runtime = Runtime(path, config)
+    await runtime.start_core()
+    try:
+        console = ConsoleAdapter(
+            agent_id=agent_id, handler=runtime.manager.handle, clock=runtime.clock, user=user
+        )
+        await runtime.start_adapters([console])
+        await console.run()
+    finally:
+        await runtime.stop()
+
+
+@main.command()
+@config_option
+def doctor(config_path: Path | None) -> None:
+    """Check config, database, tokens and the model endpoint."""
+    setup_logging(logging.ERROR)
+    code = asyncio.run(run_doctor(resolve_config_path(config_path)))
+    raise SystemExit(code)

@@ -1,0 +1,98 @@
+"""`kept doctor`: one line per check, non-zero exit when any check fails."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from core.config import KeptConfig
+from core.config_file import ConfigError, load_config
+from core.llm import LLMClient, LLMError
+from core.store import open_store
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    name: str
+    detail: str
+
+
+async def run_doctor(path: Path, environ: Mapping[str, str] | None = None) -> int:
+    env = environ if environ is not None else os.environ
+    checks: list[Check] = []
+    try:
+        config = load_config(path)
+        checks.append(Check(True, "config", f"{path} is valid"))
+    except ConfigError as exc:
+        checks.append(Check(False, "config", "; ".join(exc.problems)))
+        _print(checks)
+        return 1
+    checks.append(await _check_database(config))
+    checks.extend(_check_tokens(config, env))
+    checks.append(await _check_model(config, env))
+    _print(checks)
+    return 0 if all(c.ok for c in checks) else 1
+
+
+async def _check_database(config: KeptConfig) -> Check:
+    try:
+        store = open_store(config.storage.url)
+        await store.open()
+        try:
+            version = await store.schema_version()
+        finally:
+            await store.close()
+    except Exception as exc:
+        return Check(False, "database", f"{config.storage.url}: {exc}; check storage.url")
+    return Check(True, "database", f"{config.storage.url} reachable, schema version {version}")
+
+
+def _check_tokens(config: KeptConfig, env: Mapping[str, str]) -> list[Check]:
+    checks = []
+    for name in ("telegram", "discord"):
+        channel = getattr(config.channels, name)
+        present = bool(env.get(channel.token_env))
+        state = "set" if present else "not set"
+        if channel.enabled:
+            detail = f"${channel.token_env} {state}"
+            if not present:
+                detail += f"; export it or set channels.{name}.tokenEnv"
+            checks.append(Check(present, f"{name} token", detail))
+        else:
+            checks.append(Check(True, f"{name} token", f"${channel.token_env} {state} (disabled)"))
+    key_set = bool(env.get(config.llm.api_key_env))
+    if not key_set and config.llm.base_url is None:
+        checks.append(
+            Check(
+                False,
+                "model key",
+                f"${config.llm.api_key_env} not set; export it or set llm.baseUrl",
+            )
+        )
+    else:
+        checks.append(
+            Check(True, "model key", f"${config.llm.api_key_env} {'set' if key_set else 'not set'}")
+        )
+    return checks
+
+
+async def _check_model(config: KeptConfig, env: Mapping[str, str]) -> Check:
+    client = LLMClient(config.llm, environ=env)
+    try:
+        detail = await client.ping()
+    except LLMError as exc:
+        where = config.llm.base_url or "the default endpoint"
+        return Check(False, "model", f"{where}: {exc.kind}: {exc}")
+    finally:
+        await client.aclose()
+    return Check(True, "model", detail)
+
+
+def _print(checks: list[Check]) -> None:
+    for c in checks:
+        click.echo(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<15} {c.detail}")

@@ -1,0 +1,169 @@
+"""Builds the running service from config: store, model client, conversation
+manager, channel adapters and background services; starts and stops them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from channels.base import AdapterRouter, ChannelAdapter
+from core.clock import Clock, SystemClock
+from core.config import KeptConfig
+from core.config_file import ConfigWatcher
+from core.conversation import ConversationManager
+from core.llm import LLMClient
+from core.logs import event
+from core.store import Store, open_store
+
+log = logging.getLogger("kept.runtime")
+
+# Platform name -> factory. Channel issues register their adapters here.
+AdapterFactory = Callable[["Runtime"], ChannelAdapter]
+ADAPTER_FACTORIES: dict[str, AdapterFactory] = {}
+
+CHANNEL_HELP = (
+    "no channel is enabled. Enable one with "
+    "`kept config set channels.telegram.enabled true` (token in $TELEGRAM_BOT_TOKEN, "
+    "or the variable named by channels.telegram.tokenEnv) or "
+    "`kept config set channels.discord.enabled true` (token in $DISCORD_TOKEN, "
+    "or channels.discord.tokenEnv). To talk to the bot in this terminal, run `kept chat`."
+)
+
+
+class StartupError(Exception):
+    """A start-up problem the operator must fix; the message says how."""
+
+
+class Runtime:
+    def __init__(
+        self,
+        config_path: Path,
+        config: KeptConfig,
+        *,
+        clock: Clock | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config_path = config_path
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.environ = environ if environ is not None else os.environ
+        self.router = AdapterRouter()
+        self.adapters: list[ChannelAdapter] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._store: Store | None = None
+        self._llm: LLMClient | None = None
+        self._manager: ConversationManager | None = None
+
+    @property
+    def store(self) -> Store:
+        assert self._store is not None, "start_core() first"
+        return self._store
+
+    @property
+    def manager(self) -> ConversationManager:
+        assert self._manager is not None, "start_core() first"
+        return self._manager
+
+    async def start_core(self) -> None:
+        self._store = open_store(self.config.storage.url)
+        await self._store.open()
+        self._llm = LLMClient(self.config.llm, environ=self.environ, clock=self.clock)
+        self._manager = ConversationManager(
+            store=self._store,
+            llm=self._llm,
+            sender=self.router,
+            config=lambda: self.config,
+            clock=self.clock,
+        )
+        watcher = ConfigWatcher(
+            self.config_path, self.config, on_change=self._apply_config, clock=self.clock
+        )
+        self._tasks.append(asyncio.create_task(watcher.run(), name="config-watcher"))
+
+    def _apply_config(self, new: KeptConfig) -> None:
+        self.config = new
+        if self._llm is not None:
+            self._llm.update_config(new.llm)
+        event(log, logging.INFO, "config_reloaded", path=self.config_path)
+
+    def build_channel_adapters(self) -> list[ChannelAdapter]:
+        enabled = [
+            name for name in ("telegram", "discord") if getattr(self.config.channels, name).enabled
+        ]
+        if not enabled:
+            raise StartupError(CHANNEL_HELP)
+        adapters = []
+        for name in enabled:
+            factory = ADAPTER_FACTORIES.get(name)
+            if factory is None:
+                raise StartupError(
+                    f"channels.{name}.enabled is true, but this build has no {name} adapter yet; "
+                    f"set it to false or use `kept chat`"
+                )
+            adapters.append(factory(self))
+        return adapters
+
+    async def start_adapters(self, adapters: list[ChannelAdapter]) -> None:
+        for adapter in adapters:
+            await adapter.start()
+            self.router.add(adapter)
+            self.adapters.append(adapter)
+            event(log, logging.INFO, "channel_started", platform=adapter.platform)
+        await self.manager.recover_unanswered(platforms=self.router.platforms)
+
+    async def stop(self) -> None:
+        """Stop adapters first (no new turns), then let running work finish,
+        then close the store, so no row is half-written."""
+        for adapter in reversed(self.adapters):
+            try:
+                await adapter.stop()
+            except Exception as exc:
+                event(
+                    log,
+                    logging.ERROR,
+                    "channel_stop_failed",
+                    platform=adapter.platform,
+                    error=repr(exc),
+                )
+            self.router.remove(adapter.platform)
+        self.adapters.clear()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        if self._manager is not None:
+            await self._manager.drain()
+        if self._llm is not None:
+            await self._llm.aclose()
+        if self._store is not None:
+            await self._store.close()
+            self._store = None
+
+
+async def serve(runtime: Runtime) -> None:
+    """`kept run`: start everything, then wait for SIGINT/SIGTERM.
+
+    Signal handlers go in first, so a signal during start-up still stops
+    the process cleanly instead of killing it mid-write."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await runtime.start_core()
+        adapters = runtime.build_channel_adapters()
+        await runtime.start_adapters(adapters)
+        event(log, logging.INFO, "running", channels=",".join(sorted(runtime.router.platforms)))
+        await stop.wait()
+        event(log, logging.INFO, "stopping")
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await runtime.stop()

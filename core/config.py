@@ -1,0 +1,398 @@
+"""The config file's schema: pydantic models, camelCase in JSON, snake_case in Python.
+
+Unknown keys are errors (extra="forbid"); every model validates its own values,
+so a bad file is reported by key path instead of failing later at run time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import typing
+from datetime import time
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import pytimeparse2
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+
+def parse_duration(value: str) -> float:
+    """Seconds in a duration such as "2s", "30m", "1h", "1d" or "0"."""
+    text = value.strip()
+    if text == "0":
+        return 0.0
+    seconds = pytimeparse2.parse(text)
+    if seconds is None or seconds < 0:
+        raise ValueError(f"not a duration: {value!r} (use forms like '2s', '30m', '1h', '0')")
+    return float(seconds)
+
+
+def _check_timezone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(
+            f"unknown time zone {name!r} (use an IANA name like 'Europe/Paris')"
+        ) from exc
+    return name
+
+
+_CLOCK_TIME = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$|^24:00$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class KeyedValueError(ValueError):
+    """A model validator's verdict on specific keys.
+
+    Pydantic reports a model validator's error at the model itself (the top
+    level for KeptConfig); raising this instead lets the config loader report
+    each problem at the key that caused it. Paths are relative to the model
+    and use the JSON (camelCase) names.
+    """
+
+    def __init__(self, problems: list[tuple[tuple[str | int, ...], str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{_dotted(loc)}: {msg}" for loc, msg in problems))
+
+
+def _dotted(loc: tuple[str | int, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _check_env_name(name: str) -> str:
+    # Pasting the token itself here is the classic mistake; the message must
+    # not echo the value, or the secret ends up in logs and terminals.
+    if not _ENV_NAME.match(name):
+        raise ValueError(
+            "must be the NAME of an environment variable (letters, digits, _), "
+            "not the secret itself"
+        )
+    return name
+
+
+def _check_http_url(url: str | None) -> str | None:
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ValueError(f"expected an http:// or https:// URL, got {url!r}")
+    return url
+
+
+EnvName = Annotated[str, AfterValidator(_check_env_name)]
+HttpUrl = Annotated[str | None, AfterValidator(_check_http_url)]
+
+
+class StorageConfig(Model):
+    url: str = "sqlite:///data/kept.sqlite"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not v.startswith("sqlite:///"):
+            raise ValueError(
+                "only sqlite:///relative/path or sqlite:////absolute/path is supported"
+            )
+        if len(v) == len("sqlite:///"):
+            raise ValueError("the sqlite URL names no file")
+        return v
+
+
+class ModelsConfig(Model):
+    chat: str = "gpt-4.1-mini"
+    extraction: str | None = None
+    heartbeat: str | None = None
+
+
+class LlmConfig(Model):
+    base_url: HttpUrl = None
+    api_key_env: EnvName = "OPENAI_API_KEY"
+    timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 60
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 2
+    models: ModelsConfig = ModelsConfig()
+
+    def model_for(self, role: Literal["chat", "extraction", "heartbeat"]) -> str:
+        if role == "extraction" and self.models.extraction:
+            return self.models.extraction
+        if role == "heartbeat" and self.models.heartbeat:
+            return self.models.heartbeat
+        return self.models.chat
+
+
+class ActiveHours(Model):
+    start: str
+    end: str
+    timezone: str | None = None
+
+    @field_validator("start", "end")
+    @classmethod
+    def _hhmm(cls, v: str) -> str:
+        if not _CLOCK_TIME.match(v):
+            raise ValueError(f"expected HH:MM between 00:00 and 24:00, got {v!r}")
+        return v
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str | None) -> str | None:
+        return None if v is None else _check_timezone(v)
+
+    @model_validator(mode="after")
+    def _window(self) -> ActiveHours:
+        # "24:00" only makes sense as an exclusive end (start_time() would
+        # crash on it), and start == end is ambiguous: empty or all day?
+        if self.start == "24:00":
+            raise KeyedValueError([(("start",), "24:00 is only allowed as the end")])
+        if self.start == self.end:
+            raise KeyedValueError(
+                [(("end",), "equals start; omit activeHours to be active all day")]
+            )
+        return self
+
+    def start_time(self) -> time:
+        return _to_time(self.start)
+
+    def end_time(self) -> time | None:
+        """None means midnight at the end of the day ("24:00")."""
+        return None if self.end == "24:00" else _to_time(self.end)
+
+
+def _to_time(hhmm: str) -> time:
+    h, m = hhmm.split(":")
+    return time(int(h), int(m))
+
+
+class HeartbeatConfig(Model):
+    every: str = "30m"
+    target: Literal["origin", "none"] = "origin"
+    active_hours: ActiveHours | None = None
+
+    @field_validator("every")
+    @classmethod
+    def _every(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    @property
+    def every_seconds(self) -> float:
+        return parse_duration(self.every)
+
+
+class AgentConfig(Model):
+    id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")] = "main"
+    system_prompt: str = "You are a helpful assistant."
+    timezone: str = "UTC"
+    heartbeat: HeartbeatConfig = HeartbeatConfig()
+    max_tool_rounds: Annotated[int, Field(ge=0, le=20)] = 4
+    history_chars: Annotated[int, Field(ge=500, le=2_000_000)] = 24_000
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        return _check_timezone(v)
+
+
+def _id_to_str(value: Any) -> Any:
+    # Platform ids are numbers; people paste them unquoted. Bools are not ids.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+# User/guild ids or @usernames, numbers accepted and kept as strings.
+IdList = list[Annotated[str, BeforeValidator(_id_to_str)]]
+
+
+class DiscordConfig(Model):
+    enabled: bool = False
+    token_env: EnvName = "DISCORD_TOKEN"
+    agent: str = "main"
+    allow_from: IdList = []
+    dev_guild_id: str | None = None
+    allow_guilds: IdList = []
+
+
+class TelegramConfig(Model):
+    enabled: bool = False
+    token_env: EnvName = "TELEGRAM_BOT_TOKEN"
+    agent: str = "main"
+    base_url: HttpUrl = None
+    allow_from: IdList = []
+
+
+class ChannelsConfig(Model):
+    discord: DiscordConfig = DiscordConfig()
+    telegram: TelegramConfig = TelegramConfig()
+
+
+class CommitmentsConfig(Model):
+    enabled: bool = False
+    max_per_day: Annotated[int, Field(ge=0, le=100)] = 3
+
+
+class SearchConfig(Model):
+    visibility: Literal["self", "agent", "all"] = "self"
+
+
+class SessionsConfig(Model):
+    search: SearchConfig = SearchConfig()
+
+
+class KeptConfig(Model):
+    storage: StorageConfig = StorageConfig()
+    llm: LlmConfig = LlmConfig()
+    agents: Annotated[list[AgentConfig], Field(min_length=1)] = [AgentConfig()]
+    channels: ChannelsConfig = ChannelsConfig()
+    commitments: CommitmentsConfig = CommitmentsConfig()
+    sessions: SessionsConfig = SessionsConfig()
+
+    @model_validator(mode="after")
+    def _agents_referenced_exist(self) -> KeptConfig:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        ids = [a.id for a in self.agents]
+        for index, agent_id in enumerate(ids):
+            if agent_id in ids[:index]:
+                problems.append((("agents", index, "id"), f"duplicate agent id {agent_id!r}"))
+        for name in ("discord", "telegram"):
+            channel = getattr(self.channels, name)
+            if channel.agent not in ids:
+                problems.append(
+                    (
+                        ("channels", name, "agent"),
+                        f"no agent with id {channel.agent!r} (agents: {', '.join(ids)})",
+                    )
+                )
+        if problems:
+            raise KeyedValueError(problems)
+        return self
+
+    def agent(self, agent_id: str) -> AgentConfig:
+        for a in self.agents:
+            if a.id == agent_id:
+                return a
+        raise KeyError(agent_id)
+
+
+# --- Reporting every problem with a config by key path ---
+
+
+class ConfigError(Exception):
+    """Everything wrong with a config, one line per problem.
+
+    Each line reads `<source>: <key.path>: <reason>` (key paths use the JSON
+    camelCase names and list indexes, e.g. `agents.0.heartbeat.every`), so a
+    CLI can print them as they are.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+    def __str__(self) -> str:
+        return "\n".join(self.problems)
+
+
+def validate_document(data: Any, source: str) -> KeptConfig:
+    """Validate parsed JSON; raises ConfigError listing every problem."""
+    if not isinstance(data, dict):
+        raise ConfigError(
+            [f"{source}: the top level must be a JSON object, got {_json_type(data)}"]
+        )
+    try:
+        # by_name=False: the file speaks camelCase only; a snake_case key is
+        # an unknown key rather than a silent second spelling.
+        return KeptConfig.model_validate(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise ConfigError([f"{source}: {line}" for line in describe_errors(exc)]) from None
+
+
+def describe_errors(exc: ValidationError) -> list[str]:
+    """`key.path: reason` for every error pydantic found, in its order."""
+    lines: list[str] = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        keyed = err.get("ctx", {}).get("error")
+        if isinstance(keyed, KeyedValueError):
+            lines.extend(f"{_dotted(loc + sub)}: {msg}" for sub, msg in keyed.problems)
+        else:
+            lines.append(f"{_dotted(loc) or '(top level)'}: {_reason(err, loc)}")
+    return list(dict.fromkeys(lines))
+
+
+def _reason(err: Any, loc: tuple[str | int, ...]) -> str:
+    kind: str = err["type"]
+    msg: str = err["msg"]
+    if kind == "extra_forbidden":
+        known = _known_keys(loc[:-1])
+        return "unknown key" + did_you_mean(str(loc[-1]), known)
+    if kind == "missing":
+        return "required key is missing"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"expected a JSON object, got {_json_type(err['input'])}"
+    if kind == "list_type":
+        return f"expected a JSON list, got {_json_type(err['input'])}"
+    if kind in ("value_error", "assertion_error"):
+        # Our own validators already quote the offending value where it is safe to.
+        return msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return f"{msg} (got {_short_json(err.get('input'))})"
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """` (did you mean 'x'?)` when a choice is close to `word`, else ''."""
+    camel = to_camel(word)
+    if camel != word and camel in choices:
+        return f" (did you mean {camel!r}? keys are camelCase)"
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _known_keys(loc: tuple[str | int, ...]) -> list[str]:
+    model: type[BaseModel] | None = KeptConfig
+    for part in loc:
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue  # a list index: the element has the list's model
+        fields = {f.alias or name: f for name, f in model.model_fields.items()}
+        field = fields.get(part)
+        model = _model_in(field.annotation) if field is not None else None
+    return [] if model is None else [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _json_type(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    kinds = {int: "a number", float: "a number", str: "a string", list: "a list"}
+    return kinds.get(type(value), "an object")
+
+
+def _short_json(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,333 @@
+"""ConversationManager: one user turn, from the stored message to the sent reply.
+
+A user message is stored before anything else, so a crash at any later point
+loses nothing: on start-up `recover_unanswered` answers what was stored but
+never replied to. Turns of one session run one at a time in arrival order
+(asyncio.Lock wakes waiters first-in, first-out); sessions run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Protocol
+
+from core.clock import Clock
+from core.config import AgentConfig, KeptConfig
+from core.llm import Completion, LLMError, Role
+from core.logs import event
+from core.messages import Inbound, Outbound, Sender, Target
+from core.store.base import DuplicateMessage, MessageRecord, NewMessage, SessionRecord, Store
+from core.tools import ToolContext, ToolRegistry
+
+log = logging.getLogger("kept.conversation")
+
+APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
+RECOVERY_WINDOW = timedelta(minutes=10)
+HISTORY_ROWS = 200
+
+
+class ChatModel(Protocol):
+    async def complete(
+        self,
+        role: Role,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+    ) -> Completion: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyEvent:
+    """What the on_reply hooks see after a reply went out."""
+
+    session: SessionRecord
+    user_message: MessageRecord
+    reply: MessageRecord
+    sender_id: str | None
+    turn_kind: str = "conversation"
+
+
+ReplyHook = Callable[[ReplyEvent], Awaitable[None]]
+
+
+class ConversationManager:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        llm: ChatModel,
+        sender: Sender,
+        config: Callable[[], KeptConfig],
+        clock: Clock,
+        tools: ToolRegistry | None = None,
+    ) -> None:
+        self._store = store
+        self._llm = llm
+        self._sender = sender
+        self._config = config
+        self._clock = clock
+        self._tools = tools or ToolRegistry()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._reply_hooks: list[ReplyHook] = []
+        self._background: set[asyncio.Task[None]] = set()
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self._tools
+
+    def add_reply_hook(self, hook: ReplyHook) -> None:
+        self._reply_hooks.append(hook)
+
+    def session_lock(self, session_key: str) -> asyncio.Lock:
+        """The lock a turn of this session holds; the heartbeat shares it."""
+        lock = self._locks.get(session_key)
+        if lock is None:
+            lock = self._locks[session_key] = asyncio.Lock()
+        return lock
+
+    async def handle(self, inbound: Inbound) -> MessageRecord | None:
+        """Store, answer and send one inbound message. Returns the stored reply,
+        or None when the message was a duplicate or had nothing to answer."""
+        if not inbound.text.strip():
+            return None
+        key = inbound.session_key
+        session = await self._store.ensure_session(
+            key,
+            agent_id=inbound.agent_id,
+            platform=inbound.target.platform,
+            chat_id=inbound.target.chat_id,
+            chat_kind=inbound.chat_kind,
+            thread_id=inbound.target.thread_id,
+            now=self._clock.now(),
+        )
+        try:
+            user = await self._store.add_message(
+                NewMessage(
+                    session_key=key,
+                    role="user",
+                    text=inbound.text,
+                    ts=inbound.ts,
+                    sender_id=inbound.sender_id,
+                    platform_message_id=inbound.platform_message_id,
+                )
+            )
+        except DuplicateMessage:
+            event(
+                log,
+                logging.INFO,
+                "inbound_duplicate",
+                agent=inbound.agent_id,
+                session=key,
+                platform_message=inbound.platform_message_id,
+            )
+            return None
+        async with self.session_lock(key):
+            return await self._turn(session, user)
+
+    async def recover_unanswered(
+        self, *, platforms: set[str] | None = None, window: timedelta = RECOVERY_WINDOW
+    ) -> int:
+        """Answer user messages stored recently that never got a reply, once,
+        in order. Messages of platforms without a live adapter are left alone."""
+        pending = await self._store.unanswered(since=self._clock.now() - window)
+        answered = 0
+        for message in pending:
+            session = await self._store.get_session(message.session_key)
+            if session is None or (platforms is not None and session.platform not in platforms):
+                continue
+            event(
+                log,
+                logging.INFO,
+                "recovering_unanswered",
+                agent=session.agent_id,
+                session=session.key,
+                message=message.id,
+            )
+            async with self.session_lock(session.key):
+                await self._turn(session, message)
+            answered += 1
+        return answered
+
+    async def drain(self) -> None:
+        """Wait for background reply hooks (used at shutdown and in tests)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    async def _turn(self, session: SessionRecord, user: MessageRecord) -> MessageRecord:
+        agent = self._agent(session.agent_id)
+        target = Target(session.platform, session.chat_id, session.thread_id)
+        ctx = ToolContext(
+            agent_id=session.agent_id,
+            session_key=session.key,
+            target=target,
+            chat_kind=session.chat_kind,
+            sender_id=user.sender_id,
+            now=self._clock.now(),
+        )
+        try:
+            text = await self._agent_turn(agent, session, user, ctx)
+            kind = "text"
+        except LLMError as exc:
+            event(
+                log,
+                logging.WARNING,
+                "model_failed",
+                agent=session.agent_id,
+                session=session.key,
+                message=user.id,
+                kind=exc.kind,
+                error=str(exc),
+                action=_operator_hint(exc),
+            )
+            text, kind = APOLOGY, "error"
+        reply = await self._store.add_message(
+            NewMessage(
+                session_key=session.key,
+                role="assistant",
+                text=text,
+                ts=self._clock.now(),
+                kind=kind,  # type: ignore[arg-type]
+                in_reply_to=user.id,
+            )
+        )
+        result = await self._sender.send(Outbound(target=target, text=text))
+        if result.ok and result.message_id is not None:
+            await self._store.set_platform_message_id(reply.id, result.message_id)
+        if not result.ok:
+            event(
+                log,
+                logging.WARNING,
+                "reply_not_sent",
+                agent=session.agent_id,
+                session=session.key,
+                message=reply.id,
+                error=result.error,
+                action="check the channel's token and permissions",
+            )
+        elif kind == "text":
+            self._fire_hooks(ReplyEvent(session, user, reply, user.sender_id))
+        return reply
+
+    async def _agent_turn(
+        self, agent: AgentConfig, session: SessionRecord, user: MessageRecord, ctx: ToolContext
+    ) -> str:
+        messages = await self._prompt(agent, session, user)
+        specs = self._tools.specs() or None
+        for _ in range(agent.max_tool_rounds):
+            completion = await self._llm.complete("chat", messages, tools=specs)
+            if not completion.tool_calls:
+                return _require_text(completion)
+            messages.append(_assistant_tool_message(completion))
+            await self._store_tool_row(session, user, "assistant", "tool_call", messages[-1])
+            for call in completion.tool_calls:
+                result = await self._tools.call(call.name, call.arguments, ctx)
+                tool_message = {"role": "tool", "tool_call_id": call.id, "content": result}
+                messages.append(tool_message)
+                await self._store_tool_row(session, user, "tool", "tool_result", tool_message)
+        # Out of tool rounds: one last call without tools forces a text answer.
+        return _require_text(await self._llm.complete("chat", messages, tools=None))
+
+    async def _prompt(
+        self, agent: AgentConfig, session: SessionRecord, user: MessageRecord
+    ) -> list[dict[str, Any]]:
+        rows = await self._store.history(session.key, before_turn_of=user.id, limit=HISTORY_ROWS)
+        budget = agent.history_chars - len(user.text)
+        kept: list[dict[str, Any]] = []
+        # Past tool rows are left out: a trimmed history could orphan a tool
+        # result from its call, which OpenAI-compatible servers reject.
+        for row in reversed(rows):
+            if row.kind not in ("text", "checkin", "reminder") or row.role not in (
+                "user",
+                "assistant",
+            ):
+                continue
+            budget -= len(row.text)
+            if budget < 0:
+                break
+            kept.append({"role": row.role, "content": row.text})
+        kept.reverse()
+        return [
+            {"role": "system", "content": agent.system_prompt},
+            *kept,
+            {"role": "user", "content": user.text},
+        ]
+
+    async def _store_tool_row(
+        self,
+        session: SessionRecord,
+        user: MessageRecord,
+        role: str,
+        kind: str,
+        payload: dict[str, Any],
+    ) -> None:
+        await self._store.add_message(
+            NewMessage(
+                session_key=session.key,
+                role=role,  # type: ignore[arg-type]
+                kind=kind,  # type: ignore[arg-type]
+                text="",
+                ts=self._clock.now(),
+                in_reply_to=user.id,
+                payload=json.dumps(payload, ensure_ascii=False),
+            )
+        )
+
+    def _agent(self, agent_id: str) -> AgentConfig:
+        try:
+            return self._config().agent(agent_id)
+        except KeyError:
+            # The agent was removed from the config while its sessions live on;
+            # answer with defaults rather than drop the user's message.
+            return AgentConfig(id=agent_id)
+
+    def _fire_hooks(self, reply_event: ReplyEvent) -> None:
+        for hook in self._reply_hooks:
+            task = asyncio.create_task(self._run_hook(hook, reply_event))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _run_hook(self, hook: ReplyHook, reply_event: ReplyEvent) -> None:
+        try:
+            await hook(reply_event)
+        except Exception as exc:
+            event(
+                log,
+                logging.ERROR,
+                "reply_hook_failed",
+                agent=reply_event.session.agent_id,
+                session=reply_event.session.key,
+                message=reply_event.reply.id,
+                error=repr(exc),
+            )
+
+
+def _require_text(completion: Completion) -> str:
+    if not completion.text.strip():
+        raise LLMError("the model answered with no text", kind="malformed")
+    return completion.text
+
+
+def _assistant_tool_message(completion: Completion) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": completion.text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in completion.tool_calls
+        ],
+    }
+
+
+def _operator_hint(exc: LLMError) -> str:
+    return {
+        "auth": "check the API key in the environment variable named by llm.apiKeyEnv",
+        "not_found": "check llm.models in the config: the endpoint does not know this model",
+        "timeout": "the model endpoint is slow; raise llm.timeoutSeconds or check the endpoint",
+        "connection": "check llm.baseUrl and that the endpoint is up",
+    }.get(exc.kind, "check the model endpoint's health")

@@ -1,0 +1,392 @@
+"""The model client: one OpenAI-compatible endpoint, a model per role, reasoning stripped.
+
+A thin layer over `openai.AsyncOpenAI` that owns the policies the SDK would
+otherwise decide for us: which errors are worth retrying (and how long to wait,
+on our Clock so tests never really sleep), what a broken response looks like,
+and that a model's private reasoning never reaches a user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import os
+import random
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from core.clock import Clock, SystemClock
+from core.config import LlmConfig
+
+log = logging.getLogger(__name__)
+
+Role = Literal["chat", "extraction", "heartbeat"]
+ErrorKind = Literal[
+    "timeout", "connection", "rate_limit", "server", "auth", "not_found", "bad_request", "malformed"
+]
+
+# Local servers (Ollama, llama.cpp, vLLM) usually ignore auth, but the SDK
+# refuses to build a client without some key.
+PLACEHOLDER_API_KEY = "kept-no-key"
+
+_BACKOFF_BASE_SECONDS = 0.5
+_BACKOFF_CAP_SECONDS = 8.0
+_JITTER = 0.2  # +-20%: enough to de-synchronise workers that failed together
+# A server may ask for long waits; beyond this the user is better served by an error.
+_RETRY_AFTER_CAP_SECONDS = 20.0
+_ERROR_TEXT_LIMIT = 300
+
+_STATUS_KINDS: dict[int, ErrorKind] = {
+    401: "auth",
+    403: "auth",
+    404: "not_found",  # usually an unknown model name
+    408: "timeout",
+    429: "rate_limit",
+}
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text from the model, validated by the tool layer
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str  # reasoning stripped; "" when the model only called tools
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    model: str
+
+
+class LLMError(Exception):
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ErrorKind,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.status = status
+        self.retry_after = retry_after  # seconds the server asked us to wait, if it did
+        # Timeouts are not retried: the request may still be running (and billed)
+        # upstream, and the user has already waited a full timeout.
+        self.retryable = kind in ("rate_limit", "server", "connection")
+
+    def __repr__(self) -> str:
+        return f"LLMError(kind={self.kind!r}, status={self.status!r}, message={str(self)!r})"
+
+
+# --- reasoning ---------------------------------------------------------------
+
+_REASONING_TAGS = r"think|thinking|thought|reasoning|reflection"
+_CLOSED_BLOCK = re.compile(
+    rf"<\s*({_REASONING_TAGS})\b[^>]*>.*?<\s*/\s*\1\s*>", re.IGNORECASE | re.DOTALL
+)
+# Some templates put the opening tag in the prompt, so the reply starts inside
+# the reasoning and only the closing tag shows: drop everything up to it.
+_STRAY_CLOSE = re.compile(rf"\A.*<\s*/\s*(?:{_REASONING_TAGS})\s*>", re.IGNORECASE | re.DOTALL)
+# An opening tag never closed means the reply was cut off mid-reasoning.
+_UNCLOSED_OPEN = re.compile(rf"<\s*(?:{_REASONING_TAGS})\b[^>]*>.*\Z", re.IGNORECASE | re.DOTALL)
+_BLANK_RUN = re.compile(r"\n{3,}")
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without reasoning blocks, trimmed. May be "" if it was all reasoning."""
+    text = _CLOSED_BLOCK.sub("", text)
+    text = _STRAY_CLOSE.sub("", text)
+    text = _UNCLOSED_OPEN.sub("", text)
+    return _BLANK_RUN.sub("\n\n", text).strip()
+
+
+# --- the client --------------------------------------------------------------
+
+
+class LLMClient:
+    def __init__(
+        self,
+        config: LlmConfig,
+        *,
+        environ: Mapping[str, str] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._config = config
+        self._environ: Mapping[str, str] = os.environ if environ is None else environ
+        self._clock: Clock = clock or SystemClock()
+        self._sdk: openai.AsyncOpenAI | None = None
+        self._secrets: set[str] = set()  # every key used so far, scrubbed from error text
+        # Clients replaced by a reload stay open until their in-flight calls end.
+        self._retired: list[openai.AsyncOpenAI] = []
+        self._leases: dict[int, int] = {}
+
+    def update_config(self, config: LlmConfig) -> None:
+        """Hot reload: the next call builds a fresh SDK client from `config`."""
+        self._config = config
+        if self._sdk is not None:
+            self._retired.append(self._sdk)
+            self._sdk = None
+
+    async def aclose(self) -> None:
+        clients = [*self._retired, *([self._sdk] if self._sdk else [])]
+        self._retired.clear()
+        self._sdk = None
+        for sdk in clients:
+            await sdk.close()
+
+    async def complete(
+        self,
+        role: Role,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        config = self._config  # one snapshot per call, even if a reload lands mid-retry
+        model = config.model_for(role)
+        params: dict[str, Any] = {"model": model, "messages": messages}
+        if tools:
+            params["tools"] = tools
+        if temperature is not None:
+            params["temperature"] = temperature
+        response = await self._call(
+            config, lambda sdk: sdk.chat.completions.create(**params), f"{role} completion"
+        )
+        return _parse_completion(response, model)
+
+    async def ping(self) -> str:
+        """One line for `kept doctor`; raises LLMError when the endpoint is unusable."""
+        config = self._config
+        where = _redact_url(config.base_url or self._environ.get("OPENAI_BASE_URL") or "")
+        wanted = sorted({config.model_for(r) for r in ("chat", "extraction", "heartbeat")})
+        listed: set[str] = set()
+        reason = ""  # why the model list is unusable, if it is
+        try:
+            page = await self._call(config, lambda sdk: sdk.models.list(), "model list")
+            listed = {str(m.id) for m in page.data}
+        except LLMError as err:
+            if err.kind in ("auth", "timeout", "connection"):
+                raise  # a completion would fail the same way, only slower
+            reason = err.kind
+        except (AttributeError, TypeError):  # a body that is not a model list
+            reason = "malformed"
+        if reason:
+            # Several OpenAI-compatible servers have no /models; a completion still proves it works.
+            log.info("listing models failed (%s); trying a completion instead", reason)
+            done = await self.complete("chat", [{"role": "user", "content": "Reply with OK."}])
+            return f"{where}: reachable, model {done.model!r} answered (model list {reason})"
+        missing = [m for m in wanted if m not in listed]
+        note = f"not listed: {', '.join(missing)}" if missing else "all configured models listed"
+        return f"{where}: reachable, {len(listed)} models, {note}"
+
+    # --- internals -----------------------------------------------------------
+
+    def _build(self, config: LlmConfig) -> openai.AsyncOpenAI:
+        key = (self._environ.get(config.api_key_env) or "").strip()
+        if not key:
+            log.info("$%s is not set; sending a placeholder API key", config.api_key_env)
+        if key:
+            self._secrets.add(key)
+        return openai.AsyncOpenAI(
+            api_key=key or PLACEHOLDER_API_KEY,
+            # None lets the SDK apply its default (which reads $OPENAI_BASE_URL
+            # from the process environment); an injected environ takes precedence.
+            base_url=config.base_url or self._environ.get("OPENAI_BASE_URL") or None,
+            timeout=config.timeout_seconds,
+            max_retries=0,  # retries are ours: the SDK would also retry timeouts
+        )
+
+    async def _call(
+        self,
+        config: LlmConfig,
+        request: Callable[[openai.AsyncOpenAI], Awaitable[_T]],
+        what: str,
+    ) -> _T:
+        attempt = 0
+        while True:
+            try:
+                return await self._attempt(config, request)
+            except LLMError as err:
+                if not err.retryable or attempt >= config.max_retries:
+                    raise
+                wait = self._backoff(attempt, err.retry_after)
+                retry = f"retry {attempt + 1}/{config.max_retries}"
+                log.warning(
+                    "%s: %s (status %s); %s in %.2fs", what, err.kind, err.status, retry, wait
+                )
+                await self._clock.sleep(wait)
+                attempt += 1
+
+    async def _attempt(
+        self, config: LlmConfig, request: Callable[[openai.AsyncOpenAI], Awaitable[_T]]
+    ) -> _T:
+        if self._sdk is None:
+            # Built from the live config, not this call's snapshot, so a reload
+            # that lands mid-retry is not undone for every later call.
+            self._sdk = self._build(self._config)
+        sdk = self._sdk
+        self._leases[id(sdk)] = self._leases.get(id(sdk), 0) + 1
+        try:
+            await self._close_idle_retired()  # after leasing, so never our own client
+            # httpx's timeout applies per read, so a server trickling bytes could
+            # hold a call far longer; this bounds the whole request.
+            async with asyncio.timeout(config.timeout_seconds * 2 + 1):
+                return await request(sdk)
+        except TimeoutError as exc:
+            raise LLMError("request exceeded its overall deadline", kind="timeout") from exc
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from exc
+        except ValueError as exc:  # a 200 whose JSON body did not decode
+            raise _malformed(f"body was not valid JSON: {exc}") from exc
+        finally:
+            await self._release(sdk)
+
+    async def _release(self, sdk: openai.AsyncOpenAI) -> None:
+        left = self._leases.get(id(sdk), 1) - 1
+        if left:
+            self._leases[id(sdk)] = left
+            return
+        self._leases.pop(id(sdk), None)
+        if sdk in self._retired:
+            self._retired.remove(sdk)
+            await sdk.close()
+
+    async def _close_idle_retired(self) -> None:
+        idle = [sdk for sdk in self._retired if not self._leases.get(id(sdk))]
+        for sdk in idle:
+            self._retired.remove(sdk)
+            await sdk.close()
+
+    def _translate(self, exc: openai.OpenAIError) -> LLMError:
+        if isinstance(exc, openai.APITimeoutError):  # before APIConnectionError: a subclass
+            return LLMError("request timed out", kind="timeout")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__
+            detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
+            return LLMError(
+                self._scrub(f"could not reach the endpoint: {detail}"), kind="connection"
+            )
+        if isinstance(exc, openai.APIResponseValidationError):
+            return LLMError(self._scrub(str(exc)), kind="malformed", status=exc.status_code)
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = str(exc)
+            if isinstance(exc.body, str) and exc.body:  # e.g. a proxy's HTML error page
+                detail = f"{detail}: {exc.body}"
+            kind = _STATUS_KINDS.get(status) or ("server" if status >= 500 else "bad_request")
+            retry_after = _retry_after(exc.response.headers, self._clock) if status == 429 else None
+            return LLMError(self._scrub(detail), kind=kind, status=status, retry_after=retry_after)
+        return LLMError(self._scrub(str(exc)), kind="bad_request")
+
+    def _scrub(self, text: str) -> str:
+        """Error text for logs: bounded, one line, and never the API key."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        text = " ".join(text.split())
+        return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 1] + "…"
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), _RETRY_AFTER_CAP_SECONDS)
+        base = min(_BACKOFF_BASE_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
+        return base * random.uniform(1 - _JITTER, 1 + _JITTER)
+
+
+def _retry_after(headers: Mapping[str, str], clock: Clock) -> float | None:
+    """Seconds from `retry-after-ms` / `retry-after` (number or HTTP date), if usable."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                continue
+            if when.tzinfo is None:  # "-0000" dates parse naive; they mean UTC
+                when = when.replace(tzinfo=UTC)
+            seconds = (when - clock.now()).total_seconds()
+        if math.isfinite(seconds):
+            return max(seconds, 0.0)
+    return None
+
+
+def _redact_url(url: str) -> str:
+    """The endpoint for display, without any user:password@ part or query."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=netloc, query="", fragment="")) or "the OpenAI API"
+
+
+def _malformed(why: str) -> LLMError:
+    return LLMError(f"malformed response: {why}", kind="malformed")
+
+
+def _get(obj: Any, name: str) -> Any:
+    # Lenient parsing leaves unknown shapes as dicts or partial models.
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _parse_completion(response: object, requested_model: str) -> Completion:
+    # The SDK does not validate strictly (strict mode rejects harmless quirks of
+    # local servers), so a wrong-shaped body arrives here half-built or as text.
+    if not isinstance(response, ChatCompletion):
+        raise _malformed(f"expected a chat completion, got {type(response).__name__}")
+    choices = _get(response, "choices")
+    if not isinstance(choices, list) or not choices:
+        raise _malformed("completion has no choices")
+    message = _get(choices[0], "message")
+    if message is None:
+        raise _malformed("completion choice has no message")
+
+    content = _get(message, "content")
+    if isinstance(content, list):  # some servers send typed parts even here
+        content = "".join(str(_get(p, "text") or "") for p in content)
+    if content is not None and not isinstance(content, str):
+        raise _malformed(f"message content is a {type(content).__name__}")
+    # reasoning_content / reasoning fields are deliberately never read.
+
+    raw_calls = _get(message, "tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise _malformed(f"tool_calls is a {type(raw_calls).__name__}")
+    calls: list[ToolCall] = []
+    for index, raw in enumerate(raw_calls):
+        kind = _get(raw, "type") or "function"
+        function = _get(raw, "function")
+        if kind != "function" or function is None:
+            continue
+        name = _get(function, "name")
+        if not isinstance(name, str) or not name:
+            raise _malformed("tool call without a function name")
+        arguments = _get(function, "arguments")
+        if not isinstance(arguments, str):  # some servers send an object, or nothing
+            arguments = json.dumps(arguments if arguments is not None else {})
+        # Without an id the tool result could not be tied back to its call.
+        call_id = _get(raw, "id") or f"call_{index}"
+        calls.append(ToolCall(id=str(call_id), name=name, arguments=arguments))
+
+    finish = _get(choices[0], "finish_reason")
+    model = _get(response, "model")
+    return Completion(
+        text=strip_reasoning(content or ""),
+        tool_calls=calls,
+        finish_reason=str(finish) if finish is not None else None,
+        model=model if isinstance(model, str) and model else requested_model,
+    )

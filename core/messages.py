@@ -1,0 +1,111 @@
+"""The vocabulary that core and the channels both speak.
+
+A `Target` says where a message goes back to; the session key names the
+conversation an agent has with that target. Channels build `Inbound`s, core
+answers with `Outbound`s through a `Sender`, and a `SendResult` says whether
+the platform accepted the message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+ChatKind = Literal["private", "group", "channel"]
+CHAT_KINDS: tuple[ChatKind, ...] = ("private", "group", "channel")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a message goes back to: one chat, optionally one thread in it."""
+
+    platform: str
+    chat_id: str
+    thread_id: str | None = None
+
+
+def session_key(agent_id: str, target: Target, chat_kind: ChatKind) -> str:
+    """`agent:<agentId>:<platform>:<chatKind>:<chatId>[:thread:<threadId>]`."""
+    key = f"agent:{agent_id}:{target.platform}:{chat_kind}:{target.chat_id}"
+    if target.thread_id is not None:
+        key += f":thread:{target.thread_id}"
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKeyParts:
+    agent_id: str
+    chat_kind: ChatKind
+    target: Target
+
+
+def parse_session_key(key: str) -> SessionKeyParts:
+    """Inverse of `session_key`; raises ValueError for anything else."""
+    parts = key.split(":")
+    if len(parts) not in (5, 7) or parts[0] != "agent" or not all(parts):
+        raise ValueError(f"not a session key: {key!r}")
+    if len(parts) == 7 and parts[5] != "thread":
+        raise ValueError(f"not a session key: {key!r}")
+    kind = parts[3]
+    if kind not in CHAT_KINDS:
+        raise ValueError(f"unknown chat kind {kind!r} in session key {key!r}")
+    thread = parts[6] if len(parts) == 7 else None
+    return SessionKeyParts(
+        agent_id=parts[1],
+        chat_kind=kind,  # type: ignore[arg-type]
+        target=Target(platform=parts[2], chat_id=parts[4], thread_id=thread),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One message a user sent, as a channel adapter saw it."""
+
+    agent_id: str
+    target: Target
+    chat_kind: ChatKind
+    sender_id: str
+    text: str
+    ts: datetime
+    platform_message_id: str | None = None
+    sender_name: str | None = None
+
+    @property
+    def session_key(self) -> str:
+        return session_key(self.agent_id, self.target, self.chat_kind)
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """One message core wants delivered."""
+
+    target: Target
+    text: str
+    reply_to_platform_id: str | None = None
+    # Free-form hints for adapters (e.g. follow-up buttons); never a destination.
+    extras: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """What the platform said about a send.
+
+    `retryable` is True only when the platform certainly did not accept the
+    message (connection refused, 429, 5xx before acceptance): retrying then
+    cannot produce a second copy. `unknown` marks a send whose fate is not
+    known (timeout after the request went out): it must never be retried.
+    """
+
+    message_id: str | None = None
+    error: str | None = None
+    retryable: bool = False
+    unknown: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Sender(Protocol):
+    async def send(self, outbound: Outbound) -> SendResult: ...

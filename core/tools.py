@@ -1,0 +1,108 @@
+"""The agent's tool registry: what the chat model may call, and how.
+
+Tools receive a ToolContext built from the stored session, never from model
+output, so a tool can only act on the chat it was called from. Every failure
+becomes an error string for the model; a tool never crashes a turn.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from core.logs import event
+from core.messages import ChatKind, Target
+
+log = logging.getLogger("kept.tools")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    agent_id: str
+    session_key: str
+    target: Target
+    chat_kind: ChatKind
+    sender_id: str | None
+    now: datetime
+
+
+ToolResult = str | dict[str, Any] | list[Any]
+ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]
+
+
+class ToolError(Exception):
+    """An expected failure whose message is shown to the model as is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: ToolHandler
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        self._tools[tool.name] = tool
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [t.spec() for t in self._tools.values()]
+
+    async def call(self, name: str, arguments: str, ctx: ToolContext) -> str:
+        """Run a tool and return its result as the text the model will read."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return _error(f"unknown tool {name!r}; available: {', '.join(self._tools) or 'none'}")
+        try:
+            args = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return _error(f"arguments are not valid JSON: {exc.msg}")
+        if not isinstance(args, dict):
+            return _error("arguments must be a JSON object")
+        try:
+            result = await tool.handler(ctx, args)
+        except ToolError as exc:
+            return _error(str(exc))
+        except Exception as exc:  # a tool bug must not end the user's turn
+            event(
+                log,
+                logging.ERROR,
+                "tool_failed",
+                tool=name,
+                agent=ctx.agent_id,
+                session=ctx.session_key,
+                error=repr(exc),
+                action="report this as a bug in the tool",
+            )
+            return _error("the tool failed unexpectedly")
+        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+
+def _error(message: str) -> str:
+    return json.dumps({"error": message}, ensure_ascii=False)

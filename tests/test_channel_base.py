@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import io
+
+from channels.base import AdapterRouter, ChannelAdapter, split_message
+from channels.console import ConsoleAdapter
+from core.clock import TestClock
+from core.messages import Inbound, Outbound, SendResult, Target
+
+
+class FakeAdapter(ChannelAdapter):
+    platform = "fake"
+    max_message_length = 50
+
+    def __init__(self, fail_on: int | None = None, allow_from=()) -> None:
+        super().__init__(agent_id="main", allow_from=allow_from, handler=self._noop)
+        self.chunks: list[str] = []
+        self.fail_on = fail_on
+
+    async def _noop(self, inbound: Inbound) -> None:
+        return None
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def send_text(self, target: Target, text: str, reply_to: str | None) -> SendResult:
+        if self.fail_on is not None and len(self.chunks) == self.fail_on:
+            return SendResult(error="boom", retryable=True)
+        self.chunks.append(text)
+        return SendResult(message_id=str(len(self.chunks)))
+
+
+def test_split_prefers_paragraphs_then_sentences():
+    para = "First paragraph here.\n\nSecond one is a bit longer. It has two sentences, see?"
+    assert split_message(para, 50) == [
+        "First paragraph here.",
+        "Second one is a bit longer.",
+        "It has two sentences, see?",
+    ]
+
+
+def test_split_never_exceeds_limit_and_loses_no_words():
+    text = " ".join(f"word{i}" for i in range(2000))
+    chunks = split_message(text, 2000)
+    assert all(len(c) <= 2000 for c in chunks)
+    assert " ".join(chunks).split() == text.split()
+    unbroken = "x" * 4500
+    assert [len(c) for c in split_message(unbroken, 2000)] == [2000, 2000, 500]
+
+
+def test_split_empty_and_short():
+    assert split_message("   ", 10) == []
+    assert split_message("hi", 10) == ["hi"]
+
+
+def test_allow_list_by_id_or_username():
+    open_adapter = FakeAdapter()
+    assert open_adapter.is_allowed("1")
+    closed = FakeAdapter(allow_from=["42", "@Alice"])
+    assert closed.is_allowed("42")
+    assert closed.is_allowed("7", "alice")
+    assert not closed.is_allowed("7", "bob")
+    assert not closed.is_allowed("7")
+
+
+async def test_send_chunks_and_returns_first_id():
+    adapter = FakeAdapter()
+    result = await adapter.send(Outbound(Target("fake", "1"), "a" * 120))
+    assert result.ok and result.message_id == "1"
+    assert [len(c) for c in adapter.chunks] == [50, 50, 20]
+
+
+async def test_failure_after_first_chunk_is_not_retryable():
+    adapter = FakeAdapter(fail_on=1)
+    result = await adapter.send(Outbound(Target("fake", "1"), "a" * 120))
+    assert not result.ok and not result.retryable and result.unknown
+    first_fails = await FakeAdapter(fail_on=0).send(Outbound(Target("fake", "1"), "hi"))
+    assert not first_fails.ok and first_fails.retryable
+
+
+async def test_router_sends_by_platform_only():
+    router = AdapterRouter()
+    adapter = FakeAdapter()
+    router.add(adapter)
+    assert (await router.send(Outbound(Target("fake", "1"), "hi"))).ok
+    missing = await router.send(Outbound(Target("telegram", "1"), "hi"))
+    assert not missing.ok and "no running adapter" in (missing.error or "")
+
+
+async def test_console_reads_lines_until_quit():
+    seen: list[Inbound] = []
+
+    async def handler(inbound: Inbound) -> None:
+        seen.append(inbound)
+
+    out = io.StringIO()
+    console = ConsoleAdapter(
+        agent_id="main",
+        handler=handler,
+        clock=TestClock(),
+        stdin=io.StringIO("hello\n\n  second  \n/quit\nnever\n"),
+        stdout=out,
+        user="ann",
+    )
+    await console.start()
+    await console.run()
+    assert [i.text for i in seen] == ["hello", "second"]
+    assert seen[0].session_key == "agent:main:console:private:ann"
+    await console.send(Outbound(console.target, "reply"))
+    assert out.getvalue() == "reply\n"

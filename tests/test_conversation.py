@@ -1,0 +1,260 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from datetime import timedelta
+
+from core.clock import TestClock
+from core.config import AgentConfig, KeptConfig
+from core.conversation import APOLOGY, ConversationManager, ReplyEvent
+from core.llm import LLMError, ToolCall
+from core.messages import Inbound, Target
+from core.store import Store
+from core.tools import Tool, ToolContext, ToolRegistry
+from tests.conftest import RecordingSender
+from tests.fakes.scripted_model import ScriptedModel, calls, text
+
+
+def make_manager(
+    store: Store,
+    model: ScriptedModel,
+    sender: RecordingSender,
+    clock: TestClock,
+    config: KeptConfig | None = None,
+    tools: ToolRegistry | None = None,
+) -> ConversationManager:
+    cfg = config or KeptConfig()
+    return ConversationManager(
+        store=store, llm=model, sender=sender, config=lambda: cfg, clock=clock, tools=tools
+    )
+
+
+def inbound(clock: TestClock, chat: str, body: str, msg_id: str | None = None) -> Inbound:
+    return Inbound(
+        agent_id="main",
+        target=Target("telegram", chat),
+        chat_kind="private",
+        sender_id=f"u{chat}",
+        text=body,
+        ts=clock.now(),
+        platform_message_id=msg_id,
+    )
+
+
+async def transcript(store: Store, key: str) -> list[tuple[str, str, str]]:
+    rows = await store.history(key, before_turn_of=10**9, limit=1000)
+    return [(r.role, r.kind, r.text) for r in rows]
+
+
+async def test_turn_stores_both_messages_and_sends_reply(sqlite_store, clock, sender):
+    model = ScriptedModel()
+    manager = make_manager(sqlite_store, model, sender, clock)
+    reply = await manager.handle(inbound(clock, "1", "hello there"))
+    assert reply is not None and reply.text == "echo: hello there"
+    assert sender.texts("1") == ["echo: hello there"]
+    key = "agent:main:telegram:private:1"
+    assert await transcript(sqlite_store, key) == [
+        ("user", "text", "hello there"),
+        ("assistant", "text", "echo: hello there"),
+    ]
+    stored = await sqlite_store.get_message(reply.id)
+    assert stored is not None and stored.platform_message_id == "m1"
+
+
+async def test_system_prompt_and_history_reach_the_model(sqlite_store, clock, sender):
+    config = KeptConfig(agents=[AgentConfig(id="main", system_prompt="Be terse.")])
+    model = ScriptedModel()
+    manager = make_manager(sqlite_store, model, sender, clock, config)
+    await manager.handle(inbound(clock, "1", "first"))
+    await manager.handle(inbound(clock, "1", "second"))
+    _, messages, _ = model.requests[-1]
+    assert messages == [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "echo: first"},
+        {"role": "user", "content": "second"},
+    ]
+
+
+async def test_history_respects_character_budget(sqlite_store, clock, sender):
+    config = KeptConfig(agents=[AgentConfig(id="main", history_chars=500)])
+    model = ScriptedModel()
+    manager = make_manager(sqlite_store, model, sender, clock, config)
+    for i in range(10):
+        await manager.handle(inbound(clock, "1", f"{i} " + "x" * 100))
+    _, messages, _ = model.requests[-1]
+    assert sum(len(m["content"]) for m in messages[1:]) <= 500
+    assert messages[-1]["content"].startswith("9 ")
+    assert messages[-2]["content"].startswith("echo: 8 ")
+
+
+async def test_duplicate_platform_message_gets_one_reply(sqlite_store, clock, sender):
+    manager = make_manager(sqlite_store, ScriptedModel(), sender, clock)
+    first = await manager.handle(inbound(clock, "1", "hi", msg_id="77"))
+    second = await manager.handle(inbound(clock, "1", "hi", msg_id="77"))
+    assert first is not None and second is None
+    assert sender.texts() == ["echo: hi"]
+    assert len(await transcript(sqlite_store, "agent:main:telegram:private:1")) == 2
+
+
+async def test_model_failure_sends_apology_and_keeps_transcript(sqlite_store, clock, sender):
+    model = ScriptedModel()
+    model.steps.append(LLMError("timed out", kind="timeout"))
+    manager = make_manager(sqlite_store, model, sender, clock)
+    reply = await manager.handle(inbound(clock, "1", "are you there?"))
+    assert reply is not None and reply.kind == "error"
+    assert sender.texts() == [APOLOGY]
+    assert await transcript(sqlite_store, "agent:main:telegram:private:1") == [
+        ("user", "text", "are you there?"),
+        ("assistant", "error", APOLOGY),
+    ]
+    # The apology counts as an answer: nothing is re-answered at start-up.
+    assert await sqlite_store.unanswered(since=clock.now() - timedelta(hours=1)) == []
+
+
+async def test_empty_model_answer_is_a_failure(sqlite_store, clock, sender):
+    model = ScriptedModel()
+    model.steps.append(text("   "))
+    manager = make_manager(sqlite_store, model, sender, clock)
+    await manager.handle(inbound(clock, "1", "?"))
+    assert sender.texts() == [APOLOGY]
+
+
+async def test_tool_loop_runs_tools_with_stored_scope(sqlite_store, clock, sender):
+    seen: list[ToolContext] = []
+
+    async def whoami(ctx: ToolContext, args: dict) -> dict:
+        seen.append(ctx)
+        return {"chat": ctx.target.chat_id, "echo": args.get("x")}
+
+    registry = ToolRegistry()
+    registry.register(Tool("whoami", "Where am I?", {"type": "object"}, whoami))
+    model = ScriptedModel()
+    model.steps.append(calls(ToolCall(id="c1", name="whoami", arguments='{"x": 5}')))
+
+    async def answer(messages, tools):
+        tool_msg = messages[-1]
+        assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "c1"
+        return text("tool said " + tool_msg["content"])
+
+    model.steps.append(answer)
+    manager = make_manager(sqlite_store, model, sender, clock, tools=registry)
+    await manager.handle(inbound(clock, "42", "where?"))
+    assert [c.target.chat_id for c in seen] == ["42"]
+    assert sender.texts() == ['tool said {"chat": "42", "echo": 5}']
+    assert model.requests[0][2] is not None  # tools offered
+    rows = await transcript(sqlite_store, "agent:main:telegram:private:42")
+    assert [r[:2] for r in rows] == [
+        ("user", "text"),
+        ("assistant", "tool_call"),
+        ("tool", "tool_result"),
+        ("assistant", "text"),
+    ]
+    # Tool rows are never indexed for search.
+    assert await sqlite_store.count_index_rows("agent:main:telegram:private:42") == 2
+
+
+async def test_tool_rounds_are_bounded(sqlite_store, clock, sender):
+    async def loop_tool(ctx: ToolContext, args: dict) -> str:
+        return "again"
+
+    registry = ToolRegistry()
+    registry.register(Tool("loop", "loops", {"type": "object"}, loop_tool))
+    config = KeptConfig(agents=[AgentConfig(id="main", max_tool_rounds=2)])
+    model = ScriptedModel()
+    for i in range(2):
+        model.steps.append(calls(ToolCall(id=f"c{i}", name="loop", arguments="{}")))
+    model.steps.append(text("done"))
+    manager = make_manager(sqlite_store, model, sender, clock, config, registry)
+    await manager.handle(inbound(clock, "1", "go"))
+    assert sender.texts() == ["done"]
+    assert len(model.requests) == 3
+    assert model.requests[-1][2] is None  # the last call offers no tools
+
+
+async def test_unknown_tool_and_bad_arguments_are_reported_to_the_model(
+    sqlite_store, clock, sender
+):
+    model = ScriptedModel()
+    model.steps.append(calls(ToolCall(id="c1", name="nope", arguments="{")))
+
+    async def answer(messages, tools):
+        return text(json.loads(messages[-1]["content"])["error"])
+
+    model.steps.append(answer)
+    registry = ToolRegistry()
+    manager = make_manager(sqlite_store, model, sender, clock, tools=registry)
+    await manager.handle(inbound(clock, "1", "x"))
+    assert "unknown tool 'nope'" in sender.texts()[0]
+
+
+async def test_reply_hook_runs_after_send_and_not_for_failures(sqlite_store, clock, sender):
+    events: list[ReplyEvent] = []
+    sent_before_hook: list[int] = []
+
+    async def hook(ev: ReplyEvent) -> None:
+        sent_before_hook.append(len(sender.sent))
+        events.append(ev)
+
+    model = ScriptedModel()
+    manager = make_manager(sqlite_store, model, sender, clock)
+    manager.add_reply_hook(hook)
+    await manager.handle(inbound(clock, "1", "interview tomorrow"))
+    model.steps.append(LLMError("boom", kind="server"))
+    await manager.handle(inbound(clock, "1", "again"))
+    await manager.drain()
+    assert len(events) == 1
+    assert events[0].user_message.text == "interview tomorrow"
+    assert events[0].reply.text == "echo: interview tomorrow"
+    assert events[0].session.key == "agent:main:telegram:private:1"
+    assert sent_before_hook == [1]
+
+
+async def test_recovery_answers_unanswered_once_in_order(sqlite_store, clock, sender):
+    # Simulate a crash: user messages stored, no reply.
+    from core.store.base import NewMessage
+
+    key = "agent:main:telegram:private:5"
+    await sqlite_store.ensure_session(
+        key,
+        agent_id="main",
+        platform="telegram",
+        chat_id="5",
+        chat_kind="private",
+        thread_id=None,
+        now=clock.now(),
+    )
+    for body in ("one", "two"):
+        await sqlite_store.add_message(
+            NewMessage(session_key=key, role="user", text=body, ts=clock.now())
+        )
+    old = clock.now() - timedelta(hours=2)
+    await sqlite_store.add_message(NewMessage(session_key=key, role="user", text="ancient", ts=old))
+    manager = make_manager(sqlite_store, ScriptedModel(), sender, clock)
+    assert await manager.recover_unanswered(platforms={"discord"}) == 0
+    assert await manager.recover_unanswered(platforms={"telegram"}) == 2
+    assert await manager.recover_unanswered(platforms={"telegram"}) == 0
+    assert sender.texts() == ["echo: one", "echo: two"]
+
+
+async def test_fifty_concurrent_messages_across_ten_sessions(sqlite_store, clock, sender):
+    model = ScriptedModel()
+
+    async def slow_echo(messages, tools):
+        await asyncio.sleep(random.random() / 200)
+        return text("echo: " + messages[-1]["content"])
+
+    model.steps.extend([slow_echo] * 50)
+    manager = make_manager(sqlite_store, model, sender, clock)
+    order = [(s, i) for i in range(5) for s in range(10)]
+    results = await asyncio.gather(
+        *(manager.handle(inbound(clock, str(s), f"s{s} n{i}", msg_id=f"{s}-{i}")) for s, i in order)
+    )
+    assert all(r is not None for r in results)
+    for s in range(10):
+        assert sender.texts(str(s)) == [f"echo: s{s} n{i}" for i in range(5)]
+        rows = await transcript(sqlite_store, f"agent:main:telegram:private:{s}")
+        users = [r[2] for r in rows if r[0] == "user"]
+        assert users == [f"s{s} n{i}" for i in range(5)]
+        assert len(rows) == 10
