@@ -8,10 +8,13 @@ from pathlib import Path
 
 import click
 
+from bot.commitments_cmd import commitments_group
 from bot.config_cmd import config_group
 from bot.context import EXAMPLE_CONFIG, config_option, fail, resolve_config_path
 from bot.doctor import run_doctor
+from bot.reminders_cmd import reminders_group
 from bot.runtime import Runtime, StartupError, serve
+from bot.search_cmd import import_command, reindex_command, search_command
 from channels.console import ConsoleAdapter
 from core.config import KeptConfig
 from core.config_file import ConfigError, ensure_config_file, load_config
@@ -24,6 +27,11 @@ def main() -> None:
 
 
 main.add_command(config_group, "config")
+main.add_command(search_command, "search")
+main.add_command(import_command, "import")
+main.add_command(reindex_command, "reindex")
+main.add_command(commitments_group, "commitments")
+main.add_command(reminders_group, "reminders")
 
 
 def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, KeptConfig]:

@@ -11,6 +11,7 @@ import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from bot.services import Services, build_services, start_background
 from channels.base import AdapterRouter, ChannelAdapter
 from core.clock import Clock, SystemClock
 from core.config import KeptConfig
@@ -58,6 +59,8 @@ class Runtime:
         self._store: Store | None = None
         self._llm: LLMClient | None = None
         self._manager: ConversationManager | None = None
+        self.services: Services | None = None
+        self._background_started = False
 
     @property
     def store(self) -> Store:
@@ -73,13 +76,15 @@ class Runtime:
         self._store = open_store(self.config.storage.url)
         await self._store.open()
         self._llm = LLMClient(self.config.llm, environ=self.environ, clock=self.clock)
-        self._manager = ConversationManager(
+        self.services = build_services(
             store=self._store,
             llm=self._llm,
             sender=self.router,
             config=lambda: self.config,
             clock=self.clock,
+            platforms=lambda: self.router.platforms,
         )
+        self._manager = self.services.manager
         watcher = ConfigWatcher(
             self.config_path, self.config, on_change=self._apply_config, clock=self.clock
         )
@@ -89,6 +94,8 @@ class Runtime:
         self.config = new
         if self._llm is not None:
             self._llm.update_config(new.llm)
+        if self.services is not None:
+            self.services.heartbeat.wake(reset=True)
         event(log, logging.INFO, "config_reloaded", path=self.config_path)
 
     def build_channel_adapters(self) -> list[ChannelAdapter]:
@@ -115,6 +122,11 @@ class Runtime:
             self.adapters.append(adapter)
             event(log, logging.INFO, "channel_started", platform=adapter.platform)
         await self.manager.recover_unanswered(platforms=self.router.platforms)
+        if self.services is not None and not self._background_started:
+            self._background_started = True
+            self._tasks.extend(start_background(self.services))
+        elif self.services is not None:
+            self.services.heartbeat.wake(reset=True)
 
     async def stop(self) -> None:
         """Stop adapters first (no new turns), then let running work finish,
@@ -140,6 +152,8 @@ class Runtime:
         self._tasks.clear()
         if self._manager is not None:
             await self._manager.drain()
+        if self.services is not None:
+            await self.services.extraction.stop()
         if self._llm is not None:
             await self._llm.aclose()
         if self._store is not None:

@@ -10,15 +10,45 @@ from __future__ import annotations
 import abc
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
+from core.clock import Clock
+from core.commitments.service import CommitmentService
+from core.config import KeptConfig
 from core.logs import event
 from core.messages import Inbound, Outbound, SendResult, Target
+from core.reminders import ReminderService
+from core.store import Store
 
 log = logging.getLogger("kept.channels")
 
 InboundHandler = Callable[[Inbound], Awaitable[object]]
+
+
+class ChannelStartError(Exception):
+    """A channel cannot start (missing or rejected token, bad setting); the
+    message names the config key or environment variable to fix."""
+
+
+@dataclass(frozen=True)
+class ChannelContext:
+    """What an adapter gets from the runtime: core services, never the runtime.
+
+    `handle` runs a conversation turn (ConversationManager.handle); `store` is
+    for transcript edits and deletions; `commitments` and `reminders` back
+    the platform's commands. Config is read through `config()` on every use,
+    so a reloaded file applies without a restart.
+    """
+
+    handle: InboundHandler
+    store: Store
+    commitments: CommitmentService
+    reminders: ReminderService
+    config: Callable[[], KeptConfig]
+    clock: Clock
+    environ: Mapping[str, str]
 
 
 class ChannelAdapter(abc.ABC):

@@ -247,8 +247,18 @@ class CommitmentsConfig(Model):
     max_per_day: Annotated[int, Field(ge=0, le=100)] = 3
 
 
+def _check_regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from exc
+    return pattern
+
+
 class SearchConfig(Model):
     visibility: Literal["self", "agent", "all"] = "self"
+    # Extra secret patterns masked in search snippets, on top of the built-in list.
+    redact_patterns: list[Annotated[str, AfterValidator(_check_regex)]] = []
 
 
 class SessionsConfig(Model):

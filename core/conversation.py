@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
+from zoneinfo import ZoneInfo
 
 from core.clock import Clock
 from core.config import AgentConfig, KeptConfig
@@ -252,8 +253,14 @@ class ConversationManager:
                 break
             kept.append({"role": row.role, "content": row.text})
         kept.reverse()
+        # The model cannot resolve "tomorrow at 9" for reminders without today.
+        local = self._clock.now().astimezone(ZoneInfo(agent.timezone))
+        system = (
+            f"{agent.system_prompt}\n\nCurrent time for the user: "
+            f"{local.strftime('%A %Y-%m-%d %H:%M')} ({agent.timezone})."
+        )
         return [
-            {"role": "system", "content": agent.system_prompt},
+            {"role": "system", "content": system},
             *kept,
             {"role": "user", "content": user.text},
         ]

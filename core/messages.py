@@ -101,6 +101,8 @@ class SendResult:
     error: str | None = None
     retryable: bool = False
     unknown: bool = False
+    # Seconds the platform asked us to wait before retrying (429 retry_after).
+    retry_after: float | None = None
 
     @property
     def ok(self) -> bool:

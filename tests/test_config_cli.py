@@ -55,7 +55,7 @@ def test_get_prints_json_values(cfg: Path) -> None:
     assert kept_config("get", "llm.models.extraction", "--config", str(cfg)).stdout == "null\n"
     result = kept_config("get", "sessions", "--config", str(cfg))
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"search": {"visibility": "self"}}
+    assert json.loads(result.stdout) == {"search": {"visibility": "self", "redactPatterns": []}}
 
 
 def test_get_unknown_key_fails_cleanly(cfg: Path) -> None:
@@ -164,7 +164,7 @@ def test_get_reads_file_values_and_defaults(cfg: Path) -> None:
     assert get_value(cfg, "agents.0.id") == "main"
     assert get_value(cfg, "agents.0.maxToolRounds") == 4  # default only
     assert get_value(cfg, "llm.maxRetries") == 2
-    assert get_value(cfg, "sessions") == {"search": {"visibility": "self"}}
+    assert get_value(cfg, "sessions") == {"search": {"visibility": "self", "redactPatterns": []}}
 
 
 @pytest.mark.parametrize(

@@ -69,8 +69,8 @@ async def test_system_prompt_and_history_reach_the_model(sqlite_store, clock, se
     await manager.handle(inbound(clock, "1", "first"))
     await manager.handle(inbound(clock, "1", "second"))
     _, messages, _ = model.requests[-1]
-    assert messages == [
-        {"role": "system", "content": "Be terse."},
+    assert messages[0]["content"].startswith("Be terse.\n\nCurrent time for the user: Monday")
+    assert messages[1:] == [
         {"role": "user", "content": "first"},
         {"role": "assistant", "content": "echo: first"},
         {"role": "user", "content": "second"},

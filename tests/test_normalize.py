@@ -22,8 +22,13 @@ from core.search.normalize import normalize
         ("می\u200cخواهم", "میخواهم"),  # ZWNJ
         ("👩\u200d💻", "👩💻"),  # ZWJ
         ("a\u200bb\ufeffc\u2060d\u00ade", "abcde"),
-        ("كَتَبَ", "كتب"),  # harakat
-        ("كـــتب", "كتب"),  # tatweel
+        ("كَتَبَ", "\u06a9تب"),  # harakat; Arabic kaf folds to keheh
+        ("كـــتب", "\u06a9تب"),  # tatweel
+        ("علي", "عل\u06cc"),  # Arabic yeh → Farsi yeh
+        ("على", "عل\u06cc"),  # alef maksura → Farsi yeh
+        ("أحمد إسلام آب ٱلله", "احمد اسلام اب الله"),  # hamza/madda/wasla on alef
+        ("ا\u0653ب", "اب"),  # decomposed madda
+        ("۱۴۰۳ ٣", "1403 3"),  # Persian and Arabic-Indic digits
         ("مُحَمَّدٌ", "محمد"),  # shadda, tanween
         ("هٰذا", "هذا"),  # superscript alef
         ("ｆｕｌｌ ﬁ ①", "full fi 1"),  # NFKC

@@ -1,14 +1,16 @@
-"""Behaviour every Store backend must have, plus SQLite-specific checks.
+"""Behaviour every Store backend must have.
 
 Contract tests take the `store` fixture, parametrised over backends, so a
-PostgreSQL backend only has to add itself to BACKENDS.
+PostgreSQL backend only has to add itself to BACKENDS. SQLite-only checks
+(schema, migrations, PRAGMAs, query plans) are in test_store_sqlite.py; the
+search index in depth in test_search_*.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -16,18 +18,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import core.store.sqlite as sqlite_backend
+from core.search.redact import Redactor
 from core.store import (
     DuplicateMessage,
     MessageRecord,
-    MigrationError,
     NewMessage,
+    SearchHit,
+    SearchScope,
     SqliteStore,
     Store,
     UnknownSession,
-    open_store,
 )
-from core.store.migrations import Migration, load_migrations, split_sql
 
 BACKENDS = ["sqlite"]
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -54,22 +55,16 @@ async def store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
         yield opened
 
 
-@pytest.fixture
-async def sqlite_store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
-    async with SqliteStore(tmp_path / "kept.sqlite") as opened:
-        await add_session(opened, KEY)
-        yield opened
-
-
 async def add_session(store: Store, key: str, now: datetime = T0) -> None:
-    chat_id = key.rsplit(":", 1)[1]
+    """Create the session `key` names (agent:<agent>:<platform>:<kind>:<chat>)."""
+    parts = key.split(":")
     await store.ensure_session(
         key,
-        agent_id="a",
-        platform="telegram",
-        chat_id=chat_id,
-        chat_kind="private",
-        thread_id=None,
+        agent_id=parts[1],
+        platform=parts[2],
+        chat_id=parts[4],
+        chat_kind=parts[3],  # type: ignore[arg-type]
+        thread_id=parts[6] if len(parts) > 6 else None,
         now=now,
     )
 
@@ -91,8 +86,18 @@ async def deactivate(store: Store, message_id: int) -> None:
         conn.execute("UPDATE messages SET active = 0 WHERE id = ?", (message_id,))
 
 
-def ids(records: list[MessageRecord]) -> list[int]:
-    return [r.id for r in records]
+def ids(records: Sequence[MessageRecord | SearchHit]) -> list[int]:
+    return [r.id if isinstance(r, MessageRecord) else r.message_id for r in records]
+
+
+REDACTOR = Redactor()
+
+
+async def search(
+    store: Store, query: str, *, key: str | None = None, agent: str | None = None, limit: int = 10
+) -> list[SearchHit]:
+    scope = SearchScope(session_key=key, agent_id=agent)
+    return await store.search(query, scope=scope, limit=limit, redactor=REDACTOR)
 
 
 # --- sessions -------------------------------------------------------------
@@ -152,38 +157,7 @@ async def test_only_user_and_assistant_text_is_indexed(store: Store) -> None:
     assert await store.count_index_rows(KEY) == 2
     assert await store.count_index_rows() == 2
     assert await store.count_index_rows(OTHER) == 0
-    assert len(await store.search_text("needle", session_key=None, limit=50)) == 2
-
-
-async def test_message_and_index_row_commit_together(
-    sqlite_store: SqliteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def explode(*_args: object) -> None:
-        raise RuntimeError("index write failed")
-
-    monkeypatch.setattr(sqlite_store, "_insert_index_row", explode)
-    with pytest.raises(RuntimeError, match="index write failed"):
-        await add(sqlite_store, "lost message")
-    # Same, but failing inside SQLite itself rather than in Python.
-    monkeypatch.undo()
-    monkeypatch.setattr(sqlite_backend, "_FTS_INSERT", "INSERT INTO no_such_fts VALUES (?, ?)")
-    with pytest.raises(sqlite3.OperationalError):
-        await add(sqlite_store, "lost message")
-    monkeypatch.undo()
-
-    assert (await sqlite_store.fetchall("SELECT count(*) FROM messages"))[0][0] == 0
-    assert await sqlite_store.count_index_rows() == 0
-    # The connection is not left inside a transaction.
-    kept = await add(sqlite_store, "kept message")
-    assert ids(await sqlite_store.search_text("message", session_key=KEY, limit=5)) == [kept.id]
-
-
-async def test_deleting_a_session_removes_its_index_rows(sqlite_store: SqliteStore) -> None:
-    await add(sqlite_store, "bye")
-    with sqlite3.connect(sqlite_store.path) as conn:
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("DELETE FROM sessions")
-    assert await sqlite_store.count_index_rows() == 0
+    assert len(await search(store, "needle", limit=50)) == 2
 
 
 # --- duplicates -------------------------------------------------------------
@@ -193,7 +167,7 @@ async def test_duplicate_user_platform_message_is_stored_once(store: Store) -> N
     first = await add(store, "hello", platform_message_id="42")
     with pytest.raises(DuplicateMessage):
         await add(store, "hello", platform_message_id="42")
-    assert ids(await store.search_text("hello", session_key=None, limit=10)) == [first.id]
+    assert ids(await search(store, "hello")) == [first.id]
     # Another chat, an assistant row, or no platform id at all: not duplicates.
     await add(store, "hello", key=OTHER, platform_message_id="42")
     await add(store, "hi", role="assistant", platform_message_id="42", in_reply_to=first.id)
@@ -243,15 +217,6 @@ async def test_history_skips_inactive_messages(store: Store) -> None:
     assert ids(await store.history(KEY, before_turn_of=u2.id, limit=10)) == [u1.id]
 
 
-async def test_history_uses_the_turn_index(sqlite_store: SqliteStore) -> None:
-    rows = await sqlite_store.fetchall(
-        "EXPLAIN QUERY PLAN " + sqlite_backend._HISTORY, (KEY, 10, 5)
-    )
-    plan = " | ".join(r[3] for r in rows)
-    assert "INDEX messages_session_turn" in plan, plan
-    assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
-
-
 async def test_unanswered(store: Store) -> None:
     await add(store, "too old", at=-60)
     answered = await add(store, "answered", at=1)
@@ -270,30 +235,43 @@ async def test_unanswered(store: Store) -> None:
     assert found[0].session_key == OTHER
 
 
-# --- search -----------------------------------------------------------------
+# --- search and lifecycle ------------------------------------------------------
 
 
-async def test_search_text_matches_every_word(store: Store) -> None:
+async def test_search_matches_every_word_within_the_scope(store: Store) -> None:
     both = await add(store, "The quick brown fox", at=1)
     await add(store, "a quick reply", at=2)
     other = await add(store, "quick brown dog", key=OTHER, at=3)
-    assert ids(await store.search_text("brown QUICK", session_key=KEY, limit=5)) == [both.id]
-    found = await store.search_text("quick brown", session_key=None, limit=5)
-    assert sorted(ids(found)) == sorted([both.id, other.id])
-    assert len(await store.search_text("quick", session_key=None, limit=2)) == 2
-    assert await store.search_text("quick", session_key=None, limit=0) == []
+    assert ids(await search(store, "brown QUICK", key=KEY)) == [both.id]
+    assert sorted(ids(await search(store, "quick brown"))) == sorted([both.id, other.id])
+    assert sorted(ids(await search(store, "quick brown", agent="a"))) == [both.id, other.id]
+    assert await search(store, "quick brown", agent="b") == []
+    assert len(await search(store, "quick", limit=2)) == 2
+    assert await search(store, "quick", limit=0) == []
+    assert await search(store, "quick", key="agent:a:telegram:private:404") == []
 
 
-async def test_search_text_ranks_equal_matches_newest_first(store: Store) -> None:
+async def test_search_hit_fields(store: Store) -> None:
+    record = await add(store, "Une école à Paris", at=5)
+    [hit] = await search(store, "ecole", key=KEY)
+    assert (hit.message_id, hit.session_key, hit.role, hit.ts) == (
+        record.id, KEY, "user", T0 + timedelta(seconds=5),
+    )  # fmt: skip
+    assert hit.snippet == "Une école à Paris" and hit.score > 0
+
+
+async def test_search_ranks_equal_matches_newest_first(store: Store) -> None:
     old = await add(store, "same words", at=1)
     new = await add(store, "same words", at=2)
-    assert ids(await store.search_text("same", session_key=KEY, limit=5)) == [new.id, old.id]
+    # Recency is the message's time, not its insertion order.
+    older_but_later = await add(store, "same words", at=0)
+    assert ids(await search(store, "same", key=KEY)) == [new.id, old.id, older_but_later.id]
 
 
-async def test_search_text_skips_inactive(store: Store) -> None:
+async def test_search_skips_inactive(store: Store) -> None:
     gone = await add(store, "secret")
     await deactivate(store, gone.id)
-    assert await store.search_text("secret", session_key=None, limit=5) == []
+    assert await search(store, "secret") == []
 
 
 @pytest.mark.parametrize(
@@ -305,33 +283,92 @@ async def test_search_text_skips_inactive(store: Store) -> None:
         ("ıstanbul trip", ["Istanbul"]),
         ("من می\u200cخواهم بروم", ["میخواهم", "می\u200cخواهم"]),
         ("من میخواهم بروم", ["می\u200cخواهم"]),
-        ("كَتَبَ الوَلَدُ", ["كتب", "الولد", "كـتـب"]),
+        ("كَتَبَ الوَلَدُ", ["كتب", "الولد", "كـتـب", "کتب"]),
         ("ｆｕｌｌｗｉｄｔｈ ﬁne", ["fullwidth", "fine"]),
         ("zero\u200bwidth", ["zerowidth"]),
         ("Straße", ["STRASSE", "strasse"]),
     ],
 )
-async def test_search_text_normalises_both_sides(
-    store: Store, stored: str, queries: list[str]
-) -> None:
+async def test_search_normalises_both_sides(store: Store, stored: str, queries: list[str]) -> None:
     record = await add(store, stored)
     for query in queries:
-        assert ids(await store.search_text(query, session_key=KEY, limit=5)) == [record.id], query
+        assert ids(await search(store, query, key=KEY)) == [record.id], query
 
 
-async def test_search_text_treats_operators_as_words(store: Store) -> None:
-    record = await add(store, "near and or not body star")
-    for query in ["NEAR(", "AND", "OR not", "body:", "star*", '"near"', "(and)", "-or", "^near"]:
-        assert ids(await store.search_text(query, session_key=None, limit=5)) == [record.id], query
-    for query in ["", "   ", "!!!", "😀", '"', "*", "()", "\x00", "\ud800"]:
-        assert await store.search_text(query, session_key=None, limit=5) == [], query
+async def test_search_treats_operators_as_words(store: Store) -> None:
+    record = await add(store, "near and or not body star words grams session")
+    queries = ["NEAR(", "AND", "OR not", "body:", "star*", '"near"', "(and)", "-or", "^near"]
+    queries += ["grams:session", "{words}: star", "session: body", "NEAR( near body )", "body*star"]
+    for query in queries:
+        assert ids(await search(store, query)) == [record.id], query
+    for query in ["", "   ", "!!!", "😀", '"', "*", "()", "\x00", "\ud800", '""', "s1"]:
+        assert await search(store, query) == [], query
+
+
+async def test_edit_and_delete_keep_search_in_step(store: Store) -> None:
+    await add(store, "first draft", platform_message_id="9")
+    edited = await store.edit_message(
+        platform="telegram", chat_id="100", platform_message_id="9", text="final version"
+    )
+    assert edited is not None and edited.text == "final version"
+    assert await search(store, "draft") == []
+    assert ids(await search(store, "final")) == [edited.id]
+    assert await store.delete_message(platform="telegram", chat_id="100", platform_message_id="9")
+    assert await search(store, "final") == []
+    assert await store.get_message(edited.id) is None
+    assert not await store.delete_message(
+        platform="telegram", chat_id="100", platform_message_id="9"
+    )
+    missing = await store.edit_message(
+        platform="telegram", chat_id="100", platform_message_id="9", text="x"
+    )
+    assert missing is None
+    assert await store.index_consistency() == (0, 0)
+
+
+async def test_delete_session_removes_everything(store: Store) -> None:
+    user = await add(store, "doomed words")
+    await add(store, "{}", "tool", kind="tool_result", in_reply_to=user.id)
+    kept = await add(store, "doomed words", key=OTHER)
+    assert await store.delete_session(KEY) == 2
+    assert await store.get_session(KEY) is None
+    assert ids(await search(store, "doomed")) == [kept.id]
+    assert await store.delete_session(KEY) == 0
+    assert await store.index_consistency() == (0, 0)
+    # The key can be used again, as a new, empty session.
+    await add_session(store, KEY)
+    assert (await add(store, "reborn")).session_key == KEY
+    assert ids(await search(store, "doomed", key=KEY)) == []
+
+
+async def test_messages_around(store: Store) -> None:
+    rows = [await add(store, f"m{i}", "user" if i % 2 else "assistant", at=i) for i in range(9)]
+    await add(store, "{}", "tool", kind="tool_result", at=20)
+    await add(store, "elsewhere", key=OTHER)
+    middle = rows[4].id
+    around = await store.messages_around(KEY, around_message_id=middle, limit=3)
+    assert ids(around) == [rows[3].id, rows[4].id, rows[5].id]
+    assert ids(await store.messages_around(KEY, around_message_id=rows[0].id, limit=3)) == ids(
+        rows[:3]
+    )
+    assert ids(await store.messages_around(KEY, around_message_id=rows[8].id, limit=4)) == ids(
+        rows[5:]
+    )
+    # Latest, skipping the tool row; oldest first.
+    assert ids(await store.messages_around(KEY, around_message_id=None, limit=2)) == ids(rows[7:])
+    # A message of another session (or none at all) is not an anchor here.
+    elsewhere = (await search(store, "elsewhere"))[0].message_id
+    assert await store.messages_around(KEY, around_message_id=elsewhere, limit=5) == []
+    assert await store.messages_around(KEY, around_message_id=10_000, limit=5) == []
+    assert await store.messages_around("agent:a:x:private:1", around_message_id=None, limit=5) == []
+    assert await store.messages_around(KEY, around_message_id=None, limit=0) == []
 
 
 HOSTILE_BITS = [
     '"', "'", "(", ")", "*", "-", "+", ":", "^", "{", "}", "[", "]", ",", ";", "\\", "%",
-    "NEAR(", "NEAR/2", "AND", "OR", "NOT", "body:", "body :", "rank:", "messages_fts",
-    "\x00", "\n", "\t", "\x1b", "\u200c", "\ufeff", "😀", "👍🏽", "İ", "ı", "é", "\ud800",
-    "word", "near", "body", "x",
+    "NEAR(", "NEAR/2", "AND", "OR", "NOT", "words:", "grams :", "{session}:", "rank:",
+    "messages_fts", "\x00", "\n", "\t", "\x1b", "\u200c", "\ufeff", "😀", "👍🏽", "İ", "ı",
+    "é", "\ud800", "\u0301", "word", "near", "body", "x", "東", "京都", "ภา", "ษ", "ั",
 ]  # fmt: skip
 hostile_text = st.one_of(
     st.text(max_size=40),
@@ -341,37 +378,27 @@ hostile_text = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(query=hostile_text)
-def test_match_expression_is_always_valid_fts5(query: str) -> None:
-    expression = sqlite_backend.match_expression(query)
-    if expression is None:
-        return
-    conn = sqlite3.connect(":memory:")
-    conn.execute(
-        "CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')"
-    )
-    conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)).fetchall()
-
-
-def test_search_text_never_raises(backend: str, tmp_path: Path) -> None:
+def test_search_never_raises(backend: str, tmp_path: Path) -> None:
     # Hypothesis cannot drive an async test, so this one owns its event loop.
     loop = asyncio.new_event_loop()
     store = make_store(backend, tmp_path)
     try:
         loop.run_until_complete(store.open())
         loop.run_until_complete(add_session(store, KEY))
-        loop.run_until_complete(store.add_message(msg("near word body x and or not")))
+        loop.run_until_complete(store.add_message(msg("near word body x and or not 東京都 ภาษา")))
 
         @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-        @given(query=hostile_text, scoped=st.booleans())
-        def check(query: str, scoped: bool) -> None:
-            found = loop.run_until_complete(
-                store.search_text(query, session_key=KEY if scoped else None, limit=5)
-            )
+        @given(query=hostile_text, scope=st.sampled_from([KEY, "a", None]))
+        def check(query: str, scope: str | None) -> None:
+            key = scope if scope == KEY else None
+            agent = scope if scope == "a" else None
+            found = loop.run_until_complete(search(store, query, key=key, agent=agent))
             assert isinstance(found, list)
 
         check()
+        # And a 4 KB paste of everything at once.
+        huge = "".join(HOSTILE_BITS) * 40
+        assert isinstance(loop.run_until_complete(search(store, huge[:4096])), list)
     finally:
         loop.run_until_complete(store.close())
         loop.close()
@@ -383,7 +410,7 @@ def test_search_text_never_raises(backend: str, tmp_path: Path) -> None:
 async def test_concurrent_add_message(store: Store) -> None:
     async def turn(i: int) -> tuple[MessageRecord, MessageRecord]:
         user = await add(store, f"question {i} concurrency", at=i, platform_message_id=str(i))
-        await store.search_text("concurrency", session_key=KEY, limit=3)
+        await search(store, "concurrency", key=KEY, limit=3)
         reply = await add(store, f"answer {i}", "assistant", in_reply_to=user.id, at=i)
         return user, reply
 
@@ -391,10 +418,11 @@ async def test_concurrent_add_message(store: Store) -> None:
     stored = [r for pair in turns for r in pair]
     assert len({r.id for r in stored}) == 100
     assert await store.count_index_rows(KEY) == 100
-    assert len(await store.search_text("concurrency", session_key=KEY, limit=100)) == 50
+    assert len(await search(store, "concurrency", key=KEY, limit=100)) == 50
     assert await store.unanswered(since=T0) == []
     last = max(ids(stored)) + 1
     assert len(await store.history(KEY, before_turn_of=last, limit=1000)) == 100
+    assert await store.index_consistency() == (0, 0)
 
 
 async def test_cancelled_writer_leaves_store_consistent(store: Store) -> None:
@@ -404,98 +432,6 @@ async def test_cancelled_writer_leaves_store_consistent(store: Store) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     await add(store, "stored afterwards")
-    everything = await store.search_text("stored", session_key=KEY, limit=10)
+    everything = await search(store, "stored", key=KEY)
     assert len(everything) == await store.count_index_rows(KEY)
-
-
-# --- SQLite specifics: schema, migrations, PRAGMAs, URLs ---------------------
-
-
-async def test_pragmas_in_force(sqlite_store: SqliteStore) -> None:
-    async def pragma(name: str) -> object:
-        return (await sqlite_store.fetchall(f"PRAGMA {name}"))[0][0]
-
-    assert await pragma("journal_mode") == "wal"
-    assert await pragma("foreign_keys") == 1
-    assert await pragma("busy_timeout") == 5000
-    assert await pragma("synchronous") == 1  # NORMAL
-
-
-async def test_migrations_apply_once(tmp_path: Path) -> None:
-    path = tmp_path / "new" / "kept.sqlite"
-    path.parent.mkdir()
-    latest = len(load_migrations())
-    async with SqliteStore(path) as store:
-        assert await store.schema_version() == latest
-        await add_session(store, KEY)
-    async with SqliteStore(path) as store:
-        assert await store.schema_version() == latest
-        rows = await store.fetchall("SELECT version, name FROM schema_version ORDER BY version")
-        assert [r[0] for r in rows] == list(range(1, latest + 1))
-        assert tuple(rows[0]) == (1, "initial")
-        assert await store.get_session(KEY) is not None
-
-
-async def test_failing_migration_rolls_back_and_names_its_number(tmp_path: Path) -> None:
-    path = tmp_path / "kept.sqlite"
-    broken = Migration(
-        2, "broken", sql="CREATE TABLE extra (x INTEGER);\nINSERT INTO nope VALUES (1);"
-    )
-    with pytest.raises(MigrationError, match="0002") as info:
-        await SqliteStore(path, migrations=[*load_migrations(), broken]).open()
-    assert info.value.version == 2
-    async with SqliteStore(path) as store:
-        assert await store.schema_version() == 1
-        tables = await store.fetchall("SELECT name FROM sqlite_master WHERE name = 'extra'")
-        assert tables == []
-
-
-async def test_python_migrations_and_sequence_checks(tmp_path: Path) -> None:
-    path = tmp_path / "kept.sqlite"
-
-    async def upgrade(db: object) -> None:
-        await db.execute("CREATE TABLE extra (x INTEGER)")  # type: ignore[attr-defined]
-
-    migrations = [*load_migrations(), Migration(2, "extra", upgrade=upgrade)]
-    async with SqliteStore(path, migrations=migrations) as store:
-        assert await store.schema_version() == 2
-    with pytest.raises(MigrationError, match="newer"):
-        await SqliteStore(path).open()
-    with pytest.raises(MigrationError, match="expected 0002"):
-        await SqliteStore(path, migrations=[migrations[0], Migration(3, "gap", sql="")]).open()
-
-
-def test_split_sql_respects_literals_comments_and_triggers() -> None:
-    script = """
-    -- a comment; with a semicolon
-    CREATE TABLE t (x TEXT DEFAULT 'a;b'); /* block; comment */
-    CREATE TRIGGER tr AFTER INSERT ON t BEGIN
-        UPDATE t SET x = 'c;d'; DELETE FROM t WHERE x = ';';
-    END;
-    INSERT INTO t VALUES ('e') -- no trailing semicolon
-    """
-    statements = split_sql(script)
-    assert len(statements) == 3
-    assert "CREATE TRIGGER" in statements[1] and statements[1].endswith("END;")
-    conn = sqlite3.connect(":memory:")
-    for statement in statements:
-        conn.execute(statement)
-    assert conn.execute("SELECT x FROM t").fetchall() == [("c;d",)]
-
-
-async def test_open_store_urls(tmp_path: Path) -> None:
-    relative = open_store("sqlite:///data/sub/kept.sqlite", base_dir=tmp_path)
-    assert isinstance(relative, SqliteStore)
-    assert Path(relative.path) == tmp_path / "data" / "sub" / "kept.sqlite"
-    assert (tmp_path / "data" / "sub").is_dir()
-    absolute = open_store(f"sqlite:///{tmp_path}/abs/kept.sqlite")
-    assert isinstance(absolute, SqliteStore) and Path(absolute.path).is_absolute()
-    assert (tmp_path / "abs").is_dir()
-    async with open_store("sqlite:///:memory:") as memory:
-        await add_session(memory, KEY)
-        assert (await add(memory, "in memory")).id == 1
-    for bad in ["postgresql://localhost/kept", "sqlite://kept.sqlite", "sqlite:///", "kept.sqlite"]:
-        with pytest.raises(ValueError, match="sqlite:///"):
-            open_store(bad, base_dir=tmp_path)
-    with pytest.raises(ValueError, match=r"\?"):
-        open_store("sqlite:///kept.sqlite?mode=ro", base_dir=tmp_path)
+    assert await store.index_consistency() == (0, 0)

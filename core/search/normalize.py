@@ -48,6 +48,23 @@ _ARABIC_MARK_RANGES: tuple[tuple[int, int], ...] = (
     (0x0670, 0x0670),  # superscript alef
 )
 
+# Letters that Arabic and Persian keyboards write differently for one word:
+# Arabic yeh/alef maksura vs Farsi yeh, Arabic kaf vs keheh, and alef with
+# hamza or madda, which many people leave off. Arabic-Indic and Persian digits
+# become ASCII, so "۱۴۰۳" finds "1403". One character each, so positions in
+# the folded text still map back to the original (see core.search.snippet).
+_ARABIC_FOLDS: dict[int, str] = {
+    0x064A: "\u06cc",  # ي → ی
+    0x0649: "\u06cc",  # ى → ی
+    0x0643: "\u06a9",  # ك → ک
+    0x0622: "\u0627",  # آ → ا
+    0x0623: "\u0627",  # أ → ا
+    0x0625: "\u0627",  # إ → ا
+    0x0671: "\u0627",  # ٱ → ا
+    **{0x0660 + d: str(d) for d in range(10)},  # Arabic-Indic digits
+    **{0x06F0 + d: str(d) for d in range(10)},  # Persian digits
+}
+
 # Control characters become spaces rather than vanishing: a NUL or newline
 # between two words still separates them, and a NUL inside an FTS5 query
 # string is a syntax error.
@@ -68,6 +85,7 @@ def _build_table() -> dict[int, str | None]:
     # Turkish users type either letter for the same word, so both become "i".
     table[0x0130] = "i"
     table[0x0131] = "i"
+    table.update(_ARABIC_FOLDS)
     return table
 
 

@@ -7,11 +7,15 @@ A message and its full-text row are always written in one transaction.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Self
+from typing import TYPE_CHECKING, Literal, Self
 
 from core.messages import ChatKind
+
+if TYPE_CHECKING:
+    from core.search.redact import Redactor
 
 Role = Literal["user", "assistant", "tool", "system"]
 
@@ -72,6 +76,36 @@ class MessageRecord:
     in_reply_to: int | None
     payload: str | None
     active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SearchScope:
+    """Where a search may look. Enforced inside the store's SQL, before LIMIT,
+    so rows outside the scope never take result slots."""
+
+    session_key: str | None = None  # only this session
+    agent_id: str | None = None  # every session of this agent
+    # Both None: everything (the admin CLI only).
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    message_id: int
+    session_key: str
+    role: Role
+    ts: datetime
+    snippet: str  # the original text, redacted, at most 300 characters around the hit
+    score: float  # higher is better
+
+
+@dataclass(frozen=True, slots=True)
+class ImportRow:
+    """One transcript line from `kept import` (role user, assistant or tool)."""
+
+    session_key: str
+    role: Role
+    text: str
+    ts: datetime
 
 
 class DuplicateMessage(Exception):
@@ -150,13 +184,72 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
 
+    # --- search ---------------------------------------------------------------
+
     @abc.abstractmethod
-    async def search_text(
-        self, query: str, *, session_key: str | None, limit: int
+    async def search(
+        self, query: str, *, scope: SearchScope, limit: int, redactor: Redactor
+    ) -> list[SearchHit]:
+        """Active indexed messages inside `scope` that match every word of
+        `query` (plain text, never FTS syntax; see core.search.query), best
+        first: a message holding the words as a phrase ranks above one that
+        merely holds them all, then by relevance, then newest first. Snippets
+        are cut from the text after `redactor` masked it whole. Never raises
+        for odd input: a query with nothing searchable gives []."""
+
+    @abc.abstractmethod
+    async def messages_around(
+        self, session_key: str, *, around_message_id: int | None, limit: int
     ) -> list[MessageRecord]:
-        """Messages whose indexed text matches every word of `query` (plain text,
-        never FTS syntax), best first. A foundation-level search; the search
-        package builds richer queries on top of the same index."""
+        """Active user/assistant messages of indexed kinds, oldest first: at
+        most `limit` centred on `around_message_id` (which must be such a
+        message of this session, else []), or the latest `limit` when None."""
+
+    # --- lifecycle --------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def edit_message(
+        self, *, platform: str, chat_id: str, platform_message_id: str, text: str
+    ) -> MessageRecord | None:
+        """Replace a platform message's text; its full-text row changes in the
+        same transaction. None when no such message is stored."""
+
+    @abc.abstractmethod
+    async def delete_message(
+        self, *, platform: str, chat_id: str, platform_message_id: str
+    ) -> bool:
+        """Delete a platform message and its full-text row in one transaction;
+        False when no such message is stored."""
+
+    @abc.abstractmethod
+    async def delete_session(self, session_key: str) -> int:
+        """Delete a session with all its rows in one transaction; returns the
+        number of messages deleted (0 for an unknown session)."""
+
+    @abc.abstractmethod
+    async def import_messages(self, rows: Sequence[ImportRow]) -> int:
+        """Bulk-store transcripts, many rows per transaction, without indexing
+        them inline: their sessions (created from the keys when missing) are
+        marked as behind for `reindex_session`. Returns rows stored. Rows are
+        validated before anything is written."""
+
+    @abc.abstractmethod
+    async def mark_index_behind(self, session_key: str | None = None) -> int:
+        """Mark one session (or every session) for reindexing; returns how many."""
+
+    @abc.abstractmethod
+    async def sessions_behind(self, limit: int = 100) -> list[str]:
+        """Keys of sessions whose full-text rows are behind their messages."""
+
+    @abc.abstractmethod
+    async def reindex_session(self, session_key: str) -> int:
+        """Rebuild one session's full-text rows in one transaction and mark it
+        current; returns the rows indexed (0 for an unknown session)."""
+
+    @abc.abstractmethod
+    async def index_consistency(self, session_key: str | None = None) -> tuple[int, int]:
+        """(active indexed messages without a correct full-text row, full-text
+        rows without their active indexed message); (0, 0) when consistent."""
 
     @abc.abstractmethod
     async def count_index_rows(self, session_key: str | None = None) -> int:

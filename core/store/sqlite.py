@@ -6,45 +6,65 @@ statements, COMMIT or ROLLBACK — runs as one synchronous function on that
 thread (`_write`): one trip per add_message, and statements of two
 transactions can never interleave on the shared connection. The asyncio lock
 additionally keeps transactions and reads in arrival order, and still guards
-any multi-trip transaction. Session ids are cached by key, and a trigger bumps
-the session's updated_at.
+any multi-trip transaction. add_message finds the session by key inside its
+INSERT, and a trigger bumps the session's updated_at.
 
-Full text: `messages_fts` has one row per indexed message, rowid = message id,
-with columns `_FTS_COLUMNS` filled from `_index_values(text)`. Adding a column
-(e.g. CJK bigrams) means a migration that rebuilds the table and a new entry
-in both places.
+Full text: `messages_fts` has one row per active indexed message, written in
+the message's transaction (columns and why: core/store/fts.py). Searching
+and context reads live in sqlite_search.py, edits, deletions, imports and
+rebuilds in sqlite_index.py; both are plain functions of a sqlite3
+connection that this class runs on the worker thread, one trip each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
 from core.messages import ChatKind
-from core.search.normalize import normalize
+from core.search.query import build_query
+from core.search.snippet import make_snippet
+from core.store import sqlite_index, sqlite_search
 from core.store.base import (
     DuplicateMessage,
+    ImportRow,
     MessageRecord,
     NewMessage,
+    SearchHit,
+    SearchScope,
     SessionRecord,
     Store,
     UnknownSession,
     is_indexed,
 )
+from core.store.fts import session_filter
 from core.store.migrations import Migration, apply_migrations, current_version, load_migrations
+from core.store.sqlite_rows import (
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    from_ms,
+    message_record,
+    session_record,
+    to_ms,
+)
+
+if TYPE_CHECKING:
+    from core.search.redact import Redactor
+
+__all__ = ["SqliteStore", "from_ms", "to_ms"]
 
 T = TypeVar("T")
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
+# Rows per import transaction: large enough for bulk speed, small enough that
+# a live message waits at most about a tenth of a second for the write lock.
+IMPORT_BATCH = 5000
 
 _PRAGMAS = (
     # First, so that switching to WAL also waits out another process's lock.
@@ -53,92 +73,45 @@ _PRAGMAS = (
     "PRAGMA foreign_keys = ON",
     # With WAL, NORMAL only risks the last commits on power loss, never corruption.
     "PRAGMA synchronous = NORMAL",
+    # 64 MiB of page cache (default 2 MiB) holds the per-session index pages
+    # of a million messages: bulk imports stay fast as the database grows, and
+    # search candidates are looked up without going to the OS.
+    "PRAGMA cache_size = -65536",
+    # A checkpoint (every 1,000 WAL pages by default) syncs the WAL and the
+    # database file; with a dozen pages per message that was about a third of
+    # add_message's time. 10,000 pages (~40 MB of WAL) makes it rare; the
+    # cost is that a power loss (not a crash) may drop a few more commits.
+    "PRAGMA wal_autocheckpoint = 10000",
 )
 
-_FTS_COLUMNS: tuple[str, ...] = ("body",)
-_FTS_INSERT = (
-    f"INSERT INTO messages_fts(rowid, {', '.join(_FTS_COLUMNS)}) "
-    f"VALUES (?{', ?' * len(_FTS_COLUMNS)})"
-)
-
+# The session is looked up by key inside the INSERT itself: one statement,
+# and always the session that has this key now. (An id cached in Python could
+# name a session deleted since, whose id SQLite may have given to another
+# chat.) No row inserted means no such session.
 _MESSAGE_INSERT = (
     "INSERT INTO messages(session_id, platform, chat_id, role, kind, text, payload, "
     "sender_id, platform_message_id, in_reply_to, ts) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+    "SELECT id, platform, chat_id, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE key = ? "
+    "RETURNING id, session_id"
 )
 
-_SESSION_COLUMNS = (
-    "id, key, agent_id, platform, chat_id, chat_kind, thread_id, created_at, updated_at"
-)
 _SESSION_UPSERT = (
     "INSERT INTO sessions(key, agent_id, platform, chat_id, chat_kind, thread_id, "
     "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT(key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at) "
-    f"RETURNING {_SESSION_COLUMNS}"
+    f"RETURNING {SESSION_COLUMNS}"
 )
-_MESSAGE_COLUMNS = (
-    "m.id, m.session_id, s.key, m.role, m.kind, m.text, m.ts, m.sender_id, "
-    "m.platform_message_id, m.in_reply_to, m.payload, m.active"
-)
+
+# The partial index sessions_index_behind holds exactly these sessions.
+SESSIONS_BEHIND = "SELECT key FROM sessions WHERE index_behind = 1 ORDER BY id LIMIT ?"
 
 # Walks messages_session_turn backwards from the turn and stops after `limit`
 # rows; history() reverses them rather than sorting again in SQL.
 _HISTORY = (
-    f"SELECT {_MESSAGE_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id "
+    f"SELECT {MESSAGE_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id "
     "WHERE s.key = ? AND coalesce(m.in_reply_to, m.id) < ? AND m.active = 1 "
     "ORDER BY coalesce(m.in_reply_to, m.id) DESC, m.id DESC LIMIT ?"
 )
-
-
-def to_ms(value: datetime) -> int:
-    """Aware datetime → integer milliseconds since the epoch (UTC)."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        # A naive time is ambiguous; storing it as UTC would silently shift it.
-        raise ValueError(f"naive datetime {value!r}: the store needs timezone-aware times")
-    return (value - _EPOCH) // _MS
-
-
-def from_ms(value: int) -> datetime:
-    return _EPOCH + value * _MS
-
-
-def _index_values(text: str) -> tuple[str, ...]:
-    return (normalize(text),)
-
-
-def _has_token_char(word: str) -> bool:
-    # Mirrors unicode61's token characters (L*, N*, Co). A quoted phrase with
-    # no token in it makes FTS5 match nothing at all, even inside an AND.
-    return any(ch.isalnum() or unicodedata.category(ch) == "Co" for ch in word)
-
-
-def match_expression(query: str) -> str | None:
-    """Plain text → an FTS5 expression matching every word; None when empty.
-
-    Every word becomes a quoted FTS5 string, so operators (AND, NEAR, -, *,
-    col:, parentheses) in user input are only ever searched for as text.
-    """
-    # Lone surrogates cannot be encoded for SQLite; they carry no words anyway.
-    query = query.encode("utf-8", "ignore").decode("utf-8")
-    words = dict.fromkeys(w for w in normalize(query).split() if _has_token_char(w))
-    if not words:
-        return None
-    return " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
-
-
-class _SessionRef(NamedTuple):
-    id: int
-    platform: str
-    chat_id: str
-
-
-# Both follow the field order of the record dataclasses (see the column lists).
-def _session(row: sqlite3.Row | tuple[Any, ...]) -> SessionRecord:
-    return SessionRecord(*row[:7], created_at=from_ms(row[7]), updated_at=from_ms(row[8]))
-
-
-def _message(row: sqlite3.Row | tuple[Any, ...]) -> MessageRecord:
-    return MessageRecord(*row[:6], from_ms(row[6]), *row[7:11], active=bool(row[11]))
 
 
 def _transact(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -154,6 +127,17 @@ def _transact(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T])
     return result
 
 
+def _snapshot(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    # A deferred transaction takes no lock until its first read, and in WAL
+    # mode readers never block the writer.
+    conn.execute("BEGIN")
+    try:
+        return work(conn)
+    finally:
+        with suppress(sqlite3.OperationalError):
+            conn.execute("COMMIT")
+
+
 def _is_constraint(exc: sqlite3.IntegrityError, name: str) -> bool:
     return getattr(exc, "sqlite_errorname", "") == name
 
@@ -164,7 +148,6 @@ class SqliteStore(Store):
         self._migrations = list(migrations) if migrations is not None else load_migrations()
         self._db: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
-        self._sessions: dict[str, _SessionRef] = {}
 
     @property
     def path(self) -> str:
@@ -190,7 +173,6 @@ class SqliteStore(Store):
             return
         async with self._lock:
             db, self._db = self._db, None
-            self._sessions.clear()
             await db.close()
 
     def _conn(self) -> aiosqlite.Connection:
@@ -211,6 +193,13 @@ class SqliteStore(Store):
             # aiosqlite has no public "run this on your thread" call; _execute
             # is that mechanism (its presence is checked in open()).
             return await db._execute(_transact, db._conn, work)
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work(conn)` in one read transaction on the worker thread: its
+        statements see one snapshot, and cost one trip."""
+        async with self._lock:
+            db = self._conn()
+            return await db._execute(_snapshot, db._conn, work)
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         async with self._lock:
@@ -233,47 +222,36 @@ class SqliteStore(Store):
     ) -> SessionRecord:
         params = (key, agent_id, platform, chat_id, chat_kind, thread_id, to_ms(now), to_ms(now))
         row = await self._write(lambda conn: conn.execute(_SESSION_UPSERT, params).fetchone())
-        session = _session(row)
-        self._sessions[key] = _SessionRef(session.id, session.platform, session.chat_id)
-        return session
+        return session_record(row)
 
     async def get_session(self, key: str) -> SessionRecord | None:
-        rows = await self._fetch(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE key = ?", (key,))
+        rows = await self._fetch(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE key = ?", (key,))
         if not rows:
             return None
-        session = _session(rows[0])
-        self._sessions[key] = _SessionRef(session.id, session.platform, session.chat_id)
-        return session
+        return session_record(rows[0])
 
-    def _insert_index_row(self, conn: sqlite3.Connection, message_id: int, text: str) -> None:
-        conn.execute(_FTS_INSERT, (message_id, *_index_values(text)))
+    def _insert_index_row(
+        self, conn: sqlite3.Connection, message_id: int, session_id: int, text: str
+    ) -> None:
+        sqlite_index.insert_index_row(conn, message_id, session_id, text)
 
-    def _insert_message(
-        self, conn: sqlite3.Connection, m: NewMessage, ts: int, cached: _SessionRef | None
-    ) -> tuple[int, _SessionRef]:
-        """The body of add_message's transaction, run on the worker thread."""
-        ref = cached
-        if ref is None:
-            row = conn.execute(
-                "SELECT id, platform, chat_id FROM sessions WHERE key = ?", (m.session_key,)
-            ).fetchone()
-            if row is None:
-                raise UnknownSession(f"no session {m.session_key!r}; call ensure_session first")
-            ref = _SessionRef(*row)
-        values = (ref.id, ref.platform, ref.chat_id, m.role, m.kind, m.text, m.payload)
-        values += (m.sender_id, m.platform_message_id, m.in_reply_to, ts)
-        message_id = int(conn.execute(_MESSAGE_INSERT, values).fetchone()[0])
+    def _insert_message(self, conn: sqlite3.Connection, m: NewMessage, ts: int) -> tuple[int, int]:
+        """The body of add_message's transaction: (message id, session id)."""
+        values = (m.role, m.kind, m.text, m.payload, m.sender_id, m.platform_message_id)
+        row = conn.execute(_MESSAGE_INSERT, (*values, m.in_reply_to, ts, m.session_key)).fetchone()
+        if row is None:
+            raise UnknownSession(f"no session {m.session_key!r}; call ensure_session first")
+        message_id, session_id = row
         if is_indexed(m.role, m.kind):
-            self._insert_index_row(conn, message_id, m.text)
-        return message_id, ref
+            self._insert_index_row(conn, message_id, session_id, m.text)
+        return message_id, session_id
 
     async def add_message(self, message: NewMessage) -> MessageRecord:
         m = message
         ts = to_ms(m.ts)
-        cached = self._sessions.get(m.session_key)
         try:
-            message_id, ref = await self._write(
-                lambda conn: self._insert_message(conn, m, ts, cached)
+            message_id, session_id = await self._write(
+                lambda conn: self._insert_message(conn, m, ts)
             )
         except sqlite3.IntegrityError as exc:
             if _is_constraint(exc, "SQLITE_CONSTRAINT_UNIQUE"):
@@ -282,16 +260,10 @@ class SqliteStore(Store):
                     f"{m.session_key!r} is already stored"
                 ) from exc
             if _is_constraint(exc, "SQLITE_CONSTRAINT_FOREIGNKEY"):
-                # The cached session may have been deleted behind our back.
-                self._sessions.pop(m.session_key, None)
-                raise UnknownSession(
-                    f"session {m.session_key!r} or in_reply_to message "
-                    f"{m.in_reply_to} does not exist"
-                ) from exc
+                raise UnknownSession(f"in_reply_to message {m.in_reply_to} does not exist") from exc
             raise
-        self._sessions[m.session_key] = ref
-        row = (message_id, ref.id, m.session_key, m.role, m.kind, m.text, ts, m.sender_id)
-        return _message((*row, m.platform_message_id, m.in_reply_to, m.payload, 1))
+        row = (message_id, session_id, m.session_key, m.role, m.kind, m.text, ts, m.sender_id)
+        return message_record((*row, m.platform_message_id, m.in_reply_to, m.payload, 1))
 
     async def set_platform_message_id(self, message_id: int, platform_message_id: str) -> None:
         sql = "UPDATE messages SET platform_message_id = ? WHERE id = ? RETURNING id"
@@ -314,11 +286,11 @@ class SqliteStore(Store):
         if limit <= 0:
             return []
         rows = await self._fetch(_HISTORY, (session_key, before_turn_of, limit))
-        return [_message(row) for row in reversed(rows)]
+        return [message_record(row) for row in reversed(rows)]
 
     async def unanswered(self, *, since: datetime) -> list[MessageRecord]:
         rows = await self._fetch(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages m "
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m "
             "JOIN sessions s ON s.id = m.session_id "
             "WHERE m.role = 'user' AND m.kind = 'text' AND m.ts >= ? AND m.active = 1 "
             # Only a final reply (or the apology for a failed turn) answers a
@@ -328,49 +300,103 @@ class SqliteStore(Store):
             "ORDER BY m.ts, m.id",
             (to_ms(since),),
         )
-        return [_message(row) for row in rows]
+        return [message_record(row) for row in rows]
 
     async def get_message(self, message_id: int) -> MessageRecord | None:
         rows = await self._fetch(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages m "
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m "
             "JOIN sessions s ON s.id = m.session_id WHERE m.id = ?",
             (message_id,),
         )
-        return _message(rows[0]) if rows else None
+        return message_record(rows[0]) if rows else None
 
-    async def search_text(
-        self, query: str, *, session_key: str | None, limit: int
-    ) -> list[MessageRecord]:
-        expression = match_expression(query)
-        if expression is None or limit <= 0:
+    # --- search ---------------------------------------------------------------
+
+    async def search(
+        self, query: str, *, scope: SearchScope, limit: int, redactor: Redactor
+    ) -> list[SearchHit]:
+        parsed = build_query(query)
+        if parsed is None or limit <= 0:
             return []
-        params: list[Any] = [expression]
-        session_filter = ""
-        if session_key is not None:
-            session_filter = "AND s.key = ? "
-            params.append(session_key)
-        params.append(limit)
-        # FTS5 only accepts the table's own name (not an alias) on the left of
-        # MATCH and as bm25's argument.
-        rows = await self._fetch(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages_fts "
-            "JOIN messages m ON m.id = messages_fts.rowid "
-            "JOIN sessions s ON s.id = m.session_id "
-            f"WHERE messages_fts MATCH ? AND m.active = 1 {session_filter}"
-            "ORDER BY bm25(messages_fts), m.ts DESC, m.id DESC LIMIT ?",
-            params,
+        rows = await self._read(lambda conn: sqlite_search.search_rows(conn, parsed, scope, limit))
+        # Redaction sees the whole text, so a secret is masked before any cut
+        # could leave half of it inside the snippet.
+        return [
+            SearchHit(
+                message_id=row.id,
+                session_key=row.session_key,
+                role=row.role,  # type: ignore[arg-type]
+                ts=from_ms(row.ts),
+                snippet=make_snippet(redactor.redact(row.text), parsed.terms),
+                score=score,
+            )
+            for row, score in zip(rows, sqlite_search.scores(rows), strict=True)
+        ]
+
+    async def messages_around(
+        self, session_key: str, *, around_message_id: int | None, limit: int
+    ) -> list[MessageRecord]:
+        if limit <= 0:
+            return []
+        rows = await self._read(
+            lambda conn: sqlite_search.context_rows(conn, session_key, around_message_id, limit)
         )
-        return [_message(row) for row in rows]
+        return [message_record(row) for row in rows]
+
+    # --- lifecycle --------------------------------------------------------------
+
+    async def edit_message(
+        self, *, platform: str, chat_id: str, platform_message_id: str, text: str
+    ) -> MessageRecord | None:
+        row = await self._write(
+            lambda conn: sqlite_index.edit(conn, platform, chat_id, platform_message_id, text)
+        )
+        return message_record(row) if row is not None else None
+
+    async def delete_message(
+        self, *, platform: str, chat_id: str, platform_message_id: str
+    ) -> bool:
+        return await self._write(
+            lambda conn: sqlite_index.delete(conn, platform, chat_id, platform_message_id)
+        )
+
+    async def delete_session(self, session_key: str) -> int:
+        return await self._write(lambda conn: sqlite_index.delete_session(conn, session_key))
+
+    async def import_messages(self, rows: Sequence[ImportRow]) -> int:
+        # Grouped by session (time order within it; stable, so file order
+        # breaks ties): consecutive inserts then touch the same pages of the
+        # per-session indexes, which makes a large import several times faster.
+        checked = sorted(sqlite_index.check_import(rows), key=lambda r: (r[0], r[4]))
+        stored = 0
+        for start in range(0, len(checked), IMPORT_BATCH):
+            batch = checked[start : start + IMPORT_BATCH]
+            stored += await self._write(lambda conn, b=batch: sqlite_index.import_rows(conn, b))
+        return stored
+
+    async def mark_index_behind(self, session_key: str | None = None) -> int:
+        return await self._write(lambda conn: sqlite_index.mark_behind(conn, session_key))
+
+    async def sessions_behind(self, limit: int = 100) -> list[str]:
+        rows = await self._fetch(SESSIONS_BEHIND, (limit,))
+        return [row[0] for row in rows]
+
+    async def reindex_session(self, session_key: str) -> int:
+        return await self._write(lambda conn: sqlite_index.reindex(conn, session_key))
+
+    async def index_consistency(self, session_key: str | None = None) -> tuple[int, int]:
+        return await self._read(lambda conn: sqlite_index.consistency(conn, session_key))
 
     async def count_index_rows(self, session_key: str | None = None) -> int:
         if session_key is None:
             rows = await self._fetch("SELECT count(*) FROM messages_fts")
         else:
+            session = await self._fetch("SELECT id FROM sessions WHERE key = ?", (session_key,))
+            if not session:
+                return 0
             rows = await self._fetch(
-                "SELECT count(*) FROM messages_fts "
-                "JOIN messages m ON m.id = messages_fts.rowid "
-                "JOIN sessions s ON s.id = m.session_id WHERE s.key = ?",
-                (session_key,),
+                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
+                (session_filter(session[0][0]),),
             )
         return int(rows[0][0])
 

@@ -1,0 +1,266 @@
+"""`kept commitments [list] | dismiss ID... | snooze ID --for 2h|--until ISO`.
+
+stdout carries the answer (a table, or one JSON document with --json);
+problems go to stderr as one `kept: ...` line each, with a non-zero exit.
+The commands use the same CommitmentService as the chat slash commands,
+with the admin's view: every agent and chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+from zoneinfo import ZoneInfo
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from bot.context import config_option, fail, resolve_config_path
+from core.clock import SystemClock
+from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, iso_utc, to_json
+from core.commitments.service import CommitmentService, SnoozeError
+from core.commitments.store import CommitmentStore, Filter, commitment_store_for
+from core.config import ConfigError, parse_duration
+from core.config_file import load_config
+from core.store import open_store
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@asynccontextmanager
+async def _opened(config_path: Path | None) -> AsyncIterator[CommitmentStore]:
+    path = resolve_config_path(config_path)
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        for line in exc.problems:
+            click.echo(line, err=True)
+        fail(f"{path} is not valid; fix the lines above (or run `kept config validate`)")
+    try:
+        store = open_store(config.storage.url)
+        await store.open()
+    except Exception as exc:  # a locked, unreadable or newer database
+        fail(f"cannot open the database {config.storage.url}: {exc}")
+    try:
+        yield commitment_store_for(store)
+    finally:
+        await store.close()
+
+
+def _run(config_path: Path | None, work: Callable[[CommitmentStore], Awaitable[T]]) -> T:
+    async def main() -> T:
+        async with _opened(config_path) as store:
+            return await work(store)
+
+    return asyncio.run(main())
+
+
+def _echo_json(document: dict[str, Any]) -> None:
+    click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+
+
+# --- list --------------------------------------------------------------------
+
+
+def _list_options(func: F) -> F:
+    for option in reversed(
+        [
+            click.option("--all", "show_all", is_flag=True, help="Every status, not just active."),
+            click.option("--agent", "agent_id", default=None, help="Only this agent's."),
+            click.option(
+                "--status",
+                "statuses",
+                multiple=True,
+                metavar="S",
+                help=f"Only this status (repeatable): {', '.join(STATUSES)}.",
+            ),
+            click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout."),
+        ]
+    ):
+        func = option(func)
+    return config_option(func)
+
+
+@click.group("commitments", invoke_without_command=True)
+@_list_options
+@click.pass_context
+def commitments_group(
+    ctx: click.Context,
+    config_path: Path | None,
+    show_all: bool,
+    agent_id: str | None,
+    statuses: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Inferred follow-ups: list (the default), dismiss, snooze."""
+    if ctx.invoked_subcommand is None:
+        _list(config_path, show_all, agent_id, statuses, as_json)
+
+
+@commitments_group.command("list")
+@_list_options
+def list_cmd(
+    config_path: Path | None,
+    show_all: bool,
+    agent_id: str | None,
+    statuses: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Active (pending and snoozed) commitments, soonest due first."""
+    _list(config_path, show_all, agent_id, statuses, as_json)
+
+
+def _list(
+    config_path: Path | None,
+    show_all: bool,
+    agent_id: str | None,
+    statuses: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    unknown = [s for s in statuses if s not in STATUSES]
+    if unknown:
+        fail(f"unknown status {unknown[0]!r}; valid statuses: {', '.join(STATUSES)}")
+    wanted = tuple(statuses) if statuses else (STATUSES if show_all else ACTIVE_STATUSES)
+    where = Filter(agent_id=agent_id, statuses=wanted)
+    found = _run(config_path, lambda s: CommitmentService(s, SystemClock()).list(where))
+    if as_json:
+        _echo_json({"commitments": [to_json(c) for c in found]})
+        return
+    if not found:
+        hint = "" if show_all or statuses else " (use --all to include every status)"
+        click.echo(f"no commitments{hint}")
+        return
+    # A terminal gets its own width; a pipe or file gets room for whole rows
+    # (rich would otherwise squeeze the table into 80 columns).
+    width = None if sys.stdout.isatty() else 200
+    Console(highlight=False, width=width).print(_table(found, detailed=show_all or bool(statuses)))
+
+
+def _due(c: Commitment) -> str:
+    # Month-day is enough: windows last days and start within weeks (--json
+    # has the full times).
+    start, end = c.due_earliest.astimezone(UTC), c.due_latest.astimezone(UTC)
+    return f"{start:%m-%d %H:%M} → {end:%m-%d %H:%M}"
+
+
+def _scope(c: Commitment) -> str:
+    where = f"{c.agent_id} / {c.platform} / {c.chat_id}"
+    return where + (f" #{c.thread_id}" if c.thread_id else "")
+
+
+def _table(found: list[Commitment], *, detailed: bool) -> Table:
+    table = Table(
+        title=f"{len(found)} commitment{'s' if len(found) != 1 else ''}",
+        caption="scope: agent / platform / chat \\[#thread]; times in UTC",
+        box=box.SIMPLE_HEAD,
+    )
+    table.add_column("id", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("kind", overflow="fold")
+    table.add_column("due")
+    table.add_column("scope")
+    table.add_column("suggested text", ratio=1)
+    if detailed:
+        table.add_column("tries", justify="right")
+        table.add_column("last error", overflow="fold")
+    for c in found:
+        row = [c.id, c.status, c.kind, _due(c), _scope(c), c.suggested_text]
+        if detailed:
+            row += [str(c.attempts), c.last_error or ""]
+        table.add_row(*row)
+    return table
+
+
+# --- dismiss -------------------------------------------------------------------
+
+
+@commitments_group.command("dismiss")
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@config_option
+def dismiss_cmd(ids: tuple[str, ...], as_json: bool, config_path: Path | None) -> None:
+    """Dismiss active commitments by id; exit 1 if any could not be dismissed."""
+    outcome = _run(config_path, lambda s: CommitmentService(s, SystemClock()).dismiss(ids))
+    if as_json:
+        _echo_json(
+            {
+                "dismissed": [c.id for c in outcome.dismissed],
+                "failed": [{"id": i, "reason": why} for i, why in outcome.failed],
+            }
+        )
+    else:
+        for c in outcome.dismissed:
+            click.echo(f"dismissed {c.id}")
+        for commitment_id, why in outcome.failed:
+            click.echo(f"kept: cannot dismiss {commitment_id}: {why}", err=True)
+    if outcome.failed:
+        raise SystemExit(1)
+
+
+# --- snooze --------------------------------------------------------------------
+
+
+def _parse_until(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        fail(f"--until: not an ISO 8601 time: {text!r} (e.g. 2026-12-02T09:00+01:00)")
+
+
+@commitments_group.command("snooze")
+@click.argument("commitment_id", metavar="ID")
+@click.option("--for", "duration", default=None, help="How long, e.g. 2h, 30m, 1d.")
+@click.option(
+    "--until",
+    "until",
+    default=None,
+    help="ISO 8601 time; without an offset it is read in the commitment's time zone.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@config_option
+def snooze_cmd(
+    commitment_id: str,
+    duration: str | None,
+    until: str | None,
+    as_json: bool,
+    config_path: Path | None,
+) -> None:
+    """Move a commitment's due window to start later, and mark it snoozed."""
+    if (duration is None) == (until is None):
+        fail("give exactly one of --for DURATION or --until TIME")
+    delta: timedelta | None = None
+    if duration is not None:
+        try:
+            delta = timedelta(seconds=parse_duration(duration))
+        except ValueError as exc:
+            fail(f"--for: {exc}")
+    when = _parse_until(until) if until is not None else None
+
+    async def work(store: CommitmentStore) -> Commitment:
+        target = when
+        if target is not None and target.tzinfo is None:
+            current = await store.get(commitment_id.strip())
+            if current is None:
+                fail(f"cannot snooze {commitment_id}: not found")
+            target = target.replace(tzinfo=ZoneInfo(current.due_timezone))
+        try:
+            return await CommitmentService(store, SystemClock()).snooze(
+                commitment_id, until=target, duration=delta
+            )
+        except SnoozeError as exc:
+            fail(f"cannot snooze: {exc}")
+
+    done = _run(config_path, work)
+    if as_json:
+        _echo_json({"commitment": to_json(done), "snoozedUntil": iso_utc(done.snoozed_until)})
+    else:
+        click.echo(f"snoozed {done.id} until {iso_utc(done.snoozed_until)} (due {_due(done)} UTC)")

@@ -1,0 +1,116 @@
+"""Builds core's services on one opened store and model client.
+
+Kept apart from the runtime so that the wiring — which service hears about
+which event — reads in one place, top to bottom."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from core.clock import Clock
+from core.commitments.extraction import ExtractionWorker
+from core.commitments.service import CommitmentService
+from core.commitments.store import CommitmentStore, commitment_store_for
+from core.config import KeptConfig
+from core.conversation import ConversationManager
+from core.heartbeat.scheduler import HeartbeatScheduler
+from core.heartbeat.store import heartbeat_store_for
+from core.heartbeat.turn import HeartbeatTurn
+from core.llm import LLMClient
+from core.messages import Sender
+from core.reminders import ReminderService, make_reminder_store, register_reminder_tools
+from core.search.reconcile import IndexReconciler
+from core.search.service import SessionSearch
+from core.search.tools import register_search_tools
+from core.store import Store
+from core.tools import ToolRegistry
+
+
+@dataclass
+class Services:
+    store: Store
+    llm: LLMClient
+    manager: ConversationManager
+    search: SessionSearch
+    commitment_store: CommitmentStore
+    commitments: CommitmentService
+    extraction: ExtractionWorker
+    reminders: ReminderService
+    heartbeat: HeartbeatScheduler
+    reconciler: IndexReconciler
+
+
+def build_services(
+    *,
+    store: Store,
+    llm: LLMClient,
+    sender: Sender,
+    config: Callable[[], KeptConfig],
+    clock: Clock,
+    platforms: Callable[[], set[str]],
+) -> Services:
+    tools = ToolRegistry()
+    search = SessionSearch(store, config)
+    register_search_tools(tools, search)
+
+    reminders = ReminderService(
+        make_reminder_store(store), store, sender, clock, platforms=platforms
+    )
+    register_reminder_tools(
+        tools, reminders, default_timezone=lambda agent_id: _timezone(config(), agent_id)
+    )
+    manager = ConversationManager(
+        store=store, llm=llm, sender=sender, config=config, clock=clock, tools=tools
+    )
+
+    commitment_store = commitment_store_for(store)
+    extraction = ExtractionWorker(store=commitment_store, llm=llm, config=config, clock=clock)
+    manager.add_reply_hook(extraction.on_reply)
+
+    heartbeat_store = heartbeat_store_for(store)
+    heartbeat = HeartbeatScheduler(
+        config=config,
+        commitments=commitment_store,
+        store=heartbeat_store,
+        turn=HeartbeatTurn(
+            store=heartbeat_store, transcript=store, llm=llm, sender=sender, clock=clock
+        ),
+        clock=clock,
+        platforms=platforms,
+        session_lock=manager.session_lock,
+        reminders=reminders,
+    )
+    reminders.on_stored = heartbeat.wake
+    extraction.on_stored = heartbeat.wake
+
+    return Services(
+        store=store,
+        llm=llm,
+        manager=manager,
+        search=search,
+        commitment_store=commitment_store,
+        commitments=CommitmentService(commitment_store, clock),
+        extraction=extraction,
+        reminders=reminders,
+        heartbeat=heartbeat,
+        reconciler=IndexReconciler(store, clock),
+    )
+
+
+def start_background(services: Services) -> list[asyncio.Task[None]]:
+    """The long-running loops; started once the adapters are up, because the
+    heartbeat's start-up may deliver missed reminders."""
+    services.extraction.start()
+    return [
+        asyncio.create_task(services.reconciler.run(), name="index-reconciler"),
+        asyncio.create_task(services.heartbeat.run(), name="heartbeat"),
+    ]
+
+
+def _timezone(config: KeptConfig, agent_id: str) -> str:
+    try:
+        return config.agent(agent_id).timezone
+    except KeyError:
+        return "UTC"

@@ -1,0 +1,148 @@
+"""A commitment: one short-lived follow-up the bot may bring up later, in one scope.
+
+The scope (agent, session, platform, chat, thread, sender) is always copied
+from the stored conversation session, never from model output: it decides
+where a follow-up may ever be delivered.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+Status = Literal["pending", "snoozed", "sent", "dismissed", "resolved", "expired", "failed"]
+Kind = Literal["event_check_in", "deadline_check", "care_check_in", "open_loop"]
+Sensitivity = Literal["routine", "personal", "care"]
+Source = Literal["inferred_user_context", "agent_promise"]
+
+STATUSES: tuple[Status, ...] = get_args(Status)
+KINDS: tuple[Kind, ...] = get_args(Kind)
+SENSITIVITIES: tuple[Sensitivity, ...] = get_args(Sensitivity)
+SOURCES: tuple[Source, ...] = get_args(Source)
+
+# Active commitments can still be delivered, dismissed, snoozed, merged or
+# expired; every other status is final.
+ACTIVE_STATUSES: tuple[Status, ...] = ("pending", "snoozed")
+
+ID_PREFIX = "cm_"
+
+
+def new_commitment_id() -> str:
+    """`cm_` + 12 hex digits (48 random bits): short enough to type in a
+    slash command, and the primary key rejects the rare collision."""
+    return ID_PREFIX + secrets.token_hex(6)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Exactly where a commitment came from and may be delivered back to.
+
+    The session key already names agent, platform, chat and thread; they are
+    kept as separate fields so the heartbeat can build its Target without
+    parsing keys, and so every query can check them.
+    """
+
+    agent_id: str
+    session_key: str
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    sender_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewCommitment:
+    """A candidate that passed every rule, ready to be stored or merged."""
+
+    scope: Scope
+    kind: Kind
+    sensitivity: Sensitivity
+    source: Source
+    reason: str
+    suggested_text: str
+    dedupe_key: str
+    confidence: float
+    due_earliest: datetime
+    due_latest: datetime
+    due_timezone: str
+    source_message_id: int | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Commitment:
+    id: str
+    agent_id: str
+    session_key: str
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    sender_id: str | None
+    kind: Kind
+    sensitivity: Sensitivity
+    source: Source
+    status: Status
+    reason: str
+    suggested_text: str
+    dedupe_key: str
+    confidence: float
+    due_earliest: datetime
+    due_latest: datetime
+    due_timezone: str
+    source_message_id: int | None
+    created_at: datetime
+    updated_at: datetime
+    attempts: int = 0
+    last_error: str | None = None
+    sent_at: datetime | None = None
+    sent_message_id: str | None = None
+    dismissed_at: datetime | None = None
+    snoozed_until: datetime | None = None
+    expired_at: datetime | None = None
+    resolved_at: datetime | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(
+            self.agent_id,
+            self.session_key,
+            self.platform,
+            self.chat_id,
+            self.thread_id,
+            self.sender_id,
+        )
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+
+def iso_utc(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a `Z`, to the second (what `--json` prints)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def to_json(c: Commitment) -> dict[str, Any]:
+    """The `kept commitments --json` item, exactly the keys DESIGN.md lists."""
+    return {
+        "id": c.id,
+        "agentId": c.agent_id,
+        "sessionKey": c.session_key,
+        "platform": c.platform,
+        "chatId": c.chat_id,
+        "threadId": c.thread_id,
+        "senderId": c.sender_id,
+        "kind": c.kind,
+        "status": c.status,
+        "dueEarliest": iso_utc(c.due_earliest),
+        "dueLatest": iso_utc(c.due_latest),
+        "suggestedText": c.suggested_text,
+        "reason": c.reason,
+        "confidence": c.confidence,
+        "createdAt": iso_utc(c.created_at),
+        "sentAt": iso_utc(c.sent_at),
+    }

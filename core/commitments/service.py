@@ -1,0 +1,111 @@
+"""List, dismiss and snooze: the operations behind `kept commitments` and the
+Discord / Telegram slash commands.
+
+Callers say what they may see with a Filter. The admin CLI sees everything;
+a chat command passes `chat_filter(agent, session key, sender)`, so an id
+from another chat or user is reported exactly like an id that never
+existed: "not found". Nothing here reveals that it exists elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from core.clock import Clock
+from core.commitments.model import ACTIVE_STATUSES, Commitment
+from core.commitments.rules import MAX_HORIZON, MAX_WINDOW
+from core.commitments.store import CommitmentStore, Filter
+
+# A snoozed follow-up keeps its window width, but at least this much, so a
+# check-in snoozed into a quiet hour still has time to go out.
+MIN_SNOOZE_WINDOW = timedelta(hours=2)
+
+
+def chat_filter(agent_id: str, session_key: str, sender_id: str | None) -> Filter:
+    """What a slash command in one chat, from one user, may see and change."""
+    return Filter(agent_id=agent_id, session_key=session_key, sender_id=sender_id)
+
+
+@dataclass(frozen=True, slots=True)
+class DismissOutcome:
+    dismissed: list[Commitment] = field(default_factory=list)
+    # (id, why) for each id that could not be dismissed, in request order.
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+class SnoozeError(ValueError):
+    """Why a snooze was refused, phrased for the person who asked."""
+
+
+class CommitmentService:
+    def __init__(self, store: CommitmentStore, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def list(
+        self, where: Filter | None = None, *, limit: int | None = None
+    ) -> list[Commitment]:
+        """Matching commitments, soonest due first; active ones unless
+        `where.statuses` says otherwise."""
+        where = where or Filter()
+        if where.statuses is None:
+            where = replace(where, statuses=ACTIVE_STATUSES)
+        return await self._store.list(where, limit=limit)
+
+    async def dismiss(self, ids: Sequence[str], where: Filter | None = None) -> DismissOutcome:
+        outcome = DismissOutcome()
+        for commitment_id in dict.fromkeys(i.strip() for i in ids):
+            done = await self._store.dismiss(commitment_id, now=self._clock.now(), where=where)
+            if done is not None:
+                outcome.dismissed.append(done)
+                continue
+            outcome.failed.append((commitment_id, await self._why_not(commitment_id, where)))
+        return outcome
+
+    async def snooze(
+        self,
+        commitment_id: str,
+        *,
+        until: datetime | None = None,
+        duration: timedelta | None = None,
+        where: Filter | None = None,
+    ) -> Commitment:
+        """Move the due window to start at `until` (or now + `duration`) and
+        mark the commitment snoozed; raises SnoozeError saying why not."""
+        now = self._clock.now()
+        if (until is None) == (duration is None):
+            raise SnoozeError("give either a duration or a time to snooze until")
+        if duration is not None:
+            if duration <= timedelta(0):
+                raise SnoozeError("the snooze duration must be positive")
+            until = now + duration
+        assert until is not None
+        if until.tzinfo is None:
+            raise SnoozeError("the snooze time needs a time zone (e.g. 2026-12-02T09:00+01:00)")
+        if until <= now:
+            raise SnoozeError("the snooze time must be in the future")
+        if until > now + MAX_HORIZON:
+            raise SnoozeError(f"snooze at most {MAX_HORIZON.days} days ahead")
+        commitment_id = commitment_id.strip()
+        current = await self._store.get(commitment_id, where)
+        if current is None:
+            raise SnoozeError(f"{commitment_id}: not found")
+        if not current.active:
+            raise SnoozeError(f"{commitment_id}: already {current.status}")
+        width = min(max(current.due_latest - current.due_earliest, MIN_SNOOZE_WINDOW), MAX_WINDOW)
+        done = await self._store.snooze(
+            commitment_id, until=until, latest=until + width, now=now, where=where
+        )
+        if done is None:  # changed between the two statements (sent, dismissed)
+            raise SnoozeError(f"{commitment_id}: {await self._why_not(commitment_id, where)}")
+        return done
+
+    async def _why_not(self, commitment_id: str, where: Filter | None) -> str:
+        current = await self._store.get(commitment_id, where)
+        if current is None:
+            return "not found"
+        if current.active:
+            return "changed while we looked; try again"
+        return f"already {current.status}"

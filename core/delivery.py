@@ -1,0 +1,58 @@
+"""Sending something the user did not just ask for (a check-in, a reminder)
+at most once.
+
+A send is retried only when the platform certainly did not take it
+(`SendResult.retryable`: connection refused, 429, 5xx before acceptance).
+A send whose fate is unknown (timeout after the request went out) is never
+repeated: a user gets at most one copy, even if that means none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from core.clock import Clock
+from core.messages import Outbound, Sender, SendResult
+
+DEFAULT_ATTEMPTS = 4
+BASE_BACKOFF = 2.0
+MAX_BACKOFF = 60.0
+
+Outcome = Literal["sent", "failed", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    outcome: Outcome
+    result: SendResult
+    attempts: int
+
+    @property
+    def message_id(self) -> str | None:
+        return self.result.message_id if self.outcome == "sent" else None
+
+
+async def deliver_once(
+    sender: Sender,
+    outbound: Outbound,
+    clock: Clock,
+    *,
+    max_attempts: int = DEFAULT_ATTEMPTS,
+) -> Delivery:
+    attempts = 0
+    while True:
+        attempts += 1
+        result = await sender.send(outbound)
+        if result.ok:
+            return Delivery("sent", result, attempts)
+        if result.unknown:
+            return Delivery("unknown", result, attempts)
+        if not result.retryable or attempts >= max_attempts:
+            return Delivery("failed", result, attempts)
+        wait = result.retry_after if result.retry_after is not None else _backoff(attempts)
+        await clock.sleep(min(wait, MAX_BACKOFF))
+
+
+def _backoff(attempt: int) -> float:
+    return min(MAX_BACKOFF, BASE_BACKOFF * 2 ** (attempt - 1))

@@ -1,0 +1,51 @@
+"""Quiet hours: when a heartbeat may speak, in the agent's (or the window's) zone.
+
+`start` is inclusive, `end` exclusive, "24:00" means the end of the day, and a
+window may cross midnight (22:00–07:00). No window means always active.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from core.config import ActiveHours
+
+_MIDNIGHT = time(0, 0)
+
+
+def _zone(hours: ActiveHours, agent_timezone: str) -> ZoneInfo:
+    return ZoneInfo(hours.timezone or agent_timezone)
+
+
+def _inside(local: time, start: time, end: time | None) -> bool:
+    if end is None:  # "24:00"
+        return local >= start
+    if start < end:
+        return start <= local < end
+    # Crosses midnight (or start == end, which validation rejects).
+    return local >= start or local < end
+
+
+def is_active(now: datetime, hours: ActiveHours | None, agent_timezone: str) -> bool:
+    if hours is None:
+        return True
+    local = now.astimezone(_zone(hours, agent_timezone))
+    return _inside(local.time().replace(tzinfo=None), hours.start_time(), hours.end_time())
+
+
+def next_window_start(now: datetime, hours: ActiveHours, agent_timezone: str) -> datetime:
+    """The next moment the window opens (as an aware UTC-comparable datetime).
+
+    Computed as local wall-clock start on today or tomorrow; on a DST day the
+    zone's fold rules decide the exact instant, which is what a person expects.
+    """
+    zone = _zone(hours, agent_timezone)
+    local = now.astimezone(zone)
+    start = hours.start_time()
+    for days in (0, 1, 2):
+        day = local.date() + timedelta(days=days)
+        candidate = datetime.combine(day, start, tzinfo=zone)
+        if candidate > now:
+            return candidate
+    return now + timedelta(days=1)  # unreachable with a valid window

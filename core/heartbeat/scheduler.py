@@ -1,0 +1,214 @@
+"""The heartbeat scheduler: one task per process.
+
+It sleeps until the earliest of the next due commitment, the next due
+reminder and the earliest time a blocked scope may speak again — each found by
+an indexed query — and is woken early when something new is stored. Due
+commitments are grouped by exact scope; each scope gets at most one turn per
+`heartbeat.every`, only inside its active hours, only while its platform has a
+running adapter, and only while its rolling 24 h cap allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from core.clock import Clock
+from core.commitments.expiry import sweep_expired
+from core.commitments.model import Commitment, Scope
+from core.commitments.store import CommitmentStore
+from core.config import AgentConfig, KeptConfig
+from core.heartbeat.active_hours import is_active, next_window_start
+from core.heartbeat.store import HeartbeatStore
+from core.heartbeat.turn import HeartbeatTurn, log_decision
+from core.logs import event
+
+log = logging.getLogger("kept.heartbeat")
+
+MAX_PER_TURN = 3
+DUE_BATCH = 500
+MAX_SLEEP = 300.0
+MIN_SLEEP = timedelta(seconds=1)
+NO_ADAPTER_RETRY = timedelta(minutes=1)
+SWEEP_EVERY = timedelta(minutes=10)
+CAP_WINDOW = timedelta(hours=24)
+
+
+class Reminders(Protocol):
+    async def next_due(self) -> datetime | None: ...
+    async def fire_due(self) -> int: ...
+    async def recover_missed(self) -> int: ...
+
+
+class HeartbeatScheduler:
+    def __init__(
+        self,
+        *,
+        config: Callable[[], KeptConfig],
+        commitments: CommitmentStore,
+        store: HeartbeatStore,
+        turn: HeartbeatTurn,
+        clock: Clock,
+        platforms: Callable[[], set[str]],
+        session_lock: Callable[[str], asyncio.Lock],
+        reminders: Reminders | None = None,
+    ) -> None:
+        self._config = config
+        self._commitments = commitments
+        self._store = store
+        self._turn = turn
+        self._clock = clock
+        self._platforms = platforms
+        self._session_lock = session_lock
+        self._reminders = reminders
+        self._wake = asyncio.Event()
+        # Scopes that are due but may not speak yet, and when to look again.
+        # Only blocked due scopes live here, so it stays small.
+        self._deferred: dict[Scope, datetime] = {}
+        self._last_sweep: datetime | None = None
+
+    def wake(self, *, reset: bool = False) -> None:
+        """Look again now; `reset` forgets deferrals (config or adapters changed)."""
+        if reset:
+            self._deferred.clear()
+        self._wake.set()
+
+    async def start_up(self) -> None:
+        """Settle what a previous process left behind, before the first tick."""
+        for c in await self._store.fail_unconfirmed_claims(now=self._clock.now()):
+            log_decision(c.scope, 1, "failed", commitment=c.id, reason="unconfirmed at restart")
+        if self._reminders is not None:
+            await self._reminders.recover_missed()
+
+    async def run(self) -> None:
+        await self.start_up()
+        while True:
+            try:
+                wake_at = await self.tick()
+            except Exception as exc:  # the scheduler must outlive a bad tick
+                event(
+                    log,
+                    logging.ERROR,
+                    "heartbeat_tick_failed",
+                    error=repr(exc),
+                    action="check the database; the heartbeat retries on its own",
+                )
+                wake_at = self._clock.now() + timedelta(seconds=30)
+            await self._sleep_until(wake_at)
+
+    async def tick(self) -> datetime:
+        """Do all work due now; return when to look next."""
+        now = self._clock.now()
+        if self._last_sweep is None or now - self._last_sweep >= SWEEP_EVERY:
+            await sweep_expired(self._commitments, now=now)
+            self._last_sweep = now
+        if self._reminders is not None:
+            await self._reminders.fire_due()
+        await self._deliver_due(now)
+        return await self._next_wake(self._clock.now())
+
+    async def _deliver_due(self, now: datetime) -> None:
+        self._deferred = {s: t for s, t in self._deferred.items() if t > now}
+        due = await self._store.due_unclaimed(now=now, limit=DUE_BATCH)
+        groups: dict[Scope, list[Commitment]] = {}
+        for c in due:
+            if c.scope not in self._deferred:
+                groups.setdefault(c.scope, []).append(c)
+        for scope, items in groups.items():
+            retry_at = await self._scope_turn(scope, items, now)
+            if retry_at is not None:
+                self._deferred[scope] = retry_at
+
+    async def _scope_turn(
+        self, scope: Scope, items: list[Commitment], now: datetime
+    ) -> datetime | None:
+        """Run the scope's turn if it may have one; else say when to retry."""
+        config = self._config()
+        agent = _agent(config, scope.agent_id)
+        later = now + timedelta(seconds=MAX_SLEEP)
+        if agent is None:
+            log_decision(scope, len(items), "no-agent", action="add the agent back to the config")
+            return later
+        heartbeat = agent.heartbeat
+        every = timedelta(seconds=heartbeat.every_seconds)
+        if not every:
+            log_decision(scope, len(items), "disabled")
+            return later
+        if heartbeat.target == "none":
+            log_decision(scope, len(items), "target-none")
+            return later
+        if scope.platform not in self._platforms():
+            log_decision(scope, len(items), "no-adapter", platform=scope.platform)
+            return now + NO_ADAPTER_RETRY
+        if not is_active(now, heartbeat.active_hours, agent.timezone):
+            assert heartbeat.active_hours is not None
+            opens = next_window_start(now, heartbeat.active_hours, agent.timezone)
+            log_decision(scope, len(items), "quiet-hours", until=opens.isoformat())
+            return opens
+        last = await self._store.last_turn_at(scope.agent_id, scope.session_key)
+        if last is not None and last + every > now:
+            return last + every
+        cap = config.commitments.max_per_day
+        sent = await self._store.sent_times_since(
+            scope.agent_id, scope.session_key, now - CAP_WINDOW
+        )
+        room = cap - len(sent)
+        if room <= 0:
+            frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else later
+            log_decision(scope, len(items), "cap", until=frees.isoformat())
+            return frees
+        batch = items[: min(MAX_PER_TURN, room)]
+        async with self._session_lock(scope.session_key):
+            await self._store.record_turn(scope.agent_id, scope.session_key, now=now)
+            result = await self._turn.run(scope, batch, timezone=agent.timezone)
+        log_decision(
+            scope,
+            len(items),
+            result.outcome,
+            commitments=",".join(result.commitment_ids),
+            message=result.message_id,
+            error=result.error,
+        )
+        # Whatever this turn did not carry waits for the scope's next turn.
+        return now + every if len(items) > len(batch) else None
+
+    async def _next_wake(self, now: datetime) -> datetime:
+        candidates = [now + timedelta(seconds=MAX_SLEEP)]
+        if (nxt := await self._store.next_due_after(now)) is not None:
+            candidates.append(nxt)
+        if self._reminders is not None and (rem := await self._reminders.next_due()) is not None:
+            candidates.append(max(rem, now))
+        candidates.extend(self._deferred.values())
+        # A floor keeps a row that is due but cannot be taken (mid-send, say)
+        # from turning the loop into a busy wait.
+        return max(min(candidates), now + MIN_SLEEP)
+
+    async def _sleep_until(self, when: datetime) -> None:
+        seconds = (when - self._clock.now()).total_seconds()
+        if self._wake.is_set():
+            self._wake.clear()
+            return
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        waker = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleeper, waker):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._wake.clear()
+
+
+def _agent(config: KeptConfig, agent_id: str) -> AgentConfig | None:
+    try:
+        return config.agent(agent_id)
+    except KeyError:
+        return None

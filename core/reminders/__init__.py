@@ -1,0 +1,30 @@
+"""Exact reminders (scheduled tasks): stored per chat, delivered verbatim.
+
+- model.py     the Reminder record, statuses, ids
+- schedule.py  the at / after / cron forms and DST-correct fire times
+- policy.py    what a late reminder does (fire, fire marked late, skip)
+- store.py     the ReminderStore interface (SQLite: core/store/sqlite_reminders.py)
+- service.py   ReminderService: schedule, fire due reminders, start-up recovery
+- tools.py     schedule_reminder / list_reminders / cancel_reminder for the chat model
+"""
+
+from core.reminders.model import NewReminder, Reminder, ScheduleKind, Status
+from core.reminders.schedule import Schedule, ScheduleError, next_cron, parse_schedule
+from core.reminders.service import ReminderService
+from core.reminders.store import ReminderStore, make_reminder_store
+from core.reminders.tools import register_reminder_tools
+
+__all__ = [
+    "NewReminder",
+    "Reminder",
+    "ReminderService",
+    "ReminderStore",
+    "Schedule",
+    "ScheduleError",
+    "ScheduleKind",
+    "Status",
+    "make_reminder_store",
+    "next_cron",
+    "parse_schedule",
+    "register_reminder_tools",
+]

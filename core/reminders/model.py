@@ -1,0 +1,110 @@
+"""A reminder: an exact, user-requested message, bound to the chat it was asked in.
+
+Unlike a commitment (inferred, fuzzy, delivered through a model turn), a
+reminder is delivered verbatim at its time, with no model call. Its scope
+(agent, session, platform, chat, thread) comes from the stored session of the
+chat that scheduled it, never from model output, and decides where it may
+ever be delivered.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+from core.messages import Target
+
+ScheduleKind = Literal["at", "after", "cron"]
+Status = Literal["active", "done", "cancelled", "failed"]
+
+SCHEDULE_KINDS: tuple[ScheduleKind, ...] = get_args(ScheduleKind)
+STATUSES: tuple[Status, ...] = get_args(Status)
+
+ID_PREFIX = "rm_"
+
+
+def new_reminder_id() -> str:
+    """`rm_` + 12 hex digits (48 random bits): short enough to type, and the
+    primary key rejects the rare collision."""
+    return ID_PREFIX + secrets.token_hex(6)
+
+
+@dataclass(frozen=True, slots=True)
+class NewReminder:
+    """A validated reminder, ready to be stored."""
+
+    agent_id: str
+    session_key: str
+    target: Target
+    created_by: str | None
+    text: str
+    kind: ScheduleKind
+    cron: str | None  # the 5-field expression, for kind "cron" only
+    timezone: str  # IANA name: cron fields are read in it, and times shown in it
+    next_fire_at: datetime
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Reminder:
+    id: str
+    agent_id: str
+    session_key: str
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    created_by: str | None
+    text: str
+    kind: ScheduleKind
+    cron: str | None
+    timezone: str
+    next_fire_at: datetime
+    status: Status
+    # Set while a delivery is in flight; found set at start-up it means the
+    # process died between send and confirm, so the send is never repeated.
+    claimed_at: datetime | None
+    last_fired_at: datetime | None
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def target(self) -> Target:
+        return Target(self.platform, self.chat_id, self.thread_id)
+
+    @property
+    def recurring(self) -> bool:
+        return self.kind == "cron"
+
+
+def iso_utc(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a `Z`, to the second (as `kept commitments --json`)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def to_json(r: Reminder) -> dict[str, Any]:
+    """The `kept reminders --json` shape (camelCase keys, ISO 8601 UTC times)."""
+    return {
+        "id": r.id,
+        "agentId": r.agent_id,
+        "sessionKey": r.session_key,
+        "platform": r.platform,
+        "chatId": r.chat_id,
+        "threadId": r.thread_id,
+        "createdBy": r.created_by,
+        "text": r.text,
+        "kind": r.kind,
+        "cron": r.cron,
+        "timezone": r.timezone,
+        "status": r.status,
+        "nextFireAt": iso_utc(r.next_fire_at),
+        "lastFiredAt": iso_utc(r.last_fired_at),
+        "attempts": r.attempts,
+        "lastError": r.last_error,
+        "createdAt": iso_utc(r.created_at),
+    }

@@ -1,0 +1,119 @@
+"""The ReminderStore interface: what the service, the tools and the CLI ask of
+persistence. The SQLite implementation lives in core/store/sqlite_reminders.py.
+
+Every method that acts on one reminder by id checks, in the same statement,
+that the reminder is in a state the action applies to (and, where a scope is
+given, that it belongs to that chat), so two callers racing on one reminder
+cannot both win.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Collection
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from core.reminders.model import NewReminder, Reminder, Status
+
+if TYPE_CHECKING:
+    from core.store.base import Store
+
+
+class ReminderStore(abc.ABC):
+    @abc.abstractmethod
+    async def add(self, new: NewReminder) -> Reminder:
+        """Store a new, active reminder."""
+
+    @abc.abstractmethod
+    async def get(
+        self, reminder_id: str, *, agent_id: str | None = None, session_key: str | None = None
+    ) -> Reminder | None:
+        """The reminder, or None when it does not exist or belongs to another
+        scope than the given agent / session (None: any)."""
+
+    @abc.abstractmethod
+    async def list_for_session(
+        self, agent_id: str, session_key: str, *, statuses: Collection[Status] | None = ("active",)
+    ) -> list[Reminder]:
+        """One chat's reminders (statuses None: every status), soonest first."""
+
+    @abc.abstractmethod
+    async def list_all(
+        self, *, statuses: Collection[Status] | None = None, limit: int | None = None
+    ) -> list[Reminder]:
+        """Every chat's reminders (the admin CLI), soonest first."""
+
+    @abc.abstractmethod
+    async def cancel(
+        self,
+        reminder_id: str,
+        *,
+        now: datetime,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+    ) -> Reminder | None:
+        """Active → `cancelled`; None when it is not active or not in the scope."""
+
+    # --- firing -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def next_due(self, *, platforms: Collection[str] | None = None) -> datetime | None:
+        """The earliest next_fire_at of an active, unclaimed reminder (of one
+        of `platforms`, None: any), by an indexed query."""
+
+    @abc.abstractmethod
+    async def due(
+        self, now: datetime, limit: int = 100, *, platforms: Collection[str] | None = None
+    ) -> list[Reminder]:
+        """Active, unclaimed reminders with next_fire_at <= now, soonest first,
+        by an indexed query. Rows that cannot be read are reported, marked
+        `failed` and left out."""
+
+    @abc.abstractmethod
+    async def claim(self, reminder_id: str, now: datetime) -> Reminder | None:
+        """Mark a due, active, unclaimed reminder as in flight and count the
+        attempt, in one transaction; None when it is no longer claimable."""
+
+    @abc.abstractmethod
+    async def mark_fired(
+        self, reminder_id: str, *, now: datetime, next_fire_at: datetime | None
+    ) -> Reminder | None:
+        """A confirmed send: release the claim and record it; with
+        `next_fire_at` None the reminder is `done`, else it moves on (cron).
+        A reminder cancelled while in flight stays cancelled."""
+
+    @abc.abstractmethod
+    async def mark_failed(
+        self,
+        reminder_id: str,
+        *,
+        now: datetime,
+        error: str,
+        next_fire_at: datetime | None = None,
+    ) -> Reminder | None:
+        """A send that failed or whose outcome is unknown, or a broken row:
+        release any claim and record the error; with `next_fire_at` None the
+        reminder becomes `failed`, else it stays active and moves on (cron)."""
+
+    @abc.abstractmethod
+    async def skip(
+        self, reminder_id: str, *, now: datetime, expected: datetime, next_fire_at: datetime
+    ) -> Reminder | None:
+        """Move an active, unclaimed reminder whose next_fire_at is still
+        `expected` on to `next_fire_at` without sending (a missed cron time)."""
+
+    @abc.abstractmethod
+    async def claimed(self) -> list[Reminder]:
+        """Active reminders with a claim (in flight, or left by a crash)."""
+
+
+def make_reminder_store(store: Store) -> ReminderStore:
+    """The ReminderStore on an opened transcript store's connection."""
+    # Imported here: the backend module imports this one for the interface.
+    from core.store.sqlite import SqliteStore
+    from core.store.sqlite_reminders import SqliteReminderStore
+
+    if isinstance(store, SqliteStore):
+        return SqliteReminderStore(store)
+    raise TypeError(f"no reminder store for {type(store).__name__}")

@@ -1,0 +1,157 @@
+"""Session search as the agent and the admin see it: visibility, caps, the
+`indexing` flag. The store filters by scope inside its SQL; this layer decides
+which scope a caller may have and keeps answers inside their size budget."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from core.config import KeptConfig
+from core.messages import parse_session_key
+from core.search.redact import Redactor
+from core.store.base import MessageRecord, SearchHit, SearchScope, Store
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 25
+HISTORY_DEFAULT = 20
+HISTORY_MAX = 50
+MAX_RESULT_BYTES = 32 * 1024
+MAX_HISTORY_TEXT = 2000
+
+Visibility = Literal["self", "agent", "all"]
+
+
+class NotVisible(Exception):
+    """The caller asked for a session outside its visibility."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who searches: a chat (the agent's tool) or the admin CLI (no session)."""
+
+    agent_id: str | None
+    session_key: str | None
+
+
+@dataclass(slots=True)
+class SearchAnswer:
+    results: list[dict[str, Any]] = field(default_factory=list)
+    indexing: bool = False
+    truncated: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"results": self.results, "indexing": self.indexing, "truncated": self.truncated}
+
+
+def clamp_limit(limit: Any, default: int, maximum: int) -> int:
+    try:
+        value = int(limit) if limit is not None else default
+    except (TypeError, ValueError):
+        value = default
+    return max(1, min(maximum, value))
+
+
+class SessionSearch:
+    def __init__(self, store: Store, config: Callable[[], KeptConfig]) -> None:
+        self._store = store
+        self._config = config
+        self._redactor_key: tuple[str, ...] | None = None
+        self._redactor = Redactor()
+
+    @property
+    def redactor(self) -> Redactor:
+        patterns = tuple(self._config().sessions.search.redact_patterns)
+        if patterns != self._redactor_key:
+            self._redactor = Redactor(patterns)
+            self._redactor_key = patterns
+        return self._redactor
+
+    def scope_for(
+        self, caller: Caller, session_key: str | None, visibility: Visibility | None = None
+    ) -> SearchScope:
+        """The widest scope this caller may search, narrowed to `session_key`
+        when given. `all` is honoured only for the admin (no calling session)."""
+        level = visibility or self._config().sessions.search.visibility
+        if caller.session_key is None:  # the admin CLI
+            if session_key is not None:
+                return SearchScope(session_key=session_key)
+            return SearchScope(agent_id=caller.agent_id)
+        if level == "self":
+            if session_key is not None and session_key != caller.session_key:
+                raise NotVisible(session_key)
+            return SearchScope(session_key=caller.session_key)
+        # "agent" (and "all", which a chat never gets): the caller's agent only.
+        if session_key is not None:
+            if _agent_of(session_key) != caller.agent_id:
+                raise NotVisible(session_key)
+            return SearchScope(session_key=session_key)
+        return SearchScope(agent_id=caller.agent_id)
+
+    async def search(self, query: str, scope: SearchScope, limit: int) -> SearchAnswer:
+        hits = await self._store.search(query, scope=scope, limit=limit, redactor=self.redactor)
+        answer = SearchAnswer(indexing=await self.indexing())
+        answer.results, answer.truncated = _fit([_hit_json(h) for h in hits], answer.as_json())
+        return answer
+
+    async def history(
+        self, session_key: str, around_message_id: int | None, limit: int
+    ) -> dict[str, Any]:
+        rows = await self._store.messages_around(
+            session_key, around_message_id=around_message_id, limit=limit
+        )
+        redactor = self.redactor
+        messages = [_history_json(r, redactor) for r in rows]
+        doc: dict[str, Any] = {"sessionKey": session_key, "messages": [], "truncated": False}
+        doc["messages"], doc["truncated"] = _fit(messages, doc, key="messages")
+        return doc
+
+    async def indexing(self) -> bool:
+        return bool(await self._store.sessions_behind(limit=1))
+
+
+def _agent_of(session_key: str) -> str | None:
+    try:
+        return parse_session_key(session_key).agent_id
+    except ValueError:
+        return None
+
+
+def _hit_json(hit: SearchHit) -> dict[str, Any]:
+    return {
+        "sessionKey": hit.session_key,
+        "messageId": hit.message_id,
+        "timestamp": hit.ts.isoformat().replace("+00:00", "Z"),
+        "role": hit.role,
+        "snippet": hit.snippet,
+        "score": round(hit.score, 4),
+    }
+
+
+def _history_json(row: MessageRecord, redactor: Redactor) -> dict[str, Any]:
+    text = redactor.redact(row.text)
+    if len(text) > MAX_HISTORY_TEXT:
+        text = text[: MAX_HISTORY_TEXT - 1] + "…"
+    return {
+        "messageId": row.id,
+        "timestamp": row.ts.isoformat().replace("+00:00", "Z"),
+        "role": row.role,
+        "text": text,
+    }
+
+
+def _fit(
+    items: list[dict[str, Any]], envelope: dict[str, Any], key: str = "results"
+) -> tuple[list[dict[str, Any]], bool]:
+    """Keep the longest prefix of `items` whose document fits MAX_RESULT_BYTES."""
+    base = dict(envelope, **{key: [], "truncated": True})
+    size = len(json.dumps(base, ensure_ascii=False).encode())
+    kept: list[dict[str, Any]] = []
+    for item in items:
+        size += len(json.dumps(item, ensure_ascii=False).encode()) + 1
+        if size > MAX_RESULT_BYTES:
+            return kept, True
+        kept.append(item)
+    return kept, False

@@ -1,0 +1,308 @@
+"""CommitmentStore on the SqliteStore's connection.
+
+It shares the transcript store's single aiosqlite connection, its lock and
+its one-trip-per-transaction `_write`, so commitment writes can never
+interleave with a transcript transaction. Each multi-statement change
+(resolve + insert/merge) is one function run on the database thread.
+
+Active means status IN ('pending', 'snoozed'); that exact term appears in
+every query that should use a partial index (SQLite only uses a partial
+index when the query repeats its WHERE term).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from core.commitments.model import (
+    ACTIVE_STATUSES,
+    Commitment,
+    NewCommitment,
+    Scope,
+    new_commitment_id,
+)
+from core.commitments.rules import merge_fields
+from core.commitments.store import Applied, CommitmentStore, Filter, ScopeResult
+from core.store.sqlite import SqliteStore, from_ms, to_ms
+
+ACTIVE = "status IN ('pending', 'snoozed')"
+
+# In the field order of the Commitment dataclass, which _row relies on.
+_COLUMN_NAMES = (
+    "id", "agent_id", "session_key", "platform", "chat_id", "thread_id", "sender_id",
+    "kind", "sensitivity", "source", "status", "reason", "suggested_text", "dedupe_key",
+    "confidence", "due_earliest", "due_latest", "due_timezone", "source_message_id",
+    "created_at", "updated_at", "attempts", "last_error", "sent_at", "sent_message_id",
+    "dismissed_at", "snoozed_until", "expired_at", "resolved_at",
+)  # fmt: skip
+_COLUMNS = ", ".join(_COLUMN_NAMES)
+_TIMES = {"due_earliest", "due_latest", "created_at", "updated_at", "sent_at"}
+_TIMES |= {"dismissed_at", "snoozed_until", "expired_at", "resolved_at"}
+_TIME_COLUMNS = frozenset(i for i, name in enumerate(_COLUMN_NAMES) if name in _TIMES)
+
+_PLACEHOLDERS = ", ".join("?" * len(_COLUMN_NAMES))
+_INSERT = f"INSERT INTO commitments({_COLUMNS}) VALUES ({_PLACEHOLDERS}) RETURNING {_COLUMNS}"
+_FIND_DUPLICATE = (
+    f"SELECT {_COLUMNS} FROM commitments WHERE session_key = ? "
+    f"AND coalesce(sender_id, '') = ? AND dedupe_key = ? AND {ACTIVE}"
+)
+_MERGE = (
+    "UPDATE commitments SET confidence = ?, due_earliest = ?, due_latest = ?, reason = ?, "
+    f"suggested_text = ?, sensitivity = ?, updated_at = ? WHERE id = ? RETURNING {_COLUMNS}"
+)
+_SCOPE_MATCH = (
+    "agent_id = ? AND session_key = ? AND platform = ? AND chat_id = ? "
+    "AND thread_id IS ? AND sender_id IS ?"
+)
+
+
+def _row(row: Sequence[Any]) -> Commitment:
+    values = [from_ms(v) if i in _TIME_COLUMNS and v is not None else v for i, v in enumerate(row)]
+    return Commitment(*values)
+
+
+def _scope_params(scope: Scope) -> tuple[Any, ...]:
+    return (
+        scope.agent_id,
+        scope.session_key,
+        scope.platform,
+        scope.chat_id,
+        scope.thread_id,
+        scope.sender_id,
+    )
+
+
+def _where(where: Filter | None) -> tuple[str, list[Any]]:
+    """SQL conditions (joined with AND, never empty) and their parameters."""
+    clauses: list[str] = ["1"]
+    params: list[Any] = []
+    if where is None:
+        return clauses[0], params
+    if where.agent_id is not None:
+        clauses.append("agent_id = ?")
+        params.append(where.agent_id)
+    if where.session_key is not None:
+        clauses.append("session_key = ?")
+        params.append(where.session_key)
+    if where.sender_id is not None:
+        clauses.append("sender_id = ?")
+        params.append(where.sender_id)
+    if where.statuses is not None:
+        statuses = sorted(set(where.statuses))
+        if not statuses:
+            clauses.append("0")
+        elif statuses == sorted(ACTIVE_STATUSES):
+            clauses.append(ACTIVE)  # the literal term, so partial indexes apply
+        else:
+            clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
+            params.extend(statuses)
+    return " AND ".join(clauses), params
+
+
+class SqliteCommitmentStore(CommitmentStore):
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Commitment]:
+        return [_row(r) for r in await self._store.fetchall(sql, params)]
+
+    async def _update_one(self, sql: str, params: Sequence[Any]) -> Commitment | None:
+        row = await self._store._write(lambda conn: conn.execute(sql, params).fetchone())
+        return None if row is None else _row(row)
+
+    # --- extraction ----------------------------------------------------------
+
+    async def active_for_scopes(self, scopes: Sequence[Scope]) -> dict[Scope, list[Commitment]]:
+        found: dict[Scope, list[Commitment]] = {s: [] for s in scopes}
+        keys = sorted({s.session_key for s in scopes})
+        # Chunks stay far below SQLite's parameter limit.
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            rows = await self._rows(
+                f"SELECT {_COLUMNS} FROM commitments "
+                f"WHERE session_key IN ({', '.join('?' * len(chunk))}) AND {ACTIVE} "
+                "ORDER BY due_earliest, id",
+                chunk,
+            )
+            for c in rows:
+                if c.scope in found:
+                    found[c.scope].append(c)
+        return found
+
+    async def apply_extractions(self, results: Sequence[ScopeResult], *, now: datetime) -> Applied:
+        now_ms = to_ms(now)
+
+        def work(conn: sqlite3.Connection) -> Applied:
+            applied = Applied()
+            for result in results:
+                self._apply_one(conn, result, now_ms, applied)
+            return applied
+
+        return await self._store._write(work)
+
+    def _apply_one(
+        self, conn: sqlite3.Connection, result: ScopeResult, now_ms: int, applied: Applied
+    ) -> None:
+        scope = result.scope
+        closed_keys: set[str] = set()
+        ids = sorted(set(result.resolved_ids))
+        if ids:
+            rows = conn.execute(
+                "UPDATE commitments SET status = 'resolved', resolved_at = ?, updated_at = ? "
+                f"WHERE id IN ({', '.join('?' * len(ids))}) AND {_SCOPE_MATCH} AND {ACTIVE} "
+                "RETURNING id, dedupe_key",
+                (now_ms, now_ms, *ids, *_scope_params(scope)),
+            ).fetchall()
+            applied.resolved.extend(r[0] for r in rows)
+            closed_keys.update(r[1] for r in rows)
+        for n in result.new:
+            if n.scope != scope or n.dedupe_key in closed_keys:
+                # Another scope's candidate cannot ride along; and the exchange
+                # that closed a topic does not reopen it.
+                continue
+            record, created = self._insert_or_merge(conn, n, now_ms)
+            (applied.created if created else applied.merged).append(record)
+
+    def _insert_or_merge(
+        self, conn: sqlite3.Connection, n: NewCommitment, now_ms: int
+    ) -> tuple[Commitment, bool]:
+        s = n.scope
+        row = conn.execute(_FIND_DUPLICATE, (s.session_key, s.sender_id or "", n.dedupe_key))
+        existing = row.fetchone()
+        if existing is not None:
+            old = _row(existing)
+            # The dedupe index keys on session + sender; the rest of the scope
+            # is implied by the session key, checked here all the same.
+            if old.scope == s:
+                m = merge_fields(old, n)
+                params = (m.confidence, to_ms(m.due_earliest), to_ms(m.due_latest), m.reason)
+                params += (m.suggested_text, m.sensitivity, now_ms, old.id)
+                return _row(conn.execute(_MERGE, params).fetchone()), False
+        for attempt in range(3):
+            values = (
+                new_commitment_id(),
+                *_scope_params(s),
+                n.kind,
+                n.sensitivity,
+                n.source,
+                "pending",
+                n.reason,
+                n.suggested_text,
+                n.dedupe_key,
+                n.confidence,
+                to_ms(n.due_earliest),
+                to_ms(n.due_latest),
+                n.due_timezone,
+                n.source_message_id,
+                to_ms(n.created_at),
+                now_ms,
+                0,
+                *([None] * 7),  # last_error … resolved_at
+            )
+            try:
+                return _row(conn.execute(_INSERT, values).fetchone()), True
+            except sqlite3.IntegrityError as exc:
+                # Only a (48-bit, vanishingly rare) id collision is worth a retry.
+                if "commitments.id" not in str(exc) or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    # --- list / dismiss / snooze ---------------------------------------------
+
+    async def get(self, commitment_id: str, where: Filter | None = None) -> Commitment | None:
+        clause, params = _where(where)
+        rows = await self._rows(
+            f"SELECT {_COLUMNS} FROM commitments WHERE id = ? AND {clause}",
+            [commitment_id, *params],
+        )
+        return rows[0] if rows else None
+
+    async def list(self, where: Filter, *, limit: int | None = None) -> list[Commitment]:
+        clause, params = _where(where)
+        sql = f"SELECT {_COLUMNS} FROM commitments WHERE {clause} ORDER BY due_earliest, id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return await self._rows(sql, params)
+
+    async def dismiss(
+        self, commitment_id: str, *, now: datetime, where: Filter | None = None
+    ) -> Commitment | None:
+        clause, params = _where(where)
+        return await self._update_one(
+            "UPDATE commitments SET status = 'dismissed', dismissed_at = ?, updated_at = ? "
+            f"WHERE id = ? AND {clause} AND {ACTIVE} RETURNING {_COLUMNS}",
+            [to_ms(now), to_ms(now), commitment_id, *params],
+        )
+
+    async def snooze(
+        self,
+        commitment_id: str,
+        *,
+        until: datetime,
+        latest: datetime,
+        now: datetime,
+        where: Filter | None = None,
+    ) -> Commitment | None:
+        clause, params = _where(where)
+        return await self._update_one(
+            "UPDATE commitments SET status = 'snoozed', snoozed_until = ?, due_earliest = ?, "
+            f"due_latest = ?, updated_at = ? WHERE id = ? AND {clause} AND {ACTIVE} "
+            f"RETURNING {_COLUMNS}",
+            [to_ms(until), to_ms(until), to_ms(latest), to_ms(now), commitment_id, *params],
+        )
+
+    # --- lifecycle -----------------------------------------------------------
+
+    async def expire(self, *, before: datetime, now: datetime) -> int:
+        sql = (
+            "UPDATE commitments SET status = 'expired', expired_at = ?, updated_at = ? "
+            f"WHERE {ACTIVE} AND due_latest < ?"
+        )
+        params = (to_ms(now), to_ms(now), to_ms(before))
+        return await self._store._write(lambda conn: conn.execute(sql, params).rowcount)
+
+    async def due(self, *, now: datetime, limit: int = 100) -> list[Commitment]:
+        return await self._rows(
+            f"SELECT {_COLUMNS} FROM commitments WHERE {ACTIVE} "
+            "AND due_earliest <= ? AND due_latest >= ? ORDER BY due_earliest, id LIMIT ?",
+            (to_ms(now), to_ms(now), limit),
+        )
+
+    async def next_due_at(self) -> datetime | None:
+        rows = await self._store.fetchall(
+            f"SELECT min(due_earliest) FROM commitments WHERE {ACTIVE}"
+        )
+        value = rows[0][0] if rows else None
+        return None if value is None else from_ms(value)
+
+    async def sent_count_since(self, agent_id: str, session_key: str, since: datetime) -> int:
+        rows = await self._store.fetchall(
+            "SELECT count(*) FROM commitments "
+            "WHERE agent_id = ? AND session_key = ? AND sent_at >= ?",
+            (agent_id, session_key, to_ms(since)),
+        )
+        return int(rows[0][0])
+
+    async def mark_sent(
+        self, commitment_id: str, *, now: datetime, message_id: str | None
+    ) -> Commitment | None:
+        return await self._update_one(
+            "UPDATE commitments SET status = 'sent', sent_at = ?, sent_message_id = ?, "
+            "attempts = attempts + 1, last_error = NULL, updated_at = ? "
+            f"WHERE id = ? AND {ACTIVE} RETURNING {_COLUMNS}",
+            (to_ms(now), message_id, to_ms(now), commitment_id),
+        )
+
+    async def record_failure(
+        self, commitment_id: str, *, now: datetime, error: str, give_up: bool
+    ) -> Commitment | None:
+        return await self._update_one(
+            "UPDATE commitments SET attempts = attempts + 1, last_error = ?, updated_at = ?, "
+            "status = CASE WHEN ? THEN 'failed' ELSE status END "
+            f"WHERE id = ? AND {ACTIVE} RETURNING {_COLUMNS}",
+            (error[:500], to_ms(now), int(give_up), commitment_id),
+        )

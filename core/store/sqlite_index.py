@@ -1,0 +1,193 @@
+"""Index lifecycle of the SQLite backend: edits, deletions, imports, rebuilds.
+
+Every function here is the body of one transaction, run on the store's
+worker thread by `SqliteStore._write` (or `_read` for the checks), so a
+message and its full-text row can never be seen out of step.
+Deletions need no code for the index: the `messages_fts_delete` trigger
+removes a message's row in the statement that removes the message, also for
+rows a session delete cascades to.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from core.messages import parse_session_key
+from core.store.base import ImportRow, is_indexed
+from core.store.fts import INSERT, index_values, session_filter
+from core.store.sqlite_rows import MESSAGE_COLUMNS, to_ms
+from core.store.sqlite_search import INDEXED_SQL
+
+# Import roles → the kind of row they become. A tool line is a tool result
+# and, like every tool row, is never indexed.
+IMPORT_KINDS = {"user": "text", "assistant": "text", "tool": "tool_result"}
+
+# A platform message is a user row (unique index messages_platform_dedupe)
+# or one the bot sent (messages_sent_platform_id); each query repeats its
+# index's WHERE term so SQLite can use the partial index.
+_PLATFORM_ID = "platform = ? AND chat_id = ? AND platform_message_id = ?"
+BY_PLATFORM_ID = tuple(
+    f"SELECT id, session_id, role, kind, active FROM messages WHERE {_PLATFORM_ID} AND {role} "
+    "ORDER BY id DESC"
+    for role in ("role = 'user'", "role <> 'user'")
+)
+DELETE_BY_PLATFORM_ID = tuple(
+    f"DELETE FROM messages WHERE {_PLATFORM_ID} AND {role}"
+    for role in ("role = 'user'", "role <> 'user'")
+)
+
+
+def insert_index_row(conn: sqlite3.Connection, message_id: int, session_id: int, text: str) -> None:
+    conn.execute(INSERT, (message_id, *index_values(text, session_id)))
+
+
+def edit(
+    conn: sqlite3.Connection, platform: str, chat_id: str, platform_message_id: str, text: str
+) -> tuple[Any, ...] | None:
+    """New text for every row of that platform message; the first, re-read."""
+    key = (platform, chat_id, platform_message_id)
+    found = [row for sql in BY_PLATFORM_ID for row in conn.execute(sql, key).fetchall()]
+    for message_id, session_id, role, kind, active in found:
+        conn.execute("UPDATE messages SET text = ? WHERE id = ?", (text, message_id))
+        conn.execute("DELETE FROM messages_fts WHERE rowid = ?", (message_id,))
+        if active and is_indexed(role, kind):
+            insert_index_row(conn, message_id, session_id, text)
+    if not found:
+        return None
+    return conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
+        "WHERE m.id = ?",
+        (found[0][0],),
+    ).fetchone()
+
+
+def delete(conn: sqlite3.Connection, platform: str, chat_id: str, platform_message_id: str) -> bool:
+    key = (platform, chat_id, platform_message_id)
+    return sum(conn.execute(sql, key).rowcount for sql in DELETE_BY_PLATFORM_ID) > 0
+
+
+def delete_session(conn: sqlite3.Connection, session_key: str) -> int:
+    row = conn.execute("SELECT id FROM sessions WHERE key = ?", (session_key,)).fetchone()
+    if row is None:
+        return 0
+    (count,) = conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", row).fetchone()
+    # Messages (and through the trigger their index rows) go by ON DELETE CASCADE.
+    conn.execute("DELETE FROM sessions WHERE id = ?", row)
+    return int(count)
+
+
+_IMPORT_SESSION = (
+    "INSERT INTO sessions(key, agent_id, platform, chat_id, chat_kind, thread_id, "
+    "created_at, updated_at, index_behind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) "
+    "ON CONFLICT(key) DO UPDATE SET index_behind = 1 RETURNING id, platform, chat_id"
+)
+_IMPORT_MESSAGE = (
+    "INSERT INTO messages(session_id, platform, chat_id, role, kind, text, ts) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def check_import(rows: Sequence[ImportRow]) -> list[tuple[str, str, str, str, int]]:
+    """(key, role, kind, text, ts ms) per row; ValueError names the first bad row."""
+    checked = []
+    for number, row in enumerate(rows, 1):
+        kind = IMPORT_KINDS.get(row.role)
+        if kind is None:
+            raise ValueError(f"import row {number}: role {row.role!r} is not user/assistant/tool")
+        try:
+            parse_session_key(row.session_key)
+            ts = to_ms(row.ts)
+        except ValueError as exc:
+            raise ValueError(f"import row {number}: {exc}") from exc
+        checked.append((row.session_key, row.role, kind, row.text, ts))
+    return checked
+
+
+def import_rows(conn: sqlite3.Connection, rows: Sequence[tuple[str, str, str, str, int]]) -> int:
+    """Store checked rows and put their sessions behind; no index rows."""
+    sessions: dict[str, tuple[int, str, str]] = {}
+    for key, *_, ts in rows:
+        if key in sessions:
+            continue
+        parts = parse_session_key(key)
+        target = parts.target
+        values = (key, parts.agent_id, target.platform, target.chat_id, parts.chat_kind)
+        values += (target.thread_id, ts, ts)
+        sessions[key] = conn.execute(_IMPORT_SESSION, values).fetchone()
+    conn.executemany(
+        _IMPORT_MESSAGE,
+        # sessions[key] is (session_id, platform, chat_id), the first columns.
+        ((*sessions[key], role, kind, text, ts) for key, role, kind, text, ts in rows),
+    )
+    return len(rows)
+
+
+def mark_behind(conn: sqlite3.Connection, session_key: str | None) -> int:
+    if session_key is None:
+        return conn.execute("UPDATE sessions SET index_behind = 1").rowcount
+    sql = "UPDATE sessions SET index_behind = 1 WHERE key = ?"
+    return conn.execute(sql, (session_key,)).rowcount
+
+
+def reindex(conn: sqlite3.Connection, session_key: str) -> int:
+    """Drop and rebuild one session's index rows; mark the session current."""
+    row = conn.execute("SELECT id FROM sessions WHERE key = ?", (session_key,)).fetchone()
+    if row is None:
+        return 0
+    session_id = int(row[0])
+    # Rows carrying this session's token, and rows of its messages whatever
+    # token they carry: after this, only freshly built rows remain.
+    conn.execute(
+        "DELETE FROM messages_fts WHERE rowid IN "
+        "(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)",
+        (session_filter(session_id),),
+    )
+    conn.execute(
+        "DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE session_id = ?)",
+        (session_id,),
+    )
+    messages = conn.execute(
+        f"SELECT m.id, m.text FROM messages m WHERE m.session_id = ? AND m.active = 1 "
+        f"AND {INDEXED_SQL}",
+        (session_id,),
+    ).fetchall()
+    conn.executemany(INSERT, ((id_, *index_values(text, session_id)) for id_, text in messages))
+    conn.execute("UPDATE sessions SET index_behind = 0 WHERE id = ?", (session_id,))
+    return len(messages)
+
+
+# An index row is correct when it exists for an active indexed message and
+# carries that message's session token.
+_ROW_MATCHES = "f.rowid = m.id AND f.session = 's' || m.session_id"
+
+
+def consistency(conn: sqlite3.Connection, session_key: str | None) -> tuple[int, int]:
+    if session_key is None:
+        missing_sql = (
+            f"SELECT count(*) FROM messages m WHERE m.active = 1 AND {INDEXED_SQL} "
+            f"AND NOT EXISTS (SELECT 1 FROM messages_fts f WHERE {_ROW_MATCHES})"
+        )
+        orphan_sql = (
+            "SELECT count(*) FROM messages_fts f WHERE NOT EXISTS "
+            f"(SELECT 1 FROM messages m WHERE {_ROW_MATCHES} AND m.active = 1 AND {INDEXED_SQL})"
+        )
+        (missing,) = conn.execute(missing_sql).fetchone()
+        (orphans,) = conn.execute(orphan_sql).fetchone()
+        return int(missing), int(orphans)
+    row = conn.execute("SELECT id FROM sessions WHERE key = ?", (session_key,)).fetchone()
+    if row is None:
+        return 0, 0
+    (missing,) = conn.execute(
+        f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND m.active = 1 "
+        f"AND {INDEXED_SQL} AND NOT EXISTS (SELECT 1 FROM messages_fts f WHERE {_ROW_MATCHES})",
+        row,
+    ).fetchone()
+    (orphans,) = conn.execute(
+        "SELECT count(*) FROM messages_fts f WHERE f.rowid IN "
+        "(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) AND NOT EXISTS "
+        f"(SELECT 1 FROM messages m WHERE {_ROW_MATCHES} AND m.active = 1 AND {INDEXED_SQL})",
+        (session_filter(row[0]),),
+    ).fetchone()
+    return int(missing), int(orphans)

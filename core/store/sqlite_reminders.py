@@ -1,0 +1,288 @@
+"""ReminderStore on the SqliteStore's connection.
+
+Like the commitment store it shares the transcript store's single aiosqlite
+connection, its lock and its one-trip-per-transaction `_write`, so reminder
+writes never interleave with a transcript transaction. Each state change is a
+single UPDATE … RETURNING whose WHERE names the state it starts from, which
+makes it its own transaction and lets exactly one of two racing callers win.
+
+Due work is found through reminders_due (status, next_fire_at): every due
+query says `status = 'active'` and bounds or orders by next_fire_at, so it
+walks only the due end of the index.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+from core.logs import event
+from core.reminders.model import NewReminder, Reminder, Status, new_reminder_id
+from core.reminders.store import ReminderStore
+from core.store.sqlite import SqliteStore, from_ms, to_ms
+
+log = logging.getLogger("kept.reminders")
+
+# In the field order of the Reminder dataclass, which _row relies on.
+_COLUMN_NAMES = (
+    "id", "agent_id", "session_key", "platform", "chat_id", "thread_id", "created_by",
+    "text", "kind", "cron", "timezone", "next_fire_at", "status", "claimed_at",
+    "last_fired_at", "attempts", "last_error", "created_at", "updated_at",
+)  # fmt: skip
+_COLUMNS = ", ".join(_COLUMN_NAMES)
+_TIMES = {"next_fire_at", "claimed_at", "last_fired_at", "created_at", "updated_at"}
+_TIME_COLUMNS = frozenset(i for i, name in enumerate(_COLUMN_NAMES) if name in _TIMES)
+_INSERT = (
+    f"INSERT INTO reminders({_COLUMNS}) VALUES ({', '.join('?' * len(_COLUMN_NAMES))}) "
+    f"RETURNING {_COLUMNS}"
+)
+# The ready-to-fire condition, written out the same way everywhere so the
+# planner always sees the reminders_due prefix.
+_READY = "status = 'active' AND claimed_at IS NULL"
+_ERROR_CHARS = 500
+
+
+def _row(row: Sequence[Any]) -> Reminder:
+    values = [from_ms(v) if i in _TIME_COLUMNS and v is not None else v for i, v in enumerate(row)]
+    return Reminder(*values)
+
+
+def _in(column: str, values: Collection[str]) -> tuple[str, list[Any]]:
+    """`column IN (?, …)` for a non-empty collection, `0` for an empty one."""
+    items = sorted(set(values))
+    if not items:
+        return "0", []
+    return f"{column} IN ({', '.join('?' * len(items))})", list(items)
+
+
+class SqliteReminderStore(ReminderStore):
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    async def _select(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        return await self._store.fetchall(sql, params)
+
+    async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Reminder]:
+        """Rows as records; a row that cannot be read is reported and left out,
+        so one damaged row never hides the others."""
+        found: list[Reminder] = []
+        for raw in await self._select(sql, params):
+            try:
+                found.append(_row(raw))
+            except Exception as exc:
+                event(
+                    log,
+                    logging.ERROR,
+                    "reminder_row_unreadable",
+                    reminder=raw[0],
+                    error=repr(exc),
+                    action="inspect or delete this row in the reminders table",
+                )
+        return found
+
+    async def _update_one(self, sql: str, params: Sequence[Any]) -> Reminder | None:
+        row = await self._store._write(lambda conn: conn.execute(sql, params).fetchone())
+        return None if row is None else _row(row)
+
+    # --- create / read / cancel ------------------------------------------------------
+
+    async def add(self, new: NewReminder) -> Reminder:
+        now_ms = to_ms(new.created_at)
+
+        def work(conn: sqlite3.Connection) -> Any:
+            for attempt in range(3):
+                values = (
+                    new_reminder_id(),
+                    new.agent_id,
+                    new.session_key,
+                    new.target.platform,
+                    new.target.chat_id,
+                    new.target.thread_id,
+                    new.created_by,
+                    new.text,
+                    new.kind,
+                    new.cron,
+                    new.timezone,
+                    to_ms(new.next_fire_at),
+                    "active",
+                    None,  # claimed_at
+                    None,  # last_fired_at
+                    0,
+                    None,  # last_error
+                    now_ms,
+                    now_ms,
+                )
+                try:
+                    return conn.execute(_INSERT, values).fetchone()
+                except sqlite3.IntegrityError as exc:
+                    # Only a (48-bit, vanishingly rare) id collision is worth a retry.
+                    if "reminders.id" not in str(exc) or attempt == 2:
+                        raise
+            raise AssertionError("unreachable")
+
+        return _row(await self._store._write(work))
+
+    async def get(
+        self, reminder_id: str, *, agent_id: str | None = None, session_key: str | None = None
+    ) -> Reminder | None:
+        clause, params = _scope(agent_id, session_key)
+        rows = await self._rows(
+            f"SELECT {_COLUMNS} FROM reminders WHERE id = ? AND {clause}", [reminder_id, *params]
+        )
+        return rows[0] if rows else None
+
+    async def list_for_session(
+        self, agent_id: str, session_key: str, *, statuses: Collection[Status] | None = ("active",)
+    ) -> list[Reminder]:
+        clause, params = _in("status", statuses) if statuses is not None else ("1", [])
+        return await self._rows(
+            f"SELECT {_COLUMNS} FROM reminders WHERE session_key = ? AND agent_id = ? "
+            f"AND {clause} ORDER BY next_fire_at, id",
+            [session_key, agent_id, *params],
+        )
+
+    async def list_all(
+        self, *, statuses: Collection[Status] | None = None, limit: int | None = None
+    ) -> list[Reminder]:
+        clause, params = _in("status", statuses) if statuses is not None else ("1", [])
+        sql = f"SELECT {_COLUMNS} FROM reminders WHERE {clause} ORDER BY next_fire_at, id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return await self._rows(sql, params)
+
+    async def cancel(
+        self,
+        reminder_id: str,
+        *,
+        now: datetime,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+    ) -> Reminder | None:
+        clause, params = _scope(agent_id, session_key)
+        return await self._update_one(
+            "UPDATE reminders SET status = 'cancelled', updated_at = ? "
+            f"WHERE id = ? AND status = 'active' AND {clause} RETURNING {_COLUMNS}",
+            [to_ms(now), reminder_id, *params],
+        )
+
+    # --- firing ------------------------------------------------------------------------
+
+    async def next_due(self, *, platforms: Collection[str] | None = None) -> datetime | None:
+        clause, params = _in("platform", platforms) if platforms is not None else ("1", [])
+        rows = await self._select(
+            f"SELECT next_fire_at FROM reminders WHERE {_READY} AND {clause} "
+            "ORDER BY next_fire_at LIMIT 1",
+            params,
+        )
+        return from_ms(rows[0][0]) if rows else None
+
+    async def due(
+        self, now: datetime, limit: int = 100, *, platforms: Collection[str] | None = None
+    ) -> list[Reminder]:
+        clause, params = _in("platform", platforms) if platforms is not None else ("1", [])
+        raw = await self._select(
+            f"SELECT {_COLUMNS} FROM reminders WHERE {_READY} AND next_fire_at <= ? "
+            f"AND {clause} ORDER BY next_fire_at LIMIT ?",
+            [to_ms(now), *params, limit],
+        )
+        found: list[Reminder] = []
+        for row in raw:
+            try:
+                found.append(_row(row))
+            except Exception as exc:
+                # Left as it is, an unreadable due row would come back on every
+                # pass and keep the scheduler awake; mark it failed instead.
+                await self._quarantine(row[0], now, f"unreadable row: {exc!r}")
+        return found
+
+    async def _quarantine(self, reminder_id: Any, now: datetime, error: str) -> None:
+        event(
+            log,
+            logging.ERROR,
+            "reminder_broken",
+            reminder=reminder_id,
+            error=error,
+            action="inspect or delete this row in the reminders table",
+        )
+        sql = (
+            "UPDATE reminders SET status = 'failed', claimed_at = NULL, last_error = ?, "
+            "updated_at = ? WHERE id = ?"
+        )
+        params = (error[:_ERROR_CHARS], to_ms(now), reminder_id)
+        await self._store._write(lambda conn: conn.execute(sql, params))
+
+    async def claim(self, reminder_id: str, now: datetime) -> Reminder | None:
+        return await self._update_one(
+            "UPDATE reminders SET claimed_at = ?, attempts = attempts + 1, updated_at = ? "
+            f"WHERE id = ? AND {_READY} AND next_fire_at <= ? RETURNING {_COLUMNS}",
+            (to_ms(now), to_ms(now), reminder_id, to_ms(now)),
+        )
+
+    async def mark_fired(
+        self, reminder_id: str, *, now: datetime, next_fire_at: datetime | None
+    ) -> Reminder | None:
+        # A reminder cancelled while its send was in flight keeps `cancelled`
+        # (and is not moved on), but the send is still recorded.
+        next_ms = None if next_fire_at is None else to_ms(next_fire_at)
+        return await self._update_one(
+            "UPDATE reminders SET claimed_at = NULL, last_fired_at = ?, last_error = NULL, "
+            "updated_at = ?, "
+            "status = CASE WHEN status <> 'active' THEN status "
+            "              WHEN ? IS NULL THEN 'done' ELSE 'active' END, "
+            "next_fire_at = CASE WHEN status = 'active' AND ? IS NOT NULL THEN ? "
+            "                    ELSE next_fire_at END "
+            f"WHERE id = ? RETURNING {_COLUMNS}",
+            (to_ms(now), to_ms(now), next_ms, next_ms, next_ms, reminder_id),
+        )
+
+    async def mark_failed(
+        self,
+        reminder_id: str,
+        *,
+        now: datetime,
+        error: str,
+        next_fire_at: datetime | None = None,
+    ) -> Reminder | None:
+        next_ms = None if next_fire_at is None else to_ms(next_fire_at)
+        return await self._update_one(
+            "UPDATE reminders SET claimed_at = NULL, last_error = ?, updated_at = ?, "
+            "status = CASE WHEN status <> 'active' THEN status "
+            "              WHEN ? IS NULL THEN 'failed' ELSE 'active' END, "
+            "next_fire_at = CASE WHEN status = 'active' AND ? IS NOT NULL THEN ? "
+            "                    ELSE next_fire_at END "
+            f"WHERE id = ? RETURNING {_COLUMNS}",
+            (error[:_ERROR_CHARS], to_ms(now), next_ms, next_ms, next_ms, reminder_id),
+        )
+
+    async def skip(
+        self, reminder_id: str, *, now: datetime, expected: datetime, next_fire_at: datetime
+    ) -> Reminder | None:
+        return await self._update_one(
+            "UPDATE reminders SET next_fire_at = ?, updated_at = ? "
+            f"WHERE id = ? AND {_READY} AND next_fire_at = ? RETURNING {_COLUMNS}",
+            (to_ms(next_fire_at), to_ms(now), reminder_id, to_ms(expected)),
+        )
+
+    async def claimed(self) -> list[Reminder]:
+        # `+status` keeps the planner on the small partial claims index
+        # instead of walking every active row through reminders_due.
+        return await self._rows(
+            f"SELECT {_COLUMNS} FROM reminders WHERE claimed_at IS NOT NULL "
+            "AND +status = 'active' ORDER BY claimed_at"
+        )
+
+
+def _scope(agent_id: str | None, session_key: str | None) -> tuple[str, list[Any]]:
+    clauses: list[str] = ["1"]
+    params: list[Any] = []
+    if agent_id is not None:
+        clauses.append("agent_id = ?")
+        params.append(agent_id)
+    if session_key is not None:
+        clauses.append("session_key = ?")
+        params.append(session_key)
+    return " AND ".join(clauses), params
