@@ -57,6 +57,11 @@ async def _opened(config_path: Path | None) -> AsyncIterator[CommitmentStore]:
 
 
 def _run(config_path: Path | None, work: Callable[[CommitmentStore], Awaitable[T]]) -> T:
+    if config_path is None:
+        # `kept commitments --config X dismiss ID`: the option went to the group.
+        parent = click.get_current_context().parent
+        config_path = parent.params.get("config_path") if parent is not None else None
+
     async def main() -> T:
         async with _opened(config_path) as store:
             return await work(store)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bot.services import Services, build_services, start_background
-from channels.base import AdapterRouter, ChannelAdapter
+from channels.base import AdapterRouter, ChannelAdapter, ChannelContext, ChannelStartError
 from core.clock import Clock, SystemClock
 from core.config import KeptConfig
 from core.config_file import ConfigWatcher
@@ -23,9 +23,38 @@ from core.store import Store, open_store
 
 log = logging.getLogger("kept.runtime")
 
-# Platform name -> factory. Channel issues register their adapters here.
 AdapterFactory = Callable[["Runtime"], ChannelAdapter]
-ADAPTER_FACTORIES: dict[str, AdapterFactory] = {}
+
+
+def channel_context(runtime: Runtime) -> ChannelContext:
+    services = runtime.services
+    assert services is not None, "start_core() first"
+    return ChannelContext(
+        handle=services.manager.handle,
+        store=runtime.store,
+        commitments=services.commitments,
+        reminders=services.reminders,
+        config=lambda: runtime.config,
+        clock=runtime.clock,
+        environ=runtime.environ,
+    )
+
+
+def _discord(runtime: Runtime) -> ChannelAdapter:
+    # Imported on use: discord.py is heavy, and `kept chat` never needs it.
+    from channels.discord import DiscordAdapter
+
+    return DiscordAdapter(channel_context(runtime))
+
+
+def _telegram(runtime: Runtime) -> ChannelAdapter:
+    from channels.telegram import TelegramAdapter
+
+    return TelegramAdapter(channel_context(runtime))
+
+
+# Platform name -> factory.
+ADAPTER_FACTORIES: dict[str, AdapterFactory] = {"telegram": _telegram, "discord": _discord}
 
 CHANNEL_HELP = (
     "no channel is enabled. Enable one with "
@@ -117,7 +146,10 @@ class Runtime:
 
     async def start_adapters(self, adapters: list[ChannelAdapter]) -> None:
         for adapter in adapters:
-            await adapter.start()
+            try:
+                await adapter.start()
+            except ChannelStartError as exc:
+                raise StartupError(f"{adapter.platform}: {exc}") from None
             self.router.add(adapter)
             self.adapters.append(adapter)
             event(log, logging.INFO, "channel_started", platform=adapter.platform)

@@ -229,12 +229,35 @@ class DiscordConfig(Model):
     allow_guilds: IdList = []
 
 
+class TelegramWebhookConfig(Model):
+    """Webhook mode: Telegram POSTs updates to `url`, which must reach the
+    server this process opens on listenHost:port (usually via a proxy that
+    terminates TLS). The path of `url` is the path served."""
+
+    url: str
+    listen_host: str = "0.0.0.0"
+    port: Annotated[int, Field(ge=1, le=65535)] = 8443
+    # The shared secret Telegram echoes in X-Telegram-Bot-Api-Secret-Token
+    # comes from the environment like every other secret: a value written in
+    # the file would be printed by `kept config show`.
+    secret_token_env: EnvName = "TELEGRAM_WEBHOOK_SECRET"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError(f"expected an https:// URL Telegram can reach, got {v!r}")
+        return v
+
+
 class TelegramConfig(Model):
     enabled: bool = False
     token_env: EnvName = "TELEGRAM_BOT_TOKEN"
     agent: str = "main"
     base_url: HttpUrl = None
     allow_from: IdList = []
+    # None: long polling (the default).
+    webhook: TelegramWebhookConfig | None = None
 
 
 class ChannelsConfig(Model):

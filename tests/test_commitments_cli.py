@@ -185,6 +185,14 @@ def test_dismiss_reports_unknown_and_already_dismissed(cfg: Path, tmp_path: Path
     assert listed(cfg) == []
 
 
+def test_config_may_come_before_the_subcommand(cfg: Path, tmp_path: Path) -> None:
+    ids = seed(tmp_path)
+    args = ["--config", str(cfg), "dismiss", ids["exam"]]
+    result = CliRunner().invoke(commitments_group, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"dismissed {ids['exam']}\n"
+
+
 def test_snooze_for_and_until(cfg: Path, tmp_path: Path) -> None:
     ids = seed(tmp_path)
     result = kept(cfg, "snooze", ids["interview"], "--for", "2d", "--json")

@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from core.config import (
     LlmConfig,
     ModelsConfig,
 )
-from core.conversation import ConversationManager, ReplyEvent
+from core.conversation import ConversationManager
 from core.llm import LLMClient
 from core.messages import Inbound, Outbound, SendResult, Target
 from core.store import SqliteStore, open_store
@@ -215,6 +215,17 @@ async def test_interview_tomorrow_stores_one_commitment_in_the_turns_scope(make_
     assert len(request.messages) == 2  # instructions + data, no transcript replay
 
 
+async def test_storing_wakes_the_heartbeat_once_per_batch(make_harness) -> None:
+    h = await make_harness()
+    wakes: list[int] = []
+    h.worker.on_stored = lambda: wakes.append(1)
+    await h.say("nothing to see")
+    assert wakes == []
+    h.extraction.append(answer(interview()))
+    await h.say("interview tomorrow")
+    assert wakes == [1]
+
+
 async def test_due_time_is_raised_to_one_heartbeat_after_creation(make_harness) -> None:
     h = await make_harness(every="2h")
     soon = START + timedelta(minutes=10)
@@ -350,59 +361,3 @@ async def test_auth_error_pauses_the_agent_with_one_log_line(make_harness, caplo
     await h.say("after the pause")
     assert len(h.extraction_requests()) == 2
     assert "extraction_resumed" in caplog.text
-
-
-async def test_only_normal_conversation_turns_are_eligible(make_harness) -> None:
-    h = await make_harness()
-    h.fake.push(error(400))  # the chat call fails: the apology is not extracted from
-    await h.say("interview tomorrow")
-    assert h.extraction_requests() == []
-    await h.say("interview tomorrow")
-    [first_ok] = h.extraction_requests()
-    assert first_ok.model == "extract-model"
-    session = await h.store.get_session(SCOPE_42.session_key)
-    assert session is not None
-    rows = await h.store.history(SCOPE_42.session_key, before_turn_of=10**9, limit=10)
-    user, assistant = rows[-2], rows[-1]
-    for kind in ("heartbeat", "reminder", "command"):
-        await h.worker.on_reply(ReplyEvent(session, user, assistant, "u42", turn_kind=kind))
-    await h.worker.on_reply(ReplyEvent(session, replace(user, text="  "), assistant, "u42"))
-    assert h.worker.queued == 0
-
-
-async def test_batching_window_groups_exchanges_per_scope(make_harness) -> None:
-    h = await make_harness(batch_seconds=2.0)
-    for text in ("first", "second", "third"):
-        await h.say(text, settle=False)
-    await h.say("elsewhere", chat="7", settle=False)
-    await h.manager.drain()
-    assert h.extraction_requests() == [] and h.worker.queued == 4
-    await h.clock.advance(2)
-    await h.settle()
-    requests = h.extraction_requests()
-    assert len(requests) == 2
-    by_chat = {len(json.loads(r.last_user_text or "")["exchanges"]): r for r in requests}
-    assert set(by_chat) == {1, 3}
-    texts = [e["user"] for e in json.loads(by_chat[3].last_user_text or "")["exchanges"]]
-    assert texts == ["first", "second", "third"]
-
-
-async def test_a_full_queue_drops_with_one_log_line(make_harness, caplog) -> None:
-    caplog.set_level(logging.INFO, logger=LOG)
-    h = await make_harness(batch_seconds=60.0, max_queue=2)
-    for i in range(5):
-        await h.say(f"message {i}", settle=False)
-    await h.manager.drain()
-    assert (h.worker.queued, h.worker.dropped, h.worker.high_water) == (2, 3, 2)
-    assert caplog.text.count("extraction_queue_full") == 1
-
-
-async def test_a_full_batch_does_not_wait_for_the_window(make_harness) -> None:
-    h = await make_harness(batch_seconds=60.0, max_batch=2)
-    await h.say("first", settle=False)
-    await h.manager.drain()
-    assert h.worker.queued == 1
-    await h.say("second", settle=False)
-    await h.settle()  # no clock advance: the second item filled the batch
-    [request] = h.extraction_requests()
-    assert len(json.loads(request.last_user_text or "")["exchanges"]) == 2

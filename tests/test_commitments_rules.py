@@ -136,6 +136,58 @@ def test_ordinary_messages_are_not_reminders(text: str) -> None:
     assert not is_reminder_request(text)
 
 
+def test_every_pattern_branch_needs_a_stem() -> None:
+    # The stem prefilter must never hide a match: each top-level branch of
+    # the patterns, instantiated with a minimal example, contains a stem.
+    from core.commitments import rules
+
+    examples = {
+        rules._REMINDER_REQUEST: [
+            "remind me",
+            "set a timer",
+            "set an alarm",
+            "need a reminder",
+            "text me at 5",
+            "let me know in 5",
+            "tell me at 5",
+            "don t let me forget",
+            "pourrais tu me rappeler",
+            "fais moi penser",
+            "mets un reveil",
+            "ajoute un minuteur",
+            "previens moi",
+            "prevenez moi",
+            "stell einen wecker",
+            "weck mich",
+            "avisame",
+            "despiertame",
+            "pon una alarma",
+            "pon un temporizador",
+            "recordarme",
+            "ricordami",
+            "lembrete",
+            "herinner me",
+            "przypomnij mi",
+            "напомни",
+            "リマインド",
+            "思い出させて",
+        ],
+        rules._REMINDER_SCHEDULED: [
+            "i ll remind you",
+            "reminder set",
+            "je te rappellerai",
+            "ich erinnere dich",
+            "te lo recordare",
+            "hatirlatacagim",
+        ],
+        rules._REMINDER_CANDIDATE: ["reminders", "scheduled task"],
+    }
+    for pattern, texts in examples.items():
+        for text in texts:
+            assert pattern.search(text), text
+            assert rules._search(pattern, text), text
+
+
 def test_assistant_scheduling_counts_as_a_reminder() -> None:
     assert says_reminder_scheduled("Done — I'll remind you at 3 pm.")
     assert says_reminder_scheduled("Je te le rappellerai demain.")

@@ -90,6 +90,7 @@ class ExtractionWorker:
         exchanges_per_call: int = 4,
         concurrency: int = 4,
         pause: timedelta = timedelta(minutes=10),
+        on_stored: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self._llm = llm
@@ -101,6 +102,9 @@ class ExtractionWorker:
         self._per_call = max(1, exchanges_per_call)
         self._calls = asyncio.Semaphore(concurrency)
         self._pauses = Pauses(clock, pause)
+        # Called after a batch created or changed commitments, so a sleeping
+        # heartbeat can look at the new due times (e.g. HeartbeatScheduler.wake).
+        self.on_stored = on_stored
         self._lanes: dict[str, _Lane] = {}
         self._running = False
         self._stopping = asyncio.Event()
@@ -109,7 +113,7 @@ class ExtractionWorker:
         self._held = 0  # items queued or being processed
         self._drops_unlogged = 0
         self._last_drop_log: datetime | None = None
-        # Counters for tests, `kept doctor` and the benchmark.
+        # Counters for tests, logs and the benchmark.
         self.requests = 0
         self.high_water = 0
         self.dropped = 0
@@ -186,9 +190,13 @@ class ExtractionWorker:
         while True:
             await lane.wake.wait()
             await self._batch_wait(lane)
-            batch, lane.items = lane.items, []
-            lane.wake.clear()
-            lane.full.clear()
+            # At most one batch's worth: a backlog is worked off in bounded
+            # steps instead of one huge gather.
+            batch, lane.items = lane.items[: self._max_batch], lane.items[self._max_batch :]
+            if not lane.items:
+                lane.wake.clear()
+            if len(lane.items) < self._max_batch:
+                lane.full.clear()
             try:
                 await self._process(agent_id, batch)
             except Exception as exc:  # never let one bad batch end the lane
@@ -248,6 +256,12 @@ class ExtractionWorker:
             event(
                 log, logging.INFO, "commitment_resolved", agent=agent.id, commitment=commitment_id
             )
+        hook = self.on_stored
+        if hook is not None and (applied.created or applied.merged):
+            try:
+                hook()
+            except Exception as exc:  # stored already; the heartbeat's own timer still runs
+                event(log, logging.ERROR, "extraction_wake_failed", agent=agent.id, error=repr(exc))
 
     async def _scope(
         self, agent: _Agent, scope: Scope, exchanges: list[Exchange], pending: list[Commitment]

@@ -47,9 +47,10 @@ def fold(text: str) -> str:
     "recuerdame", "erinnere mich". Turkish dotless ı has no decomposition and
     is matched as [ıi] in the patterns.
     """
-    decomposed = unicodedata.normalize("NFKD", text)
-    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return _SPACES.sub(" ", _STRIP_PUNCT.sub(" ", bare.casefold())).strip()
+    if not text.isascii():  # ASCII has no accents to remove: skip the slow part
+        decomposed = unicodedata.normalize("NFKD", text)
+        text = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return _SPACES.sub(" ", _STRIP_PUNCT.sub(" ", text.casefold())).strip()
 
 
 def _any(patterns: Iterable[str]) -> re.Pattern[str]:
@@ -125,20 +126,35 @@ _REMINDER_SCHEDULED = _any(
 _REMINDER_CANDIDATE = _any([r"\bremind(?:er|ers|ed|ing)?\b", r"\bscheduled task\b"])
 
 
+# Every pattern above needs one of these substrings of the folded text; the
+# big alternations are slow (tens of µs on a long message), the stems are not,
+# and almost no message contains any of them. Keep in step with the patterns.
+_STEMS = (
+    "remind", "alarm", "timer", "ping me", "notify me", "alert me", "wake me", "nudge me",
+    "text me", "message me", "let me know", "tell me", "forget", "scheduled task",
+    "rappel", "penser", "reveil", "minuteur", "previen", "prevenez",
+    "erinner", "weck", "recuerd", "record", "avis", "despiert", "temporizador",
+    "hatırlat", "hatirlat", "ricord", "lembr", "herinner", "przypomnij",
+    "напомни", "提醒", "リマインド", "思い出させて",
+)  # fmt: skip
+
+
+def _search(pattern: re.Pattern[str], folded: str) -> bool:
+    return any(stem in folded for stem in _STEMS) and pattern.search(folded) is not None
+
+
 def is_reminder_request(user_text: str) -> bool:
     """True when the user asks for an exact reminder, alarm or timer."""
-    return _REMINDER_REQUEST.search(fold(user_text)) is not None
+    return _search(_REMINDER_REQUEST, fold(user_text))
 
 
 def says_reminder_scheduled(assistant_text: str) -> bool:
-    return _REMINDER_SCHEDULED.search(fold(assistant_text)) is not None
+    return _search(_REMINDER_SCHEDULED, fold(assistant_text))
 
 
 def is_reminder_candidate(candidate: Candidate) -> bool:
     text = fold(f"{candidate.reason} {candidate.suggested_text} {candidate.dedupe_key}")
-    return _REMINDER_REQUEST.search(text) is not None or (
-        _REMINDER_CANDIDATE.search(text) is not None
-    )
+    return _search(_REMINDER_REQUEST, text) or _search(_REMINDER_CANDIDATE, text)
 
 
 # --- candidates → new commitments -------------------------------------------

@@ -1,0 +1,354 @@
+"""The slash commands: `/commitments list|dismiss|snooze` and `/reminders list|cancel`.
+
+Every answer is ephemeral (only the person who asked sees it), and a command
+is never a conversation turn. A command sees exactly its chat's session (the
+channel, the thread, or the DM it was used in): an id from any other chat is
+answered "not found", like an id that never existed. In servers only the
+commitment's sender (the reminder's creator), or a member with Manage
+Messages, may dismiss, snooze or cancel it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+import discord
+from discord import app_commands
+
+from channels.discord_scope import ChatRef, Gate, interaction_chat, may_manage
+from core.clock import Clock
+from core.commitments.model import STATUSES, Commitment
+from core.commitments.service import CommitmentService, SnoozeError, chat_filter
+from core.commitments.store import Filter
+from core.config import KeptConfig, parse_duration
+from core.logs import event
+from core.reminders import ReminderService
+
+log = logging.getLogger("kept.discord")
+
+MAX_CHOICES = 25  # Discord's limit for autocomplete
+MAX_LINES = 20
+NOT_ALLOWED = "Sorry, you can't use this bot here."
+NO_CHAT = "This command works in a server channel, a thread or a DM with me."
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """The chat a command was used in, and its session."""
+
+    ref: ChatRef
+    agent_id: str
+    session_key: str
+
+    @property
+    def commitments(self) -> Filter:
+        # The whole chat: who may change what is checked per commitment.
+        return chat_filter(self.agent_id, self.session_key, None)
+
+
+class CommandSupport:
+    """What the command groups share: services, the gate, scope resolution."""
+
+    def __init__(
+        self,
+        *,
+        commitments: CommitmentService,
+        reminders: ReminderService,
+        config: Callable[[], KeptConfig],
+        clock: Clock,
+        gate: Gate,
+    ) -> None:
+        self.commitments = commitments
+        self.reminders = reminders
+        self.config = config
+        self.clock = clock
+        self.gate = gate
+
+    async def where(self, interaction: discord.Interaction) -> Where | None:
+        """The interaction's chat, or None when it may not use the bot here."""
+        ref = interaction_chat(interaction)
+        if ref is None:
+            return None
+        if not await self.gate.allowed(interaction.user, interaction.guild_id, interaction.client):
+            return None
+        agent_id = self.config().channels.discord.agent
+        return Where(ref, agent_id, ref.session_key(agent_id))
+
+    async def check(self, interaction: discord.Interaction) -> bool:
+        """A group's interaction_check: refuses (and says so) outside the allow-lists."""
+        if interaction_chat(interaction) is None:
+            await reply(interaction, NO_CHAT)
+            return False
+        if await self.where(interaction) is None:
+            event(
+                log,
+                logging.INFO,
+                "discord_command_refused",
+                user=interaction.user.id,
+                guild=interaction.guild_id,
+            )
+            await reply(interaction, NOT_ALLOWED)
+            return False
+        return True
+
+    async def manageable(
+        self, interaction: discord.Interaction, where: Where, current: str
+    ) -> list[app_commands.Choice[str]]:
+        """Autocomplete: this chat's active commitments the user may change."""
+        found = await self.commitments.list(where.commitments, limit=200)
+        mine = [c for c in found if may_manage(interaction, where.ref, c.sender_id)]
+        needle = current.strip().lower()
+        return [
+            app_commands.Choice(name=_choice_label(c), value=c.id)
+            for c in mine
+            if needle in c.id.lower() or needle in c.suggested_text.lower()
+        ][:MAX_CHOICES]
+
+    async def find(
+        self, interaction: discord.Interaction, where: Where, commitment_id: str
+    ) -> Commitment | str:
+        """The active commitment of this chat, or the answer to give instead."""
+        wanted = commitment_id.strip()
+        current = next(
+            (c for c in await self.commitments.list(where.commitments) if c.id == wanted), None
+        )
+        if current is None:
+            # Not active: an id of this chat already closed says so; any other
+            # id (another chat's included) is simply unknown here.
+            every = replace(where.commitments, statuses=STATUSES)
+            closed = next((c for c in await self.commitments.list(every) if c.id == wanted), None)
+            if closed is not None:
+                return f"`{closed.id}` is already {closed.status}."
+            return f"`{_code(wanted)}`: not found in this chat (see `/commitments list`)."
+        if not may_manage(interaction, where.ref, current.sender_id):
+            return (
+                f"`{current.id}` is someone else's follow-up: only they, or someone with "
+                "Manage Messages, can change it."
+            )
+        return current
+
+
+class CommitmentsGroup(app_commands.Group):
+    def __init__(self, support: CommandSupport) -> None:
+        super().__init__(
+            name="commitments", description="Follow-ups I plan to bring up in this chat"
+        )
+        self._s = support
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        return await self._s.check(interaction)
+
+    @app_commands.command(name="list", description="Your pending follow-ups in this chat")
+    async def list_(self, interaction: discord.Interaction) -> None:
+        where = await self._s.where(interaction)
+        if where is None:
+            return await reply(interaction, NOT_ALLOWED)
+        # In a server a follow-up may be about someone's private life, said in
+        # passing: members see their own, moderators (Manage Messages) all.
+        found = [
+            c
+            for c in await self._s.commitments.list(where.commitments)
+            if may_manage(interaction, where.ref, c.sender_id)
+        ]
+        if not found:
+            return await reply(interaction, "No pending follow-ups for you in this chat.")
+        lines = [_commitment_line(c) for c in found[:MAX_LINES]]
+        if len(found) > MAX_LINES:
+            lines.append(f"…and {len(found) - MAX_LINES} more.")
+        await reply(interaction, "\n".join(lines))
+
+    @app_commands.command(name="dismiss", description="Drop a follow-up: I won't bring it up")
+    @app_commands.rename(commitment_id="id")
+    @app_commands.describe(commitment_id="The follow-up's id, e.g. cm_1a2b3c4d5e6f")
+    async def dismiss(self, interaction: discord.Interaction, commitment_id: str) -> None:
+        where = await self._s.where(interaction)
+        if where is None:
+            return await reply(interaction, NOT_ALLOWED)
+        found = await self._s.find(interaction, where, commitment_id)
+        if isinstance(found, str):
+            return await reply(interaction, found)
+        outcome = await self._s.commitments.dismiss([found.id], where.commitments)
+        if outcome.failed:
+            return await reply(interaction, f"`{found.id}`: {outcome.failed[0][1]}.")
+        _log_change("dismissed", interaction, where, found.id)
+        await reply(interaction, f"Dismissed `{found.id}`: {_quote(found.suggested_text)}")
+
+    @app_commands.command(name="snooze", description="Bring a follow-up up later")
+    @app_commands.rename(commitment_id="id")
+    @app_commands.describe(
+        commitment_id="The follow-up's id, e.g. cm_1a2b3c4d5e6f",
+        duration="How long to wait, e.g. 2h, 1d, 3d",
+    )
+    async def snooze(
+        self, interaction: discord.Interaction, commitment_id: str, duration: str
+    ) -> None:
+        where = await self._s.where(interaction)
+        if where is None:
+            return await reply(interaction, NOT_ALLOWED)
+        try:
+            seconds = parse_duration(duration)
+        except ValueError as exc:
+            return await reply(interaction, str(exc))
+        found = await self._s.find(interaction, where, commitment_id)
+        if isinstance(found, str):
+            return await reply(interaction, found)
+        try:
+            done = await self._s.commitments.snooze(
+                found.id, duration=timedelta(seconds=seconds), where=where.commitments
+            )
+        except SnoozeError as exc:
+            return await reply(interaction, f"Could not snooze `{found.id}`: {exc}.")
+        _log_change("snoozed", interaction, where, found.id)
+        await reply(interaction, f"Snoozed `{done.id}` until {_when(done.due_earliest)}.")
+
+    @dismiss.autocomplete("commitment_id")
+    @snooze.autocomplete("commitment_id")
+    async def _ids(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        # Autocomplete skips interaction_check, so the gate is applied here.
+        where = await self._s.where(interaction)
+        if where is None:
+            return []
+        return await self._s.manageable(interaction, where, current)
+
+
+class RemindersGroup(app_commands.Group):
+    def __init__(self, support: CommandSupport) -> None:
+        super().__init__(name="reminders", description="Exact reminders scheduled in this chat")
+        self._s = support
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        return await self._s.check(interaction)
+
+    @app_commands.command(name="list", description="This chat's active reminders")
+    async def list_(self, interaction: discord.Interaction) -> None:
+        where = await self._s.where(interaction)
+        if where is None:
+            return await reply(interaction, NOT_ALLOWED)
+        found = await self._s.reminders.list_for_session(where.agent_id, where.session_key)
+        if not found:
+            return await reply(interaction, "No reminders in this chat.")
+        lines = [
+            f"`{r.id}` {_when(r.next_fire_at)}"
+            + (f" (repeats `{r.cron}`)" if r.cron else "")
+            + f": {_quote(r.text)}"
+            for r in found[:MAX_LINES]
+        ]
+        if len(found) > MAX_LINES:
+            lines.append(f"…and {len(found) - MAX_LINES} more.")
+        await reply(interaction, "\n".join(lines))
+
+    @app_commands.command(name="cancel", description="Cancel one of this chat's reminders")
+    @app_commands.rename(reminder_id="id")
+    @app_commands.describe(reminder_id="The reminder's id, e.g. rm_1a2b3c4d5e6f")
+    async def cancel(self, interaction: discord.Interaction, reminder_id: str) -> None:
+        where = await self._s.where(interaction)
+        if where is None:
+            return await reply(interaction, NOT_ALLOWED)
+        wanted = reminder_id.strip()
+        scope = {"agent_id": where.agent_id, "session_key": where.session_key}
+        current = await self._s.reminders.store.get(wanted, **scope)
+        if current is None:
+            return await reply(interaction, f"`{_code(wanted)}`: not found in this chat.")
+        if not may_manage(interaction, where.ref, current.created_by):
+            return await reply(
+                interaction,
+                f"`{current.id}` was set by someone else: only they, or someone with "
+                "Manage Messages, can cancel it.",
+            )
+        done = await self._s.reminders.cancel(current.id, **scope)
+        if done is None:
+            return await reply(interaction, f"`{current.id}` is already {current.status}.")
+        _log_change("reminder_cancelled", interaction, where, done.id)
+        await reply(interaction, f"Cancelled `{done.id}`: {_quote(done.text)}")
+
+    @cancel.autocomplete("reminder_id")
+    async def _ids(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        where = await self._s.where(interaction)
+        if where is None:
+            return []
+        needle = current.strip().lower()
+        found = await self._s.reminders.list_for_session(where.agent_id, where.session_key)
+        return [
+            app_commands.Choice(name=_label(r.id, r.text), value=r.id)
+            for r in found
+            if may_manage(interaction, where.ref, r.created_by)
+            and (needle in r.id.lower() or needle in r.text.lower())
+        ][:MAX_CHOICES]
+
+
+def command_groups(support: CommandSupport) -> list[app_commands.Group]:
+    return [CommitmentsGroup(support), RemindersGroup(support)]
+
+
+async def on_tree_error(
+    interaction: discord.Interaction, error: app_commands.AppCommandError
+) -> None:
+    """The tree's error handler: a refused check has already answered; anything
+    else is logged and answered with one short line."""
+    if isinstance(error, app_commands.CheckFailure):
+        return
+    command = interaction.command.qualified_name if interaction.command else None
+    event(
+        log,
+        logging.ERROR,
+        "discord_command_failed",
+        command=command,
+        user=interaction.user.id,
+        error=repr(getattr(error, "original", error)),
+    )
+    await reply(interaction, "Sorry, something went wrong. Please try again.")
+
+
+async def reply(interaction: discord.Interaction, text: str) -> None:
+    """An ephemeral answer (a follow-up message when already answered)."""
+    if interaction.response.is_done():
+        await interaction.followup.send(text, ephemeral=True)
+    else:
+        await interaction.response.send_message(text, ephemeral=True)
+
+
+def _commitment_line(c: Commitment) -> str:
+    state = " (snoozed)" if c.status == "snoozed" else ""
+    return f"`{c.id}` {_when(c.due_earliest)}{state}: {_quote(c.suggested_text)}"
+
+
+def _choice_label(c: Commitment) -> str:
+    return _label(c.id, c.suggested_text)
+
+
+def _label(item_id: str, text: str) -> str:
+    # Choice names are limited to 100 characters.
+    return f"{item_id} — {text}"[:100]
+
+
+def _quote(text: str, limit: int = 120) -> str:
+    one_line = " ".join(text.split())
+    clipped = one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+    return discord.utils.escape_mentions(clipped)
+
+
+def _code(text: str) -> str:
+    return text.replace("`", "")[:60]
+
+
+def _when(instant: datetime) -> str:
+    return f"<t:{int(instant.timestamp())}:R>"
+
+
+def _log_change(what: str, interaction: discord.Interaction, where: Where, item: str) -> None:
+    event(
+        log,
+        logging.INFO,
+        "discord_" + what,
+        agent=where.agent_id,
+        session=where.session_key,
+        id=item,
+        user=interaction.user.id,
+    )

@@ -1,0 +1,292 @@
+"""The "Dismiss" and "Snooze 1 day" buttons under a heartbeat follow-up.
+
+The buttons are persistent: each one's custom_id carries its action and the
+commitment ids, and the class is registered with the bot at start-up
+(`Client.add_dynamic_items`, what `add_view` does for a view made of dynamic
+items). A click on a follow-up sent before a restart therefore still reaches
+`FollowUpActions`, with no per-message state in memory.
+
+A click is never a conversation turn. What it may touch is re-checked on
+every click: the commitments must belong to the chat the click came from
+(an id from elsewhere is "not found"), and in servers only the person the
+follow-up is for, or a member with Manage Messages, may act on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import discord
+
+from channels.discord_scope import ChatRef, Gate, interaction_chat, may_manage
+from core.clock import Clock
+from core.commitments.model import STATUSES, Commitment
+from core.commitments.service import CommitmentService, SnoozeError, chat_filter
+from core.config import KeptConfig
+from core.logs import event
+from core.messages import Target
+from core.reminders import ReminderService, Schedule
+
+log = logging.getLogger("kept.discord")
+
+Action = Literal["dismiss", "snooze"]
+
+SNOOZE_FOR = timedelta(days=1)
+CUSTOM_ID_LIMIT = 100  # Discord's limit for a component's custom_id
+MESSAGE_LIMIT = 2000
+_ID = r"cm_[0-9a-z]+"
+_IDS = re.compile(rf"^{_ID}$")
+TEMPLATE = rf"kept:fu:(?P<action>dismiss|snooze):(?P<ids>{_ID}(?:,{_ID})*)"
+_LABELS: dict[Action, tuple[str, discord.ButtonStyle]] = {
+    "dismiss": ("Dismiss", discord.ButtonStyle.secondary),
+    "snooze": ("Snooze 1 day", discord.ButtonStyle.primary),
+}
+
+NOT_ALLOWED = "Sorry, you can't use this bot here."
+NOT_FOUND = "That follow-up was not found in this chat."
+NOT_YOURS = "Only the person this follow-up is for, or someone with Manage Messages, can change it."
+
+
+def custom_id(action: Action, ids: Sequence[str]) -> str:
+    return f"kept:fu:{action}:{','.join(ids)}"
+
+
+def commitment_ids(extras: Mapping[str, str]) -> list[str]:
+    """The commitment ids a heartbeat follow-up names; malformed ones are dropped
+    (they could not match the button template anyway)."""
+    raw = extras.get("commitments", "")
+    return [i for i in dict.fromkeys(p.strip() for p in raw.split(",")) if _IDS.match(i)]
+
+
+def followup_view(ids: Sequence[str]) -> discord.ui.View | None:
+    """The two buttons for a follow-up about `ids`; None when there is nothing
+    to attach (or too many ids to fit in a custom_id)."""
+    if not ids:
+        return None
+    if len(custom_id("dismiss", ids)) > CUSTOM_ID_LIMIT:
+        event(
+            log,
+            logging.WARNING,
+            "discord_followup_without_buttons",
+            commitments=",".join(ids),
+            reason="too many ids for one custom_id",
+        )
+        return None
+    view = discord.ui.View(timeout=None)
+    view.add_item(FollowUpButton("dismiss", ids))
+    view.add_item(FollowUpButton("snooze", ids))
+    return view
+
+
+class FollowUpButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMPLATE):
+    def __init__(self, action: Action, ids: Sequence[str]) -> None:
+        label, style = _LABELS[action]
+        super().__init__(
+            discord.ui.Button(label=label, style=style, custom_id=custom_id(action, ids))
+        )
+        self.action: Action = action
+        self.ids: tuple[str, ...] = tuple(ids)
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction,
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> FollowUpButton:
+        action: Action = "dismiss" if match["action"] == "dismiss" else "snooze"
+        return cls(action, match["ids"].split(","))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        actions = getattr(interaction.client, "kept_followups", None)
+        if not isinstance(actions, FollowUpActions):
+            await interaction.response.send_message("This button is not available.", ephemeral=True)
+            return
+        await actions.handle(interaction, self.action, self.ids)
+
+
+class FollowUpActions:
+    """What a click on a follow-up button does."""
+
+    def __init__(
+        self,
+        *,
+        commitments: CommitmentService,
+        reminders: ReminderService,
+        config: Callable[[], KeptConfig],
+        clock: Clock,
+        gate: Gate,
+    ) -> None:
+        self._commitments = commitments
+        self._reminders = reminders
+        self._config = config
+        self._clock = clock
+        self._gate = gate
+        # Messages being handled, and recently handled ones with their note:
+        # a double click must not snooze (or schedule a reminder) twice.
+        self._busy: set[int] = set()
+        self._done: OrderedDict[int, str] = OrderedDict()
+
+    async def handle(
+        self, interaction: discord.Interaction, action: Action, ids: Sequence[str]
+    ) -> None:
+        ref = interaction_chat(interaction)
+        if ref is None or not await self._gate.allowed(
+            interaction.user, interaction.guild_id, interaction.client
+        ):
+            await _ephemeral(interaction, NOT_ALLOWED)
+            return
+        agent_id = self._config().channels.discord.agent
+        key = ref.session_key(agent_id)
+        found = await self._lookup(agent_id, key, ids)
+        if not found:
+            await _ephemeral(interaction, NOT_FOUND)
+            return
+        if not all(may_manage(interaction, ref, c.sender_id) for c in found):
+            await _ephemeral(interaction, NOT_YOURS)
+            return
+        message_id = interaction.message.id if interaction.message is not None else 0
+        if message_id in self._done:
+            await _ephemeral(interaction, self._done[message_id])
+            return
+        if message_id in self._busy:
+            await _ephemeral(interaction, "One moment: this follow-up is being updated.")
+            return
+        self._busy.add(message_id)
+        try:
+            if action == "dismiss":
+                note, problem = await self._dismiss(interaction, agent_id, key, found)
+            else:
+                note, problem = await self._snooze(interaction, agent_id, key, ref, found)
+            if problem is not None:
+                await _ephemeral(interaction, problem)
+                return
+            self._remember(message_id, note)
+        finally:
+            self._busy.discard(message_id)
+        event(
+            log,
+            logging.INFO,
+            "discord_followup_" + action,
+            agent=agent_id,
+            session=key,
+            commitments=",".join(c.id for c in found),
+            user=interaction.user.id,
+        )
+        await _show(interaction, note)
+
+    async def _lookup(self, agent_id: str, key: str, ids: Sequence[str]) -> list[Commitment]:
+        # Every status: by the time anyone clicks, the heartbeat has marked
+        # the follow-up's commitments `sent`.
+        where = replace(chat_filter(agent_id, key, None), statuses=STATUSES)
+        wanted = set(ids)
+        return [c for c in await self._commitments.list(where) if c.id in wanted]
+
+    async def _dismiss(
+        self, interaction: discord.Interaction, agent_id: str, key: str, found: list[Commitment]
+    ) -> tuple[str, str | None]:
+        active = [c.id for c in found if c.active]
+        if active:
+            outcome = await self._commitments.dismiss(active, chat_filter(agent_id, key, None))
+            raced = [why for _, why in outcome.failed if not why.startswith("already ")]
+            if raced:
+                return "", f"Could not dismiss it: {raced[0]}."
+        # A follow-up already sent, resolved or expired is never brought up
+        # again, so "dismissed" holds for those too.
+        return f"Dismissed by {_name(interaction)}. I won't follow up on this.", None
+
+    async def _snooze(
+        self,
+        interaction: discord.Interaction,
+        agent_id: str,
+        key: str,
+        ref: ChatRef,
+        found: list[Commitment],
+    ) -> tuple[str, str | None]:
+        until = self._clock.now() + SNOOZE_FOR
+        where = chat_filter(agent_id, key, None)
+        snoozed = 0
+        for c in (c for c in found if c.active):
+            try:
+                await self._commitments.snooze(c.id, duration=SNOOZE_FOR, where=where)
+            except SnoozeError as exc:
+                return "", f"Could not snooze it: {exc}."
+            snoozed += 1
+        sent = [c for c in found if c.status == "sent"]
+        if sent:
+            # A delivered follow-up is final as a commitment; asking again in
+            # a day is then an explicit request for a time, i.e. a reminder,
+            # sent once to exactly this follow-up's chat and thread.
+            await self._remind_again(interaction, agent_id, key, sent, until)
+        elif not snoozed:
+            return "", f"Nothing to snooze: this follow-up is already {found[0].status}."
+        return f"Snoozed by {_name(interaction)}. I'll ask again {_when(until)}.", None
+
+    async def _remind_again(
+        self,
+        interaction: discord.Interaction,
+        agent_id: str,
+        key: str,
+        sent: list[Commitment],
+        until: datetime,
+    ) -> None:
+        first = sent[0]
+        message = interaction.message
+        text = (message.content.strip() if message is not None else "") or "\n".join(
+            c.suggested_text for c in sent
+        )
+        timezone = _timezone(self._config(), agent_id)
+        await self._reminders.schedule(
+            agent_id=agent_id,
+            session_key=key,
+            target=Target(first.platform, first.chat_id, first.thread_id),
+            created_by=str(interaction.user.id),
+            text=text,
+            schedule=Schedule("after", until, None, timezone),
+        )
+
+    def _remember(self, message_id: int, note: str) -> None:
+        if not message_id:
+            return
+        self._done[message_id] = note
+        while len(self._done) > 1000:
+            self._done.popitem(last=False)
+
+
+async def _show(interaction: discord.Interaction, note: str) -> None:
+    """Edit the follow-up to say what happened, and drop its buttons."""
+    message = interaction.message
+    if message is None:
+        await _ephemeral(interaction, note)
+        return
+    suffix = f"\n\n-# {note}"
+    content = message.content[: MESSAGE_LIMIT - len(suffix)].rstrip() + suffix
+    await interaction.response.edit_message(content=content, view=None)
+
+
+async def _ephemeral(interaction: discord.Interaction, text: str) -> None:
+    await interaction.response.send_message(text, ephemeral=True)
+
+
+def _name(interaction: discord.Interaction) -> str:
+    # A display name, never a mention: an edit must not ping anyone.
+    return discord.utils.escape_mentions(interaction.user.display_name)
+
+
+def _when(instant: datetime) -> str:
+    """A Discord timestamp: every reader sees it in their own time zone."""
+    return f"<t:{int(instant.timestamp())}:R>"
+
+
+def _timezone(config: KeptConfig, agent_id: str) -> str:
+    try:
+        return config.agent(agent_id).timezone
+    except KeyError:
+        return "UTC"

@@ -1,0 +1,444 @@
+"""The Telegram channel: python-telegram-bot's Bot for the API calls, our own
+update loop (channels/telegram_intake.py) so nothing is confirmed before it
+is stored, commands and follow-up buttons in channels/telegram_commands.py,
+at-most-once sending in channels/telegram_send.py.
+
+Chats map to sessions as DESIGN.md says: a private chat is `private`, a group
+or supergroup `group`, a channel `channel`; a forum topic adds its thread id,
+and replies go back to the same topic. In groups the bot takes a turn only
+when mentioned, replied to, or given a command; everything else there is
+neither answered nor stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import replace
+from urllib.parse import urlsplit
+
+from telegram import Bot, CallbackQuery, InlineKeyboardMarkup, Message, ReplyParameters, Update
+from telegram.constants import ChatAction, ChatMemberStatus
+from telegram.error import InvalidToken, TelegramError
+from telegram.request import HTTPXRequest
+
+from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, split_message
+from channels.telegram_commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
+from channels.telegram_intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
+from channels.telegram_messages import (
+    addressed_to,
+    anonymous_admin,
+    chat_id_param,
+    chat_kind,
+    target_of,
+)
+from channels.telegram_send import followup_keyboard, scrub, send_once
+from core.config import TelegramConfig
+from core.config_file import secret_from_env
+from core.logs import event
+from core.messages import ChatKind, Inbound, Outbound, SendResult, Target, session_key
+
+log = logging.getLogger("kept.telegram")
+
+DEFAULT_ROOT = "https://api.telegram.org"
+TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 s per chat action
+ADMIN_STATUSES = {ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR}
+
+
+class TelegramAdapter(ChannelAdapter):
+    platform = "telegram"
+    max_message_length = 4096
+
+    def __init__(
+        self,
+        ctx: ChannelContext,
+        *,
+        poll_timeout: float = 25.0,
+        request_timeout: float = 10.0,
+        stop_grace: float = 10.0,
+    ) -> None:
+        tg = ctx.config().channels.telegram
+        super().__init__(agent_id=tg.agent, allow_from=tg.allow_from, handler=ctx.handle)
+        self._ctx = ctx
+        self._poll_timeout = poll_timeout
+        self._request_timeout = request_timeout
+        self._stop_grace = stop_grace
+        self._bot: Bot | None = None
+        self._token = ""
+        self.username = ""
+        self._intake: UpdateIntake | None = None
+        self._turns: set[asyncio.Task[None]] = set()
+        self._commands = TelegramCommands(ctx, self.agent_id, self._reply, self._is_admin)
+
+    def _config(self) -> TelegramConfig:
+        return self._ctx.config().channels.telegram
+
+    # --- lifecycle --------------------------------------------------------------
+
+    async def start(self) -> None:
+        tg = self._config()
+        token = secret_from_env(tg.token_env, self._ctx.environ)
+        if token is None:
+            raise ChannelStartError(
+                f"channels.telegram is enabled but ${tg.token_env} is not set: put the bot "
+                f"token from @BotFather there (channels.telegram.tokenEnv names the variable)"
+            )
+        root = (tg.base_url or DEFAULT_ROOT).rstrip("/")
+        bot = Bot(
+            token,
+            base_url=f"{root}/bot",
+            base_file_url=f"{root}/file/bot",
+            request=self._request(),
+            get_updates_request=self._request(),
+        )
+        try:
+            await bot.initialize()  # calls getMe
+        except InvalidToken:
+            await bot.shutdown()
+            # `from None`: PTB's message quotes the token.
+            raise ChannelStartError(
+                f"Telegram rejected the token in ${tg.token_env} (401 Unauthorized): "
+                f"copy it again from @BotFather"
+            ) from None
+        except TelegramError as exc:
+            await bot.shutdown()
+            raise ChannelStartError(
+                f"cannot reach the Telegram Bot API at {root} (channels.telegram.baseUrl): "
+                f"{scrub(str(exc), token)}"
+            ) from None
+        self._bot, self._token, self.username = bot, token, bot.username
+        try:
+            await bot.set_my_commands(BOT_COMMANDS)
+        except TelegramError as exc:  # the menu is a convenience; the commands work without
+            event(
+                log, logging.WARNING, "telegram_commands_menu_failed", error=scrub(str(exc), token)
+            )
+        intake = UpdateIntake(self._process, self._ctx.clock, secret=token)
+        try:
+            mode = await self._start_intake(bot, intake, tg)
+        except BaseException:
+            await intake.stop(0)
+            await bot.shutdown()
+            self._bot = None
+            raise
+        self._intake = intake
+        event(
+            log,
+            logging.INFO,
+            "telegram_started",
+            running_as=f"@{self.username}",
+            bot_id=bot.id,
+            mode=mode,
+            agent=self.agent_id,
+        )
+
+    def _request(self) -> HTTPXRequest:
+        t = self._request_timeout
+        return HTTPXRequest(connect_timeout=t, read_timeout=t, write_timeout=t, pool_timeout=t)
+
+    async def _start_intake(self, bot: Bot, intake: UpdateIntake, tg: TelegramConfig) -> str:
+        hook = tg.webhook
+        if hook is None:
+            try:
+                # A webhook left over from another deployment makes getUpdates
+                # fail with 409; removing it keeps its pending updates.
+                await bot.delete_webhook(drop_pending_updates=False)
+            except TelegramError as exc:
+                event(
+                    log,
+                    logging.WARNING,
+                    "telegram_delete_webhook_failed",
+                    error=scrub(str(exc), self._token),
+                )
+            intake.start_polling(
+                bot, timeout=self._poll_timeout, read_timeout=self._request_timeout
+            )
+            return "polling"
+        secret = secret_from_env(hook.secret_token_env, self._ctx.environ)
+        if secret is None:
+            raise ChannelStartError(
+                f"channels.telegram.webhook is set but ${hook.secret_token_env} is not: put a "
+                f"random secret (letters, digits, _ and -) there"
+            )
+        path = urlsplit(hook.url).path or "/"
+        await intake.start_webhook(
+            bot, host=hook.listen_host, port=hook.port, path=path, secret_token=secret
+        )
+        try:
+            await bot.set_webhook(hook.url, secret_token=secret, allowed_updates=ALLOWED_UPDATES)
+        except TelegramError as exc:
+            raise ChannelStartError(
+                f"Telegram refused the webhook {hook.url} (channels.telegram.webhook.url): "
+                f"{scrub(str(exc), self._token)}"
+            ) from None
+        return "webhook"
+
+    async def stop(self) -> None:
+        """Stop taking updates, let running work finish for `stop_grace`
+        seconds, then cancel it: a cancelled turn's message is stored and is
+        answered after the restart; an unprocessed update is not confirmed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._stop_grace
+        if self._intake is not None:
+            await self._intake.stop(self._stop_grace)
+            self._intake = None
+        turns = list(self._turns)
+        if turns:
+            await asyncio.wait(turns, timeout=max(0.0, deadline - loop.time()))
+            for task in turns:
+                task.cancel()
+            await asyncio.gather(*turns, return_exceptions=True)
+        if self._bot is not None:
+            await self._bot.shutdown()
+            self._bot = None
+        cancelled = sum(1 for t in turns if t.cancelled()) or None
+        event(log, logging.INFO, "telegram_stopped", agent=self.agent_id, cancelled=cancelled)
+
+    def is_allowed(self, user_id: str, username: str | None = None) -> bool:
+        # Re-read on every check, so an edited allowFrom applies without a restart.
+        self._allow = {
+            a.strip().lower().lstrip("@") for a in self._config().allow_from if a.strip()
+        }
+        return super().is_allowed(user_id, username)
+
+    # --- sending --------------------------------------------------------------
+
+    async def send(self, outbound: Outbound) -> SendResult:
+        markup = followup_keyboard(outbound.extras.get("commitments"))
+        if markup is None:
+            return await super().send(outbound)
+        # A follow-up: its buttons ride on the first chunk, whose id is the one
+        # recorded (and follow-ups are short, so there is rarely a second).
+        chunks = split_message(outbound.text, self.max_message_length)
+        if not chunks:
+            return SendResult(error="nothing to send")
+        target, reply_to = outbound.target, outbound.reply_to_platform_id
+        first = await self.send_text(target, chunks[0], reply_to, markup=markup)
+        if not first.ok or len(chunks) == 1:
+            return first
+        rest = await super().send(
+            replace(outbound, text="\n\n".join(chunks[1:]), reply_to_platform_id=None, extras={})
+        )
+        if rest.ok:
+            return first
+        return SendResult(message_id=first.message_id, error=rest.error, unknown=True)
+
+    async def send_text(
+        self,
+        target: Target,
+        text: str,
+        reply_to: str | None,
+        *,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> SendResult:
+        bot = self._bot
+        if bot is None:
+            return SendResult(error="the Telegram adapter is not running", retryable=True)
+        try:
+            thread = int(target.thread_id) if target.thread_id is not None else None
+            reply_id = int(reply_to) if reply_to is not None else None
+        except ValueError:
+            return SendResult(error=f"not a Telegram thread or message id in {target}")
+        reply = None
+        if reply_id is not None:
+            reply = ReplyParameters(message_id=reply_id, allow_sending_without_reply=True)
+
+        async def call() -> Message:
+            # No parse_mode: plain text, so a model's stray `*` or `_` can
+            # never make Telegram answer 400 "can't parse entities".
+            return await bot.send_message(
+                chat_id=chat_id_param(target.chat_id),
+                text=text,
+                message_thread_id=thread,
+                reply_parameters=reply,
+                reply_markup=markup,
+            )
+
+        return await send_once(
+            call, self._ctx.clock, secret=self._token, what="sendMessage", chat=target.chat_id
+        )
+
+    async def _reply(self, where: Where, text: str, reply_to: str | None) -> None:
+        await self.send(Outbound(target=where.target, text=text, reply_to_platform_id=reply_to))
+
+    # --- updates ------------------------------------------------------------------
+
+    async def _process(self, update: Update, mark_safe: MarkSafe) -> None:
+        if update.callback_query is not None:
+            await self._on_callback(update.callback_query)
+        elif update.edited_message is not None:
+            await self._on_edit(update.edited_message)
+        elif update.message is not None:
+            await self._on_message(update.message, mark_safe)
+        # Anything else (channel posts, member changes) has nothing to answer.
+
+    async def _on_message(self, message: Message, mark_safe: MarkSafe) -> None:
+        user = message.from_user
+        text = message.text or message.caption
+        if user is None or not text or not text.strip():
+            return
+        if user.is_bot and not anonymous_admin(message):
+            return  # other bots (and our own echoes) never start a turn
+        kind = chat_kind(message.chat.type)
+        if kind == "channel":
+            return
+        command = command_of(message, self.username)
+        if command is False:
+            return  # `/cmd@other_bot`
+        if isinstance(command, Command):
+            # In a group, a bare unknown command is probably another bot's.
+            for_us = command.known or command.addressed or kind == "private"
+        else:
+            for_us = kind == "private" or addressed_to(message, self._bot_id(), self.username)
+        if not for_us:
+            return  # group chatter: neither answered nor stored
+        if not self.is_allowed(str(user.id), user.username):
+            event(
+                log,
+                logging.INFO,
+                "telegram_not_allowed",
+                agent=self.agent_id,
+                user=user.id,
+                chat=message.chat.id,
+            )
+            return
+        if isinstance(command, Command):
+            where = self._where(message, kind, str(user.id), user.full_name)
+            await self._commands.run(command.name, command.args, where, str(message.message_id))
+            return
+        inbound = Inbound(
+            agent_id=self.agent_id,
+            target=target_of(message),
+            chat_kind=kind,
+            sender_id=str(user.id),
+            text=text,
+            ts=self._ctx.clock.now(),
+            platform_message_id=str(message.message_id),
+            sender_name=user.full_name or user.username,
+        )
+        await self._start_turn(inbound, mark_safe)
+
+    async def _start_turn(self, inbound: Inbound, mark_safe: MarkSafe) -> None:
+        """Run the turn in the background; return once its message is stored
+        (or the turn is over), so the update can be confirmed."""
+        task = asyncio.create_task(self._turn(inbound), name=f"telegram-turn-{inbound.target}")
+        self._turns.add(task)
+        task.add_done_callback(self._turns.discard)
+        wait = 0.005
+        while not task.done():
+            await asyncio.wait({task}, timeout=wait)
+            if task.done() or await self._stored(inbound):
+                break
+            wait = min(wait * 2, 0.25)
+        mark_safe()
+
+    async def _stored(self, inbound: Inbound) -> bool:
+        try:
+            rows = await self._ctx.store.history(
+                inbound.session_key, before_turn_of=2**62, limit=50
+            )
+        except Exception:
+            return False  # keep waiting for the turn itself
+        return any(
+            r.role == "user" and r.platform_message_id == inbound.platform_message_id for r in rows
+        )
+
+    async def _turn(self, inbound: Inbound) -> None:
+        typing = asyncio.create_task(self._typing(inbound.target))
+        try:
+            await self._ctx.handle(inbound)
+        except Exception as exc:
+            event(
+                log,
+                logging.ERROR,
+                "telegram_turn_failed",
+                agent=self.agent_id,
+                session=inbound.session_key,
+                error=repr(exc),
+            )
+        finally:
+            typing.cancel()
+
+    async def _typing(self, target: Target) -> None:
+        bot = self._bot
+        thread = int(target.thread_id) if target.thread_id is not None else None
+        while bot is not None:
+            try:
+                await bot.send_chat_action(
+                    chat_id_param(target.chat_id), ChatAction.TYPING, message_thread_id=thread
+                )
+            except TelegramError:
+                return  # cosmetic: a chat we cannot type in will show the reply's error
+            await self._ctx.clock.sleep(TYPING_EVERY)
+
+    async def _on_edit(self, message: Message) -> None:
+        user = message.from_user
+        text = message.text or message.caption
+        if user is None or not text or not self.is_allowed(str(user.id), user.username):
+            return
+        record = await self._ctx.store.edit_message(
+            platform=self.platform,
+            chat_id=str(message.chat.id),
+            platform_message_id=str(message.message_id),
+            text=text,
+        )
+        if record is not None:
+            event(
+                log,
+                logging.INFO,
+                "telegram_message_edited",
+                agent=self.agent_id,
+                session=record.session_key,
+                message=record.id,
+            )
+
+    async def _on_callback(self, query: CallbackQuery) -> None:
+        user = query.from_user
+        if not self.is_allowed(str(user.id), user.username):
+            with contextlib.suppress(TelegramError):
+                await query.answer()  # stop the spinner, say nothing
+            return
+        message = query.message if isinstance(query.message, Message) else None
+        where = None
+        if message is not None:
+            kind = chat_kind(message.chat.type)
+            where = self._where(message, kind, str(user.id), user.full_name, anonymous=False)
+        await self._commands.on_callback(query, message, where)
+
+    # --- who and where ----------------------------------------------------------------
+
+    def _where(
+        self, message: Message, kind: ChatKind, user_id: str, name: str, *, anonymous: bool = True
+    ) -> Where:
+        target = target_of(message)
+        return Where(
+            target=target,
+            chat_kind=kind,
+            session_key=session_key(self.agent_id, target, kind),
+            user_id=user_id,
+            user_name=name,
+            anonymous_admin=anonymous and anonymous_admin(message),
+        )
+
+    def _bot_id(self) -> int | None:
+        return self._bot.id if self._bot is not None else None
+
+    async def _is_admin(self, where: Where) -> bool:
+        bot = self._bot
+        if bot is None:
+            return False
+        try:
+            member = await bot.get_chat_member(
+                chat_id_param(where.target.chat_id), int(where.user_id)
+            )
+        except TelegramError as exc:
+            event(
+                log,
+                logging.WARNING,
+                "telegram_admin_check_failed",
+                chat=where.target.chat_id,
+                error=scrub(str(exc), self._token),
+            )
+            return False  # refuse when unsure
+        return member.status in ADMIN_STATUSES

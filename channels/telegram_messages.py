@@ -1,0 +1,61 @@
+"""Reading a Telegram message: which session it belongs to and whether it
+is meant for the bot."""
+
+from __future__ import annotations
+
+from telegram import Message
+from telegram.constants import ChatType, MessageEntityType
+
+from core.messages import ChatKind, Target
+
+
+def chat_kind(chat_type: str) -> ChatKind:
+    if chat_type == ChatType.PRIVATE:
+        return "private"
+    if chat_type == ChatType.CHANNEL:
+        return "channel"
+    return "group"  # group and supergroup
+
+
+def target_of(message: Message) -> Target:
+    """The chat, plus the forum topic when the message is in one. (Outside
+    forums, message_thread_id names a reply thread, which is no session.)"""
+    thread = message.message_thread_id if message.is_topic_message else None
+    return Target(
+        platform="telegram",
+        chat_id=str(message.chat.id),
+        thread_id=str(thread) if thread is not None else None,
+    )
+
+
+def addressed_to(message: Message, bot_id: int | None, username: str) -> bool:
+    """Mentioned by @username or by a text mention, or replied to."""
+    entities = {**message.parse_entities(), **message.parse_caption_entities()}
+    for entity, value in entities.items():
+        named = entity.type == MessageEntityType.MENTION and value[1:].lower() == username.lower()
+        linked = entity.type == MessageEntityType.TEXT_MENTION and entity.user is not None
+        if named or (linked and entity.user is not None and entity.user.id == bot_id):
+            return True
+    replied = message.reply_to_message
+    # In a forum topic every message "replies" to the topic's first (service)
+    # message; only a reply to one of ours counts.
+    return (
+        replied is not None
+        and replied.forum_topic_created is None
+        and replied.from_user is not None
+        and replied.from_user.id == bot_id
+    )
+
+
+def anonymous_admin(message: Message) -> bool:
+    """A group admin posting as the group itself: Telegram hides who it is
+    (the sender shows as a bot), but only admins can do that."""
+    return message.sender_chat is not None and message.sender_chat.id == message.chat.id
+
+
+def chat_id_param(chat_id: str) -> int | str:
+    """Numeric chat ids go to the API as numbers; "@channelname" stays text."""
+    try:
+        return int(chat_id)
+    except ValueError:
+        return chat_id

@@ -1,0 +1,189 @@
+"""Sending to Telegram at most once: what each Bot API failure means for a retry.
+
+The one question for every failure is "could Telegram have accepted it?"
+
+- 429 with retry_after, a 5xx answer, a connection that was never opened:
+  certainly not accepted, so retrying cannot make a second copy (retryable).
+- A timeout or broken connection after the request went out: maybe accepted
+  (unknown). Never retried, here or by the caller.
+- Blocked by the user, chat not found, not enough rights, bad request:
+  permanent; neither retryable nor unknown, so the heartbeat marks the
+  commitment failed at once.
+
+Ordinary replies have no retry loop of their own (ConversationManager sends
+once), so `send_once` waits out one short 429 and a couple of refused
+connections itself; a longer wait is handed back as retryable with its
+`retry_after` for the heartbeat's own backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import httpx
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+from telegram.warnings import PTBDeprecationWarning
+
+from core.clock import Clock
+from core.commitments.model import ID_PREFIX
+from core.logs import event
+from core.messages import SendResult
+
+log = logging.getLogger("kept.telegram")
+
+# A 429 asking for at most this long is waited out inside the send; longer
+# ones go back to the caller (the heartbeat retries with its own backoff).
+MAX_INLINE_RETRY_AFTER = 30.0
+# Connections refused before anything was sent: retried this often, with
+# CONNECT_BACKOFF * 2**n seconds in between.
+CONNECT_RETRIES = 2
+CONNECT_BACKOFF = 1.0
+
+# httpx failures that happen before a byte of the request left this process.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+# Callback data is at most 64 bytes: "<action>:<ids without the cm_ prefix>".
+CALLBACK_LIMIT = 64
+DISMISS = "d"
+SNOOZE_DAY = "s"
+
+
+def retry_after_seconds(exc: RetryAfter) -> float:
+    # PTB 22.2+ warns on every read of `retry_after` unless PTB_TIMEDELTA is
+    # set, and then returns a timedelta instead of an int: accept both.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = exc.retry_after
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return float(value)
+
+
+def classify(exc: Exception, *, secret: str = "") -> SendResult:
+    """The SendResult for a failed Bot API call (see the module docstring)."""
+    text = scrub(str(exc) or type(exc).__name__, secret)
+    if isinstance(exc, RetryAfter):
+        wait = retry_after_seconds(exc)
+        return SendResult(error=f"flood control: {text}", retryable=True, retry_after=wait)
+    if isinstance(exc, ChatMigrated):
+        return SendResult(error=f"the group moved to chat {exc.new_chat_id}")
+    if isinstance(exc, BadRequest):
+        return SendResult(error=f"bad request: {text}")  # PTB drops Telegram's prefix
+    if isinstance(exc, Forbidden | InvalidToken):
+        return SendResult(error=text)
+    if isinstance(exc, TimedOut | NetworkError):
+        cause = exc.__cause__
+        if isinstance(cause, _NOT_SENT):
+            return SendResult(error=f"not sent: {text}", retryable=True)
+        if cause is None or isinstance(cause, TelegramError):
+            # An HTTP answer (5xx, 502 from a proxy): the server said no.
+            return SendResult(error=f"server error: {text}", retryable=True)
+        return SendResult(error=f"outcome unknown: {text}", unknown=True)
+    if isinstance(exc, TelegramError):
+        return SendResult(error=text)
+    # Anything else escaped from the HTTP layer mid-request: it may have gone out.
+    return SendResult(error=f"outcome unknown: {type(exc).__name__}: {text}", unknown=True)
+
+
+async def send_once(
+    call: Callable[[], Awaitable[Message | bool]],
+    clock: Clock,
+    *,
+    secret: str = "",
+    what: str = "send",
+    chat: str | None = None,
+) -> SendResult:
+    """Run one Bot API send; retry only what Telegram certainly did not take."""
+    waited_flood = False
+    refused = 0
+    while True:
+        try:
+            sent = await call()
+        except Exception as exc:
+            result = classify(exc, secret=secret)
+        else:
+            message_id = str(sent.message_id) if isinstance(sent, Message) else None
+            return SendResult(message_id=message_id)
+        wait: float | None = None
+        if result.retry_after is not None:
+            if not waited_flood and result.retry_after <= MAX_INLINE_RETRY_AFTER:
+                waited_flood = True
+                wait = result.retry_after
+        elif result.retryable and refused < CONNECT_RETRIES:
+            wait = CONNECT_BACKOFF * 2**refused
+            refused += 1
+        if wait is None:
+            return result
+        event(
+            log,
+            logging.INFO,
+            "telegram_retry",
+            what=what,
+            chat=chat,
+            wait_s=wait,
+            error=result.error,
+        )
+        await clock.sleep(wait)
+
+
+def scrub(text: str, secret: str) -> str:
+    """Error texts can carry the request URL, and the URL carries the token."""
+    return text.replace(secret, "<token>") if secret else text
+
+
+def followup_keyboard(ids_csv: str | None) -> InlineKeyboardMarkup | None:
+    """The "Dismiss" / "Snooze 1 day" buttons for a follow-up about these ids."""
+    ids = [i.strip() for i in (ids_csv or "").split(",") if i.strip()]
+    packed = pack_ids(ids)
+    if not packed:
+        return None
+    return InlineKeyboardMarkup(
+        [
+            [
+                InlineKeyboardButton("Dismiss", callback_data=f"{DISMISS}:{packed}"),
+                InlineKeyboardButton("Snooze 1 day", callback_data=f"{SNOOZE_DAY}:{packed}"),
+            ]
+        ]
+    )
+
+
+def pack_ids(ids: list[str]) -> str:
+    """Ids joined by commas without the fixed prefix, as many as fit the
+    64-byte callback data next to the action (four standard ids); a check-in
+    about more than that is rare, and the rest stay reachable by /dismiss."""
+    room = CALLBACK_LIMIT - len(f"{DISMISS}:")
+    packed = ""
+    for commitment_id in ids:
+        token = commitment_id.removeprefix(ID_PREFIX)
+        if "," in token or ":" in token or not token:
+            continue
+        candidate = f"{packed},{token}" if packed else token
+        if len(candidate.encode()) > room:
+            event(log, logging.WARNING, "telegram_buttons_truncated", ids=len(ids))
+            break
+        packed = candidate
+    return packed
+
+
+def unpack_callback(data: str | None) -> tuple[str, list[str]] | None:
+    """(action, commitment ids) from a button's callback data, or None."""
+    if not data or ":" not in data:
+        return None
+    action, _, packed = data.partition(":")
+    if action not in (DISMISS, SNOOZE_DAY):
+        return None
+    ids = [ID_PREFIX + token for token in packed.split(",") if token]
+    return (action, ids) if ids else None

@@ -1,0 +1,222 @@
+"""The Dismiss / Snooze 1 day buttons under a heartbeat follow-up."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import discord
+import pytest
+from discord.ext.test import backend
+
+from channels.discord_views import custom_id, followup_view
+from core.commitments.model import Commitment
+from core.messages import Outbound, Target
+from tests.fakes.discord_helpers import (
+    Responses,
+    Rig,
+    build_rig,
+    button_ids,
+    capture_responses,
+    click,
+    record_payloads,
+    sent_messages,
+)
+
+EPHEMERAL = 64
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
+    rig = await build_rig(tmp_path)
+    yield rig
+    await rig.close()
+
+
+@pytest.fixture
+def answers(monkeypatch: pytest.MonkeyPatch) -> Responses:
+    return capture_responses(monkeypatch)
+
+
+def target(channel: Any) -> Target:
+    return Target("discord", str(channel.id))
+
+
+async def follow_up(rig: Rig, channel: Any, *commitments: Commitment) -> discord.Message:
+    """What the heartbeat does: send the check-in, then mark it sent."""
+    ids = ",".join(c.id for c in commitments)
+    result = await rig.adapter.send(
+        Outbound(target(channel), "How did the interview go?", extras={"commitments": ids})
+    )
+    assert result.ok and result.message_id is not None
+    for c in commitments:
+        await rig.services.commitment_store.mark_sent(
+            c.id, now=rig.clock.now(), message_id=result.message_id
+        )
+    [message] = sent_messages()
+    return message
+
+
+def components(ids: list[str]) -> list[dict[str, Any]]:
+    view = followup_view(ids)
+    assert view is not None
+    return view.to_components()
+
+
+async def press(
+    rig: Rig,
+    message: discord.Message,
+    action: str,
+    ids: list[str],
+    user: Any,
+    permissions: discord.Permissions | None = None,
+) -> None:
+    await click(
+        rig.bot,
+        message=message,
+        components=components(ids),
+        custom_id=custom_id(action, ids),  # type: ignore[arg-type]
+        user=user,
+        permissions=permissions,
+    )
+
+
+def edited(answers: Responses) -> str:
+    kind, data = answers.calls[-1]
+    assert kind == 7, f"expected the message to be updated, got {answers.calls[-1]}"
+    assert data["components"] == [], "the buttons are gone once used"
+    return str(data["content"])
+
+
+def refused(answers: Responses) -> str:
+    kind, data = answers.calls[-1]
+    assert kind == 4 and data["flags"] & EPHEMERAL
+    return str(data["content"])
+
+
+async def test_a_follow_up_carries_both_buttons_on_its_last_chunk(rig: Rig) -> None:
+    channel, alice = rig.channel(0), rig.member(0)
+    c = await rig.seed(channel, alice)
+    payloads = record_payloads(rig.bot)
+
+    await rig.adapter.send(Outbound(target(channel), "Hi!", extras={"commitments": c.id}))
+    long_text = ("Para one. " * 150).strip() + "\n\n" + ("Para two. " * 150).strip()
+    await rig.adapter.send(Outbound(target(channel), long_text, extras={"commitments": c.id}))
+    await rig.adapter.send(Outbound(target(channel), "A plain reply."))
+
+    ids = [f"kept:fu:dismiss:{c.id}", f"kept:fu:snooze:{c.id}"]
+    assert [button_ids(p) for p in payloads] == [ids, [], ids, []]
+    labels = [b["label"] for b in payloads[0]["components"][0]["components"]]
+    assert labels == ["Dismiss", "Snooze 1 day"]
+    # The buttons are dynamic items: nothing per message is kept in memory.
+    assert not rig.bot._connection._view_store._synced_message_views
+    sent_messages()
+
+
+async def test_dismiss_on_a_sent_follow_up(rig: Rig, answers: Responses) -> None:
+    channel, alice = rig.channel(0), rig.member(0)
+    c = await rig.seed(channel, alice)
+    message = await follow_up(rig, channel, c)
+
+    await press(rig, message, "dismiss", [c.id], alice)
+
+    content = edited(answers)
+    assert content.startswith("How did the interview go?")
+    assert content.endswith(f"-# Dismissed by {alice.display_name}. I won't follow up on this.")
+    assert await rig.status(c.id) == "sent"  # final already: nothing more will come
+    assert rig.model.requests == [], "a click is never a conversation turn"
+
+
+async def test_dismiss_on_an_active_commitment(rig: Rig, answers: Responses) -> None:
+    channel, alice = rig.channel(0), rig.member(0)
+    c = await rig.seed(channel, alice)
+    message = backend.make_message("How did the interview go?", rig.bot.user, channel)
+
+    await press(rig, message, "dismiss", [c.id], alice)
+
+    assert "Dismissed by" in edited(answers)
+    assert await rig.status(c.id) == "dismissed"
+
+
+async def test_snooze_on_a_sent_follow_up_asks_again_in_a_day(rig: Rig, answers: Responses) -> None:
+    channel, alice = rig.channel(0), rig.member(0)
+    c = await rig.seed(channel, alice)
+    message = await follow_up(rig, channel, c)
+
+    await press(rig, message, "snooze", [c.id], alice)
+
+    tomorrow = rig.clock.now() + timedelta(days=1)
+    assert edited(answers).endswith(
+        f"-# Snoozed by {alice.display_name}. I'll ask again <t:{int(tomorrow.timestamp())}:R>."
+    )
+    key = f"agent:main:discord:channel:{channel.id}"
+    [reminder] = await rig.services.reminders.list_for_session("main", key)
+    assert reminder.text == "How did the interview go?"
+    assert reminder.next_fire_at == tomorrow
+    assert reminder.target == target(channel)
+    assert reminder.created_by == str(alice.id)
+
+    # A second click (a race with the edit) does not schedule it twice.
+    await press(rig, message, "snooze", [c.id], alice)
+    assert "Snoozed by" in refused(answers)
+    assert len(await rig.services.reminders.list_for_session("main", key)) == 1
+
+
+async def test_snooze_on_an_active_commitment(rig: Rig, answers: Responses) -> None:
+    channel, alice = rig.channel(0), rig.member(0)
+    c = await rig.seed(channel, alice)
+    message = backend.make_message("How did the interview go?", rig.bot.user, channel)
+
+    await press(rig, message, "snooze", [c.id], alice)
+
+    assert "Snoozed by" in edited(answers)
+    found = await rig.services.commitment_store.get(c.id)
+    assert found is not None and found.status == "snoozed"
+    assert found.due_earliest == rig.clock.now() + timedelta(days=1)
+
+
+async def test_another_member_is_refused(rig: Rig, answers: Responses) -> None:
+    channel, alice, bob = rig.channel(0), rig.member(0), rig.member(1)
+    c = await rig.seed(channel, alice)
+    message = await follow_up(rig, channel, c)
+
+    await press(rig, message, "dismiss", [c.id], bob)
+    assert "Only the person this follow-up is for" in refused(answers)
+    await press(rig, message, "snooze", [c.id], bob)
+    assert "Only the person this follow-up is for" in refused(answers)
+    key = rig.scope(channel, alice).session_key
+    assert await rig.services.reminders.list_for_session("main", key) == []
+
+    await press(
+        rig, message, "dismiss", [c.id], bob, permissions=discord.Permissions(manage_messages=True)
+    )
+    assert f"Dismissed by {bob.display_name}" in edited(answers)
+
+
+async def test_an_id_from_another_chat_is_not_found(rig: Rig, answers: Responses) -> None:
+    here, elsewhere, alice = rig.channel(0), rig.channel(1), rig.member(0)
+    other = await rig.seed(elsewhere, alice)
+    message = backend.make_message("How did the interview go?", rig.bot.user, here)
+
+    await press(rig, message, "dismiss", [other.id], alice)
+
+    assert refused(answers) == "That follow-up was not found in this chat."
+    assert await rig.status(other.id) == "pending"
+
+
+async def test_buttons_work_for_a_message_this_process_never_sent(
+    rig: Rig, answers: Responses
+) -> None:
+    # After a restart the bot has no memory of the message: the click is
+    # routed by the registered dynamic item alone, from its custom_id.
+    channel, alice = rig.channel(0), rig.member(0)
+    c = await rig.seed(channel, alice)
+    await rig.services.commitment_store.mark_sent(c.id, now=rig.clock.now(), message_id="1")
+    message = backend.make_message("How did the interview go?", rig.bot.user, channel)
+    assert not rig.bot._connection._view_store._views
+
+    await press(rig, message, "dismiss", [c.id], alice)
+
+    assert "Dismissed by" in edited(answers)
