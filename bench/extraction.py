@@ -122,7 +122,7 @@ class Side:
         self.replayable: list[ReplyEvent] = []
 
     async def _remember(self, event: ReplyEvent) -> None:
-        if len(self.replayable) < 100:
+        if len(self.replayable) < 1000:
             self.replayable.append(event)
 
     async def turns(self, start: int, count: int, sessions: int) -> int:
@@ -168,12 +168,12 @@ async def interleaved(a: Side, b: Side, turns: int, sessions: int, chunk: int) -
 
 
 async def cost_per_exchange(tmp: Path, exchanges: int = 2000) -> float:
-    """Microseconds of event-loop time the worker spends per queued exchange
-    (prompt, model call, parse, rules, store), measured with no turns running."""
+    """Wall microseconds the worker needs per queued exchange (prompt, model
+    call, parse, rules, store), measured with no turns running, on the same
+    mix of messages as the turns (one in ten proposes a follow-up)."""
     side = Side(tmp / "cost.sqlite", enabled=True)
     await side.open()
-    for i in range(100):  # sessions and one stored exchange each, to replay
-        await side.turns(i, 1, 100)
+    await side.turns(0, 1000, 100)  # sessions, stored exchanges to replay
     events = list(side.replayable)
     started = time.perf_counter()
     for n in range(exchanges):

@@ -24,8 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
-from core.clock import SystemClock
-from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, iso_utc, to_json
+from core.clock import SystemClock, iso_utc
+from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
 from core.commitments.service import CommitmentService, SnoozeError
 from core.commitments.store import CommitmentStore, Filter, commitment_store_for
 from core.config import ConfigError, parse_duration

@@ -124,11 +124,7 @@ class DiscordAdapter(ChannelAdapter):
         self._ctx = ctx
         self.gate = Gate(self._settings, ctx.clock)
         self.followups = FollowUpActions(
-            commitments=ctx.commitments,
-            reminders=ctx.reminders,
-            config=ctx.config,
-            clock=ctx.clock,
-            gate=self.gate,
+            commitments=ctx.commitments, config=ctx.config, gate=self.gate
         )
         self._bot = KeptBot(self)
         support = CommandSupport(

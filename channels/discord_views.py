@@ -21,17 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
+from zoneinfo import ZoneInfo
 
 import discord
 
-from channels.discord_scope import ChatRef, Gate, interaction_chat, may_manage
-from core.clock import Clock
+from channels.discord_scope import Gate, interaction_chat, may_manage
 from core.commitments.model import STATUSES, Commitment
-from core.commitments.service import CommitmentService, SnoozeError, chat_filter
+from core.commitments.service import CommitmentService, chat_filter
 from core.config import KeptConfig
 from core.logs import event
-from core.messages import Target
-from core.reminders import ReminderService, Schedule
 
 log = logging.getLogger("kept.discord")
 
@@ -119,18 +117,14 @@ class FollowUpActions:
         self,
         *,
         commitments: CommitmentService,
-        reminders: ReminderService,
         config: Callable[[], KeptConfig],
-        clock: Clock,
         gate: Gate,
     ) -> None:
         self._commitments = commitments
-        self._reminders = reminders
         self._config = config
-        self._clock = clock
         self._gate = gate
         # Messages being handled, and recently handled ones with their note:
-        # a double click must not snooze (or schedule a reminder) twice.
+        # a double click must not snooze twice.
         self._busy: set[int] = set()
         self._done: OrderedDict[int, str] = OrderedDict()
 
@@ -164,7 +158,7 @@ class FollowUpActions:
             if action == "dismiss":
                 note, problem = await self._dismiss(interaction, agent_id, key, found)
             else:
-                note, problem = await self._snooze(interaction, agent_id, key, ref, found)
+                note, problem = await self._snooze(interaction, agent_id, key, found)
             if problem is not None:
                 await _ephemeral(interaction, problem)
                 return
@@ -192,65 +186,27 @@ class FollowUpActions:
     async def _dismiss(
         self, interaction: discord.Interaction, agent_id: str, key: str, found: list[Commitment]
     ) -> tuple[str, str | None]:
-        active = [c.id for c in found if c.active]
-        if active:
-            outcome = await self._commitments.dismiss(active, chat_filter(agent_id, key, None))
-            raced = [why for _, why in outcome.failed if not why.startswith("already ")]
-            if raced:
-                return "", f"Could not dismiss it: {raced[0]}."
-        # A follow-up already sent, resolved or expired is never brought up
-        # again, so "dismissed" holds for those too.
+        # Core decides what a click means, on a delivered (`sent`) follow-up
+        # as on an active one.
+        outcome = await self._commitments.followup_dismiss(
+            [c.id for c in found], chat_filter(agent_id, key, None)
+        )
+        if not outcome.dismissed:
+            return "", f"Nothing changed: {outcome.failed[0][1]}."
         return f"Dismissed by {_name(interaction)}. I won't follow up on this.", None
 
     async def _snooze(
-        self,
-        interaction: discord.Interaction,
-        agent_id: str,
-        key: str,
-        ref: ChatRef,
-        found: list[Commitment],
+        self, interaction: discord.Interaction, agent_id: str, key: str, found: list[Commitment]
     ) -> tuple[str, str | None]:
-        until = self._clock.now() + SNOOZE_FOR
-        where = chat_filter(agent_id, key, None)
-        snoozed = 0
-        for c in (c for c in found if c.active):
-            try:
-                await self._commitments.snooze(c.id, duration=SNOOZE_FOR, where=where)
-            except SnoozeError as exc:
-                return "", f"Could not snooze it: {exc}."
-            snoozed += 1
-        sent = [c for c in found if c.status == "sent"]
-        if sent:
-            # A delivered follow-up is final as a commitment; asking again in
-            # a day is then an explicit request for a time, i.e. a reminder,
-            # sent once to exactly this follow-up's chat and thread.
-            await self._remind_again(interaction, agent_id, key, sent, until)
-        elif not snoozed:
-            return "", f"Nothing to snooze: this follow-up is already {found[0].status}."
-        return f"Snoozed by {_name(interaction)}. I'll ask again {_when(until)}.", None
-
-    async def _remind_again(
-        self,
-        interaction: discord.Interaction,
-        agent_id: str,
-        key: str,
-        sent: list[Commitment],
-        until: datetime,
-    ) -> None:
-        first = sent[0]
-        message = interaction.message
-        text = (message.content.strip() if message is not None else "") or "\n".join(
-            c.suggested_text for c in sent
+        # The heartbeat brings the topic up again then, in a new check-in.
+        outcome = await self._commitments.followup_snooze(
+            [c.id for c in found], duration=SNOOZE_FOR, where=chat_filter(agent_id, key, None)
         )
+        if not outcome.snoozed:
+            return "", f"Nothing changed: {outcome.failed[0][1]}."
+        until = min(c.due_earliest for c in outcome.snoozed)
         timezone = _timezone(self._config(), agent_id)
-        await self._reminders.schedule(
-            agent_id=agent_id,
-            session_key=key,
-            target=Target(first.platform, first.chat_id, first.thread_id),
-            created_by=str(interaction.user.id),
-            text=text,
-            schedule=Schedule("after", until, None, timezone),
-        )
+        return f"Snoozed by {_name(interaction)} until {_local(until, timezone)}.", None
 
     def _remember(self, message_id: int, note: str) -> None:
         if not message_id:
@@ -280,9 +236,13 @@ def _name(interaction: discord.Interaction) -> str:
     return discord.utils.escape_mentions(interaction.user.display_name)
 
 
-def _when(instant: datetime) -> str:
-    """A Discord timestamp: every reader sees it in their own time zone."""
-    return f"<t:{int(instant.timestamp())}:R>"
+def _local(instant: datetime, timezone: str) -> str:
+    """`Tue 01 Dec 18:00 (Europe/Paris)`: the time in the agent's time zone."""
+    try:
+        zone = ZoneInfo(timezone)
+    except (ValueError, KeyError):
+        zone, timezone = ZoneInfo("UTC"), "UTC"
+    return f"{instant.astimezone(zone):%a %d %b %H:%M} ({timezone})"
 
 
 def _timezone(config: KeptConfig, agent_id: str) -> str:

@@ -225,22 +225,22 @@ class TelegramCommands:
             return False, "Not found in this chat."
         if not await self._may_change(current.sender_id, where):
             return False, f"Sorry, {REFUSED}."
+        # Core decides what a press means, on a delivered (`sent`) follow-up
+        # as on an active one: Dismiss closes it, Snooze brings it up again
+        # through the heartbeat a day later.
         scope = self._scope(where)
         if action == DISMISS:
-            outcome = await self._ctx.commitments.dismiss([commitment_id], scope)
-            if outcome.dismissed:
+            dismissed = await self._ctx.commitments.followup_dismiss([commitment_id], scope)
+            if dismissed.dismissed:
                 return True, f"Dismissed by {where.user_name}."
-            return False, _closed(outcome.failed[0][1])
-        try:
-            done = await self._ctx.commitments.snooze(
-                commitment_id, duration=SNOOZE_BUTTON, where=scope
-            )
-        except SnoozeError as exc:
-            return False, _closed(str(exc).removeprefix(f"{commitment_id}: "))
-        return (
-            True,
-            f"Snoozed by {where.user_name} until {when(done.due_earliest, self._timezone())}.",
+            return False, _unchanged(dismissed.failed[0][1])
+        snoozed = await self._ctx.commitments.followup_snooze(
+            [commitment_id], duration=SNOOZE_BUTTON, where=scope
         )
+        if not snoozed.snoozed:
+            return False, _unchanged(snoozed.failed[0][1])
+        until = when(snoozed.snoozed[0].due_earliest, self._timezone())
+        return True, f"Snoozed by {where.user_name} until {until}."
 
     # --- scope and permission ------------------------------------------------
 
@@ -293,11 +293,7 @@ def when(moment: datetime, timezone: str) -> str:
     return f"{moment.astimezone(zone):%a %d %b %H:%M} ({timezone})"
 
 
-def _closed(reason: str) -> str:
-    if reason == "already sent":
-        # A delivered follow-up is final in core: it will not be brought up
-        # again, and core cannot reopen it for a snooze.
-        return "This follow-up was already delivered; there is nothing left to change."
+def _unchanged(reason: str) -> str:
     return f"Nothing changed: {reason}."
 
 

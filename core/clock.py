@@ -9,6 +9,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 
+def iso_utc(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a `Z`, to the second: how every `--json` prints times."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 class Clock(Protocol):
     def now(self) -> datetime:
         """The current time, timezone-aware, in UTC."""

@@ -125,7 +125,10 @@ async def test_dismiss_on_a_sent_follow_up(rig: Rig, answers: Responses) -> None
     content = edited(answers)
     assert content.startswith("How did the interview go?")
     assert content.endswith(f"-# Dismissed by {alice.display_name}. I won't follow up on this.")
-    assert await rig.status(c.id) == "sent"  # final already: nothing more will come
+    closed = await rig.services.commitment_store.get(c.id)
+    assert closed is not None and closed.status == "dismissed"
+    assert closed.sent_at is not None, "the delivery still counts toward the daily cap"
+    assert closed.dismissed_at == rig.clock.now()
     assert rig.model.requests == [], "a click is never a conversation turn"
 
 
@@ -140,28 +143,54 @@ async def test_dismiss_on_an_active_commitment(rig: Rig, answers: Responses) -> 
     assert await rig.status(c.id) == "dismissed"
 
 
-async def test_snooze_on_a_sent_follow_up_asks_again_in_a_day(rig: Rig, answers: Responses) -> None:
+async def test_snooze_on_a_sent_follow_up_reopens_it_for_tomorrow(
+    rig: Rig, answers: Responses
+) -> None:
     channel, alice = rig.channel(0), rig.member(0)
     c = await rig.seed(channel, alice)
     message = await follow_up(rig, channel, c)
+    delivered = await rig.services.commitment_store.get(c.id)
+    assert delivered is not None
 
     await press(rig, message, "snooze", [c.id], alice)
 
-    tomorrow = rig.clock.now() + timedelta(days=1)
+    # 09:00 UTC tomorrow, in the agent's time zone.
     assert edited(answers).endswith(
-        f"-# Snoozed by {alice.display_name}. I'll ask again <t:{int(tomorrow.timestamp())}:R>."
+        f"-# Snoozed by {alice.display_name} until Tue 01 Dec 10:00 (Europe/Paris)."
     )
+    tomorrow = rig.clock.now() + timedelta(days=1)
+    found = await rig.services.commitment_store.get(c.id)
+    assert found is not None and found.status == "snoozed"
+    assert (found.due_earliest, found.due_latest) == (tomorrow, tomorrow + timedelta(hours=24))
+    assert found.sent_at == delivered.sent_at
+    # No reminder any more: the heartbeat brings the topic up again itself.
     key = f"agent:main:discord:channel:{channel.id}"
-    [reminder] = await rig.services.reminders.list_for_session("main", key)
-    assert reminder.text == "How did the interview go?"
-    assert reminder.next_fire_at == tomorrow
-    assert reminder.target == target(channel)
-    assert reminder.created_by == str(alice.id)
+    assert await rig.services.reminders.list_for_session("main", key) == []
 
-    # A second click (a race with the edit) does not schedule it twice.
+    # A second click (a race with the edit) does not snooze it again.
+    await rig.clock.advance(60)
     await press(rig, message, "snooze", [c.id], alice)
     assert "Snoozed by" in refused(answers)
-    assert len(await rig.services.reminders.list_for_session("main", key)) == 1
+    again = await rig.services.commitment_store.get(c.id)
+    assert again is not None and again.due_earliest == tomorrow
+
+
+async def test_buttons_on_a_resolved_or_expired_follow_up_say_so(
+    rig: Rig, answers: Responses
+) -> None:
+    channel, alice = rig.channel(0), rig.member(0)
+    resolved = await rig.seed(channel, alice, "Resolved?")
+    expired = await rig.seed(channel, alice, "Expired?")
+    store, now = rig.services.commitment_store, rig.clock.now()
+    await store.apply_extraction(resolved.scope, [], [resolved.id], now=now)
+    await store.expire(before=now + timedelta(days=2), now=now)
+
+    for c, status in ((resolved, "resolved"), (expired, "expired")):
+        for action in ("dismiss", "snooze"):
+            message = backend.make_message("How did the interview go?", rig.bot.user, channel)
+            await press(rig, message, action, [c.id], alice)
+            assert refused(answers) == f"Nothing changed: already {status}."
+        assert await rig.status(c.id) == status
 
 
 async def test_snooze_on_an_active_commitment(rig: Rig, answers: Responses) -> None:
@@ -186,8 +215,7 @@ async def test_another_member_is_refused(rig: Rig, answers: Responses) -> None:
     assert "Only the person this follow-up is for" in refused(answers)
     await press(rig, message, "snooze", [c.id], bob)
     assert "Only the person this follow-up is for" in refused(answers)
-    key = rig.scope(channel, alice).session_key
-    assert await rig.services.reminders.list_for_session("main", key) == []
+    assert await rig.status(c.id) == "sent"
 
     await press(
         rig, message, "dismiss", [c.id], bob, permissions=discord.Permissions(manage_messages=True)
@@ -201,9 +229,11 @@ async def test_an_id_from_another_chat_is_not_found(rig: Rig, answers: Responses
     message = backend.make_message("How did the interview go?", rig.bot.user, here)
 
     await press(rig, message, "dismiss", [other.id], alice)
-
     assert refused(answers) == "That follow-up was not found in this chat."
-    assert await rig.status(other.id) == "pending"
+    await rig.services.commitment_store.mark_sent(other.id, now=rig.clock.now(), message_id="1")
+    await press(rig, message, "snooze", [other.id], alice)
+    assert refused(answers) == "That follow-up was not found in this chat."
+    assert await rig.status(other.id) == "sent"
 
 
 async def test_buttons_work_for_a_message_this_process_never_sent(
@@ -220,3 +250,4 @@ async def test_buttons_work_for_a_message_this_process_never_sent(
     await press(rig, message, "dismiss", [c.id], alice)
 
     assert "Dismissed by" in edited(answers)
+    assert await rig.status(c.id) == "dismissed"

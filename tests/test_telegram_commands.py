@@ -223,6 +223,26 @@ async def test_snooze_button_moves_the_commitment_a_day(tg: TelegramHarness) -> 
     assert "Snoozed by Ana until Tue 01 Dec 10:00 (Europe/Paris)" in sent.text
 
 
+async def test_buttons_on_a_resolved_or_expired_follow_up_say_so(tg: TelegramHarness) -> None:
+    resolved, expired = await tg.seed(scope(42), "Resolved?"), await tg.seed(scope(42), "Expired?")
+    store, now = tg.services.commitment_store, tg.clock.now()
+    await store.apply_extraction(scope(42), [], [resolved.id], now=now)
+    await store.expire(before=now + timedelta(days=2), now=now)
+    await tg.start()
+
+    for c, status in ((resolved, "resolved"), (expired, "expired")):
+        sent = await follow_up(tg, c.id)
+        for data in (b["callback_data"] for b in buttons(sent)):
+            before = len(tg.fake.calls_to("answerCallbackQuery"))
+            await tg.fake.push_callback(sent, data, user_id=42)
+            await tg.fake.wait_for(
+                lambda b=before: len(tg.fake.calls_to("answerCallbackQuery")) > b
+            )
+            answer = tg.fake.calls_to("answerCallbackQuery")[-1].params
+            assert answer["text"] == f"Nothing changed: already {status}."
+        assert (await tg.commitment(c.id)).status == status and sent.edits == []
+
+
 async def test_a_group_member_who_is_not_the_sender_cannot_press_the_buttons(
     tg: TelegramHarness,
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +66,65 @@ async def test_heartbeat_follow_up_arrives_in_its_topic_with_buttons(tg: Telegra
     assert tg.fake.sent[-1].thread_id == TOPIC
 
 
-async def test_buttons_on_a_delivered_follow_up_say_there_is_nothing_left(
+async def test_snooze_on_a_delivered_follow_up_brings_it_up_again_tomorrow(
     tg: TelegramHarness,
 ) -> None:
-    # Core makes a delivered commitment final (`sent`): neither dismiss nor
-    # snooze applies any more, and the adapter says so instead of pretending.
+    # By the time anyone presses, the heartbeat has marked the commitment
+    # `sent`; core reopens it as snoozed, and the heartbeat asks again a day
+    # later, in one new check-in.
     c = await tg.seed(scope(42))
     await tg.start()
     tg.model.steps.append(text("How did it go?"))
     await tg.services.heartbeat.tick()
     sent = tg.fake.sent[0]
-    assert sent.reply_markup is not None
+    delivered = await tg.commitment(c.id)
+    assert sent.reply_markup is not None and delivered.status == "sent"
     snooze = sent.reply_markup["inline_keyboard"][0][1]["callback_data"]
 
-    await tg.fake.push_callback(sent, snooze, user_id=42)
-    await tg.fake.wait_for(lambda: tg.fake.calls_to("answerCallbackQuery"))
+    await tg.fake.push_callback(sent, snooze, user_id=42, name="Ana")
+    await tg.fake.wait_for(lambda: sent.edits)
+    tomorrow = tg.clock.now() + timedelta(days=1)
+    assert sent.text == "How did it go?\n\n— Snoozed by Ana until Tue 01 Dec 09:00 (UTC)."
+    assert sent.reply_markup is None
     answer = tg.fake.calls_to("answerCallbackQuery")[0].params
-    assert "already delivered" in answer["text"]
-    assert (await tg.commitment(c.id)).status == "sent" and sent.edits == []
+    assert answer["text"] == "Snoozed by Ana until Tue 01 Dec 09:00 (UTC)."
+    snoozed = await tg.commitment(c.id)
+    assert (snoozed.status, snoozed.due_earliest) == ("snoozed", tomorrow)
+    assert snoozed.sent_at == delivered.sent_at  # that delivery still counts toward the cap
+
+    await tg.services.heartbeat.tick()
+    await tg.clock.advance(23 * 3600)
+    await tg.services.heartbeat.tick()
+    assert len(tg.fake.sent) == 1, "nothing before the snooze is over"
+    await tg.clock.advance(3600)
+    tg.model.steps.append(text("Hi again! How did the interview go in the end?"))
+    await tg.services.heartbeat.tick()
+    await tg.services.heartbeat.tick()
+    assert [s.text for s in tg.fake.sent[1:]] == ["Hi again! How did the interview go in the end?"]
+    again = await tg.commitment(c.id)
+    assert again.status == "sent" and again.sent_at == tomorrow
+
+
+async def test_dismiss_on_a_delivered_follow_up_closes_it(tg: TelegramHarness) -> None:
+    c = await tg.seed(scope(42))
+    await tg.start()
+    tg.model.steps.append(text("How did it go?"))
+    await tg.services.heartbeat.tick()
+    sent = tg.fake.sent[0]
+    sent_at = (await tg.commitment(c.id)).sent_at
+    assert sent.reply_markup is not None
+    dismiss = sent.reply_markup["inline_keyboard"][0][0]["callback_data"]
+
+    await tg.fake.push_callback(sent, dismiss, user_id=42, name="Ana")
+    await tg.fake.wait_for(lambda: sent.edits)
+    assert sent.text == "How did it go?\n\n— Dismissed by Ana."
+    closed = await tg.commitment(c.id)
+    assert closed.status == "dismissed" and closed.dismissed_at == tg.clock.now()
+    assert closed.sent_at == sent_at
+
+    # A stale copy of the buttons (another device) is told, and changes nothing.
+    await tg.fake.push_callback(sent, dismiss, user_id=42)
+    await tg.fake.wait_for(lambda: len(tg.fake.calls_to("answerCallbackQuery")) == 2)
+    answer = tg.fake.calls_to("answerCallbackQuery")[1].params
+    assert answer["text"] == "Nothing changed: already dismissed." and answer["show_alert"]
+    assert len(sent.edits) == 1

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal, get_args
+
+from core.clock import iso_utc
 
 Status = Literal["pending", "snoozed", "sent", "dismissed", "resolved", "expired", "failed"]
 Kind = Literal["event_check_in", "deadline_check", "care_check_in", "open_loop"]
@@ -117,13 +119,6 @@ class Commitment:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE_STATUSES
-
-
-def iso_utc(value: datetime | None) -> str | None:
-    """ISO 8601 in UTC with a `Z`, to the second (what `--json` prints)."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def to_json(c: Commitment) -> dict[str, Any]:

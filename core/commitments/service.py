@@ -1,5 +1,5 @@
-"""List, dismiss and snooze: the operations behind `kept commitments` and the
-Discord / Telegram slash commands.
+"""List, dismiss and snooze: the operations behind `kept commitments`, the
+Discord / Telegram slash commands, and the buttons under a follow-up.
 
 Callers say what they may see with a Filter. The admin CLI sees everything;
 a chat command passes `chat_filter(agent, session key, sender)`, so an id
@@ -32,6 +32,13 @@ def chat_filter(agent_id: str, session_key: str, sender_id: str | None) -> Filte
 class DismissOutcome:
     dismissed: list[Commitment] = field(default_factory=list)
     # (id, why) for each id that could not be dismissed, in request order.
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SnoozeOutcome:
+    snoozed: list[Commitment] = field(default_factory=list)
+    # (id, why) for each id that could not be snoozed, in request order.
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -101,6 +108,106 @@ class CommitmentService:
         if done is None:  # changed between the two statements (sent, dismissed)
             raise SnoozeError(f"{commitment_id}: {await self._why_not(commitment_id, where)}")
         return done
+
+    # --- the follow-up buttons -----------------------------------------------
+    #
+    # By the time anyone presses a button under a heartbeat follow-up, the
+    # heartbeat has marked its commitments `sent`. The buttons still mean
+    # something then, so unlike `dismiss` / `snooze` these also act on `sent`
+    # ones. Both chat adapters call these; scope and permission checks stay
+    # theirs (`where` is the chat's filter, as for the slash commands).
+
+    async def followup_dismiss(
+        self, ids: Sequence[str], where: Filter | None = None
+    ) -> DismissOutcome:
+        """The Dismiss button: active commitments become `dismissed` as with
+        `dismiss`; a `sent` one becomes `dismissed` too, keeping `sent_at`
+        (that delivery still counts toward the rolling cap). Any other final
+        status fails with "already <status>"."""
+        outcome = DismissOutcome()
+        for commitment_id in dict.fromkeys(i.strip() for i in ids):
+            now = self._clock.now()
+            # Active first: the heartbeat may mark it sent between the two.
+            done = await self._store.dismiss(commitment_id, now=now, where=where)
+            if done is None:
+                done = await self._store.dismiss_sent(commitment_id, now=now, where=where)
+            if done is not None:
+                outcome.dismissed.append(done)
+                continue
+            outcome.failed.append((commitment_id, await self._why_not(commitment_id, where)))
+        return outcome
+
+    async def followup_snooze(
+        self, ids: Sequence[str], *, duration: timedelta, where: Filter | None = None
+    ) -> SnoozeOutcome:
+        """The Snooze button: each commitment, active or `sent`, becomes
+        `snoozed` with due window [now + duration, + its width (at least
+        MIN_SNOOZE_WINDOW, at most MAX_WINDOW)], so the heartbeat brings the
+        topic up again then, in a new check-in counted like any other. A
+        `sent` one keeps its `sent_at`. Any other final status fails with
+        "already <status>". Raises SnoozeError for a duration out of range."""
+        if duration <= timedelta(0):
+            raise SnoozeError("the snooze duration must be positive")
+        if duration > MAX_HORIZON:
+            raise SnoozeError(f"snooze at most {MAX_HORIZON.days} days ahead")
+        outcome = SnoozeOutcome()
+        for commitment_id in dict.fromkeys(i.strip() for i in ids):
+            done, why = await self._followup_snooze_one(commitment_id, duration, where)
+            if done is not None:
+                outcome.snoozed.append(done)
+            else:
+                outcome.failed.append((commitment_id, why))
+        return outcome
+
+    async def _followup_snooze_one(
+        self, commitment_id: str, duration: timedelta, where: Filter | None
+    ) -> tuple[Commitment | None, str]:
+        current = await self._store.get(commitment_id, where)
+        if current is None:
+            return None, "not found"
+        if not current.active and current.status != "sent":
+            return None, f"already {current.status}"
+        now = self._clock.now()
+        until = now + duration
+        width = min(max(current.due_latest - current.due_earliest, MIN_SNOOZE_WINDOW), MAX_WINDOW)
+        latest = until + width
+        done = None
+        if current.active:
+            done = await self._store.snooze(
+                commitment_id, until=until, latest=latest, now=now, where=where
+            )
+        if done is None:  # sent, or sent by the heartbeat since we looked
+            done = await self._store.snooze_sent(
+                commitment_id, until=until, latest=latest, now=now, where=where
+            )
+        if done is not None:
+            return done, ""
+        return None, await self._why_not_reopened(commitment_id, where)
+
+    async def _why_not_reopened(self, commitment_id: str, where: Filter | None) -> str:
+        current = await self._store.get(commitment_id, where)
+        if current is None or current.status != "sent":
+            return await self._why_not(commitment_id, where)
+        # Still `sent`: the same topic is open again in another commitment
+        # (only one of a scope's commitments per dedupe key may be active).
+        open_ones = await self._store.list(
+            Filter(
+                agent_id=current.agent_id,
+                session_key=current.session_key,
+                statuses=ACTIVE_STATUSES,
+            )
+        )
+        twin = next(
+            (
+                c
+                for c in open_ones
+                if c.dedupe_key == current.dedupe_key and c.sender_id == current.sender_id
+            ),
+            None,
+        )
+        if twin is None:
+            return "changed while we looked; try again"
+        return f"already open again as {twin.id}"
 
     async def _why_not(self, commitment_id: str, where: Filter | None) -> str:
         current = await self._store.get(commitment_id, where)

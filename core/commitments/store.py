@@ -109,6 +109,32 @@ class CommitmentStore(abc.ABC):
     ) -> Commitment | None:
         """Set an active commitment `snoozed` with due window [until, latest]."""
 
+    # --- the follow-up buttons -----------------------------------------------
+
+    @abc.abstractmethod
+    async def dismiss_sent(
+        self, commitment_id: str, *, now: datetime, where: Filter | None = None
+    ) -> Commitment | None:
+        """Close a `sent` commitment as `dismissed` (its follow-up's Dismiss
+        button), keeping `sent_at` so the rolling cap still counts that
+        delivery; None when it is not `sent` or not visible through `where`."""
+
+    @abc.abstractmethod
+    async def snooze_sent(
+        self,
+        commitment_id: str,
+        *,
+        until: datetime,
+        latest: datetime,
+        now: datetime,
+        where: Filter | None = None,
+    ) -> Commitment | None:
+        """Reopen a `sent` commitment as `snoozed` with due window [until,
+        latest] (its follow-up's Snooze button), keeping `sent_at` and
+        clearing any claim. None when it is not `sent`, not visible through
+        `where`, or another active commitment of its scope already has its
+        dedupe key (only one may be active)."""
+
     # --- lifecycle (expiry, heartbeat) ---------------------------------------
 
     @abc.abstractmethod

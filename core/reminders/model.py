@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal, get_args
 
+from core.clock import iso_utc
 from core.messages import Target
 
 ScheduleKind = Literal["at", "after", "cron"]
@@ -78,13 +79,6 @@ class Reminder:
     @property
     def recurring(self) -> bool:
         return self.kind == "cron"
-
-
-def iso_utc(value: datetime | None) -> str | None:
-    """ISO 8601 in UTC with a `Z`, to the second (as `kept commitments --json`)."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def to_json(r: Reminder) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from core.clock import iso_utc
 from core.config import KeptConfig
 from core.messages import parse_session_key
 from core.search.redact import Redactor
@@ -123,7 +124,7 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
     return {
         "sessionKey": hit.session_key,
         "messageId": hit.message_id,
-        "timestamp": hit.ts.isoformat().replace("+00:00", "Z"),
+        "timestamp": iso_utc(hit.ts),
         "role": hit.role,
         "snippet": hit.snippet,
         "score": round(hit.score, 4),
@@ -136,7 +137,7 @@ def _history_json(row: MessageRecord, redactor: Redactor) -> dict[str, Any]:
         text = text[: MAX_HISTORY_TEXT - 1] + "…"
     return {
         "messageId": row.id,
-        "timestamp": row.ts.isoformat().replace("+00:00", "Z"),
+        "timestamp": iso_utc(row.ts),
         "role": row.role,
         "text": text,
     }

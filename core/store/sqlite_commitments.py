@@ -53,6 +53,15 @@ _MERGE = (
     "UPDATE commitments SET confidence = ?, due_earliest = ?, due_latest = ?, reason = ?, "
     f"suggested_text = ?, sensitivity = ?, updated_at = ? WHERE id = ? RETURNING {_COLUMNS}"
 )
+# Reopening a row must not make it a second active one with its dedupe key
+# (the commitments_dedupe unique index would refuse the whole statement).
+_NO_ACTIVE_TWIN = (
+    "NOT EXISTS (SELECT 1 FROM commitments AS twin WHERE "
+    "twin.session_key = commitments.session_key "
+    "AND coalesce(twin.sender_id, '') = coalesce(commitments.sender_id, '') "
+    "AND twin.dedupe_key = commitments.dedupe_key "
+    "AND twin.status IN ('pending', 'snoozed'))"
+)
 _SCOPE_MATCH = (
     "agent_id = ? AND session_key = ? AND platform = ? AND chat_id = ? "
     "AND thread_id IS ? AND sender_id IS ?"
@@ -251,6 +260,36 @@ class SqliteCommitmentStore(CommitmentStore):
         return await self._update_one(
             "UPDATE commitments SET status = 'snoozed', snoozed_until = ?, due_earliest = ?, "
             f"due_latest = ?, updated_at = ? WHERE id = ? AND {clause} AND {ACTIVE} "
+            f"RETURNING {_COLUMNS}",
+            [to_ms(until), to_ms(until), to_ms(latest), to_ms(now), commitment_id, *params],
+        )
+
+    # --- the follow-up buttons -----------------------------------------------
+
+    async def dismiss_sent(
+        self, commitment_id: str, *, now: datetime, where: Filter | None = None
+    ) -> Commitment | None:
+        clause, params = _where(where)
+        return await self._update_one(
+            "UPDATE commitments SET status = 'dismissed', dismissed_at = ?, updated_at = ? "
+            f"WHERE id = ? AND {clause} AND status = 'sent' RETURNING {_COLUMNS}",
+            [to_ms(now), to_ms(now), commitment_id, *params],
+        )
+
+    async def snooze_sent(
+        self,
+        commitment_id: str,
+        *,
+        until: datetime,
+        latest: datetime,
+        now: datetime,
+        where: Filter | None = None,
+    ) -> Commitment | None:
+        clause, params = _where(where)
+        return await self._update_one(
+            "UPDATE commitments SET status = 'snoozed', snoozed_until = ?, due_earliest = ?, "
+            "due_latest = ?, claimed_at = NULL, updated_at = ? "
+            f"WHERE id = ? AND {clause} AND status = 'sent' AND {_NO_ACTIVE_TWIN} "
             f"RETURNING {_COLUMNS}",
             [to_ms(until), to_ms(until), to_ms(latest), to_ms(now), commitment_id, *params],
         )
