@@ -9,11 +9,9 @@ AdapterRouter holding the Discord adapter on a dpytest bot.
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import discord.ext.test as dpytest
@@ -21,7 +19,6 @@ import pytest
 
 from core.clock import TestClock
 from core.commitments.store import Filter
-from core.llm import Completion
 from tests.fakes.discord_helpers import (
     Responses,
     Rig,
@@ -32,57 +29,9 @@ from tests.fakes.discord_helpers import (
     record_payloads,
     sent_messages,
 )
-from tests.fakes.scripted_model import text
+from tests.fakes.role_model import RoleModel
 
 PARIS = ZoneInfo("Europe/Paris")
-
-
-def interview_answer(now: datetime) -> str:
-    """The extraction answer DESIGN.md shows for "interview tomorrow"."""
-    evening = (now + timedelta(days=1)).astimezone(PARIS).replace(hour=18, minute=0, second=0)
-    candidate = {
-        "kind": "event_check_in",
-        "sensitivity": "routine",
-        "source": "inferred_user_context",
-        "dueWindow": {
-            "earliest": evening.isoformat(),
-            "latest": (evening + timedelta(hours=18)).isoformat(),
-        },
-        "reason": "user has a job interview tomorrow",
-        "suggestedText": "How did the interview go?",
-        "confidence": 0.9,
-        "dedupeKey": f"interview:{evening.date().isoformat()}",
-    }
-    return json.dumps({"candidates": [candidate], "resolved": []})
-
-
-class RoleModel:
-    """Answers per role: a chat reply; for extraction the interview
-    commitment when the exchange mentions an interview, else nothing; the
-    check-in for the heartbeat."""
-
-    def __init__(self, now: Callable[[], datetime]) -> None:
-        self.now = now
-        self.roles: list[str] = []
-
-    async def complete(
-        self,
-        role: str,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
-        self.roles.append(role)
-        if role == "extraction":
-            # The exchange travels in the last user message (the system
-            # prompt's own example mentions an interview too).
-            if "interview" in str(messages[-1]["content"]).lower():
-                return text(interview_answer(self.now()))
-            return text('{"candidates": [], "resolved": []}')
-        if role == "heartbeat":
-            return text("How did the interview go?")
-        return text("Good luck! You'll do great.")
 
 
 @pytest.fixture
