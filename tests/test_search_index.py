@@ -238,10 +238,10 @@ async def test_search_plans_start_from_the_index(store: SqliteStore) -> None:
         assert query is not None
         sql = sqlite_search.search_plan_sql(scope, phrase=phrase, sole_agent=sole_agent)
         params = {"expr": query.expression, "phrase": query.phrase or query.expression}
-        params |= {"floor": 0, "limit": 10, "inner_limit": 20, "session_id": 1, "agent_id": "a"}
+        params |= {"window": 5000, "limit": 10, "inner_limit": 20, "session_id": 1, "agent_id": "a"}
         plan = await explain(store, sql, params)
         # The ranked query starts from the full-text index...
-        first = plan.split(" | ")[1]
+        first = next(step for step in plan.split(" | ") if step.startswith("SCAN"))
         assert re.fullmatch(r"SCAN messages_fts VIRTUAL TABLE INDEX \d+:M\d*>?", first), plan
         # ...and messages and sessions are only ever looked up by primary key.
         assert not re.search(r"SCAN (m|s|messages|sessions)\b", plan), plan
@@ -275,13 +275,19 @@ async def test_a_sole_agent_sees_everything_and_only_its_own(store: SqliteStore)
     assert await search(store, "shared", agent="b") == []
 
 
-async def test_window_probe_and_session_filter_stay_in_the_index(store: SqliteStore) -> None:
+@pytest.mark.parametrize("filter_agent", [False, True], ids=["index-only", "agent"])
+async def test_the_window_is_one_walk_of_the_index(store: SqliteStore, filter_agent: bool) -> None:
     query = build_query("猫")
     assert query is not None
     expression = f"({query.expression}) AND {session_filter(1)}"
-    plan = await explain(store, sqlite_search._WINDOW_FLOOR, (expression, 5000))
-    # One walk of the index in rowid order: no sort, no other table.
-    assert re.fullmatch(r"SCAN messages_fts VIRTUAL TABLE INDEX \d+:M\d*", plan), plan
+    sql = sqlite_search._window_sql(filter_agent=filter_agent)
+    params = {"expr": expression, "window": 5000, "agent_id": "a"}
+    plan = await explain(store, sql, params)
+    # One walk of the index in rowid order, stopped by the LIMIT: no sort,
+    # and other tables only by primary key.
+    assert re.match(r"SCAN messages_fts VIRTUAL TABLE INDEX \d+:M\d*( |$)", plan), plan
+    assert "TEMP B-TREE" not in plan, plan
+    assert not re.search(r"SCAN (m|s|messages|sessions)\b", plan), plan
 
 
 # --- redaction --------------------------------------------------------------------

@@ -5,6 +5,7 @@ which scope a caller may have and keeps answers inside their size budget."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,6 +22,10 @@ HISTORY_DEFAULT = 20
 HISTORY_MAX = 50
 MAX_RESULT_BYTES = 32 * 1024
 MAX_HISTORY_TEXT = 2000
+# How long the `indexing` flag is reused before the store is asked again: a
+# search then costs one trip to the store's thread, not two, and the flag is
+# at most this stale (it only says results may be incomplete).
+INDEXING_TTL = 1.0
 
 Visibility = Literal["self", "agent", "all"]
 
@@ -56,9 +61,17 @@ def clamp_limit(limit: Any, default: int, maximum: int) -> int:
 
 
 class SessionSearch:
-    def __init__(self, store: Store, config: Callable[[], KeptConfig]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: Callable[[], KeptConfig],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._store = store
         self._config = config
+        self._clock = clock
+        self._indexing: tuple[bool, float] | None = None
         self._redactor_key: tuple[str, ...] | None = None
         self._redactor = Redactor()
 
@@ -110,7 +123,13 @@ class SessionSearch:
         return doc
 
     async def indexing(self) -> bool:
-        return bool(await self._store.sessions_behind(limit=1))
+        """Whether some session's index is behind (cached for INDEXING_TTL)."""
+        now = self._clock()
+        if self._indexing is not None and 0 <= now - self._indexing[1] < INDEXING_TTL:
+            return self._indexing[0]
+        value = bool(await self._store.sessions_behind(limit=1))
+        self._indexing = (value, now)
+        return value
 
 
 def _agent_of(session_key: str) -> str | None:

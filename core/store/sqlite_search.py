@@ -10,13 +10,15 @@ snapshot, one trip to the thread):
    candidate's message and session are looked up by primary key. The joins
    are CROSS JOINs, so SQLite can only start from the full-text index.
    Only active messages have index rows (triggers of migration 0002).
-2. A query matching more than RANK_WINDOW messages (a common word) is ranked
-   among its RANK_WINDOW newest matches: bm25 costs about a microsecond per
-   candidate, tens of milliseconds for the commonest words of a large
-   database, and for such words the newer messages are the better answer
-   anyway. The window's lowest rowid comes from one walk of the index; if
-   the window holds fewer than `limit` visible hits, the query runs again
-   without it.
+2. A query matching more than RANK_WINDOW messages in its scope (a common
+   word) is ranked among its RANK_WINDOW newest matches there: bm25 costs
+   about a microsecond per candidate, tens of milliseconds for the commonest
+   words of a large database, and for such words the newer messages are the
+   better answer anyway. The window is one walk of the index in rowid
+   order, with the scope filter applied during the walk and stopped by the
+   LIMIT, so bm25 is computed only for the window's rows and no second walk
+   is needed to find where the window starts. The window is never smaller
+   than what the ranking keeps, so hidden rows cannot shorten the list.
 3. Ranking: messages holding the whole query as a phrase first, then bm25,
    then the newest. The ranked query breaks ties by message id (no lookup);
    the outer query reads the winners — twice `limit` of them, so ties at the
@@ -36,7 +38,7 @@ from core.store.base import INDEXED_KINDS, INDEXED_ROLES, SearchScope
 from core.store.fts import BM25, session_filter
 from core.store.sqlite_rows import MESSAGE_COLUMNS
 
-RANK_WINDOW = 5000
+RANK_WINDOW = 2500
 
 _IN_ROLES = f"({', '.join(repr(r) for r in sorted(INDEXED_ROLES))})"
 _IN_KINDS = f"({', '.join(repr(k) for k in sorted(INDEXED_KINDS))})"
@@ -53,40 +55,54 @@ class RankedRow(NamedTuple):
     phrase: int
 
 
-_WINDOW_FLOOR = (
-    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
-)
-
 # Two probes of sessions_agent: the smallest and largest agent id.
 _AGENT_RANGE = "SELECT (SELECT min(agent_id) FROM sessions), (SELECT max(agent_id) FROM sessions)"
 
 _AGENT_OF_M = "(SELECT agent_id FROM sessions WHERE id = m.session_id)"
 
 
-def _ranked_sql(*, filter_agent: bool, check: str, phrase: bool) -> str:
-    """The ranked query (inner) and the read of its winners (outer)."""
-    # The phrase flag is a set membership: FTS5 finds the phrase matches once
-    # (no ranking function), SQLite keeps their rowids in a temporary index.
-    flag = (
-        "(messages_fts.rowid IN (SELECT rowid FROM messages_fts "
-        "WHERE messages_fts MATCH :phrase AND rowid >= :floor))"
-        if phrase
-        else "0"
-    )
+def _window_sql(*, filter_agent: bool) -> str:
+    """The newest :window matches inside the scope, with their bm25.
+
+    One walk of the index in rowid order, stopped by the LIMIT: bm25 is only
+    computed for the rows it returns.
+    """
     join = where = ""
     if filter_agent:
         # Scalar subqueries look sessions up by primary key: no statistics
         # can turn them into a scan of sessions.
         join = "CROSS JOIN messages m ON m.id = messages_fts.rowid "
         where = f"AND {_AGENT_OF_M} = :agent_id "
+    return (
+        f"SELECT messages_fts.rowid AS id, {BM25} AS score "
+        f"FROM messages_fts {join}WHERE messages_fts MATCH :expr {where}"
+        "ORDER BY messages_fts.rowid DESC LIMIT :window"
+    )
+
+
+def _ranked_sql(*, filter_agent: bool, check: str, phrase: bool) -> str:
+    """The window (w), its ranking (inner) and the read of its winners (outer)."""
+    window = _window_sql(filter_agent=filter_agent)
+    if phrase:
+        # The phrase flag is a set membership: FTS5 finds the phrase matches
+        # inside the window once (no ranking function), SQLite keeps their
+        # rowids in a temporary index.
+        with_ = f"WITH w AS MATERIALIZED ({window}) "
+        source = "w"
+        flag = (
+            "(w.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH :phrase "
+            "AND rowid >= (SELECT min(id) FROM w)))"
+        )
+    else:
+        with_ = ""
+        source = f"({window}) w"
+        flag = "0"
     inner = (
-        f"SELECT messages_fts.rowid AS id, {BM25} AS score, {flag} AS phrase "
-        f"FROM messages_fts {join}WHERE messages_fts MATCH :expr "
-        f"AND messages_fts.rowid >= :floor {where}"
-        "ORDER BY phrase DESC, score, messages_fts.rowid DESC LIMIT :inner_limit"
+        f"SELECT w.id AS id, w.score AS score, {flag} AS phrase FROM {source} "
+        "ORDER BY phrase DESC, score, id DESC LIMIT :inner_limit"
     )
     return (
-        "SELECT r.id, (SELECT key FROM sessions WHERE id = m.session_id), m.role, m.ts, "
+        f"{with_}SELECT r.id, (SELECT key FROM sessions WHERE id = m.session_id), m.role, m.ts, "
         f"m.text, r.score, r.phrase FROM ({inner}) r CROSS JOIN messages m ON m.id = r.id "
         f"WHERE {check} ORDER BY r.phrase DESC, r.score, m.ts DESC, m.id DESC LIMIT :limit"
     )
@@ -116,7 +132,10 @@ def search_rows(
     conn: sqlite3.Connection, query: SearchQuery, scope: SearchScope, limit: int
 ) -> list[RankedRow]:
     """The best `limit` rows for `query` inside `scope`."""
-    params: dict[str, Any] = {"limit": limit, "inner_limit": 2 * limit, "floor": 0}
+    # The window is never smaller than the rows the ranking keeps, so it
+    # cannot shorten the list.
+    params: dict[str, Any] = {"limit": limit, "inner_limit": 2 * limit}
+    params |= {"window": max(RANK_WINDOW, 2 * limit)}
     params |= {"session_id": None, "agent_id": scope.agent_id}
     expression, phrase = query.expression, query.phrase
     sole_agent = False
@@ -138,14 +157,6 @@ def search_rows(
         sole_agent = low == high == scope.agent_id
     params["expr"], params["phrase"] = expression, phrase
     sql = _sql(scope, phrase=phrase is not None, sole_agent=sole_agent)
-
-    floor = conn.execute(_WINDOW_FLOOR, (expression, RANK_WINDOW)).fetchone()
-    if floor is not None:
-        params["floor"] = floor[0]
-        rows = conn.execute(sql, params).fetchall()
-        if len(rows) >= limit:
-            return [RankedRow(*r) for r in rows]
-        params["floor"] = 0
     return [RankedRow(*r) for r in conn.execute(sql, params).fetchall()]
 
 

@@ -386,7 +386,11 @@ class Rig:
         """Let the background extraction pass finish (its batch window is on the clock)."""
         await dpytest.run_all_events()
         await self.services.manager.drain()
-        await self.clock.advance(3)
+        for _ in range(500):
+            if self.services.extraction.queued == 0:
+                break
+            await self.clock.advance(1)
+            await asyncio.sleep(0.005)
         await asyncio.wait_for(self.services.extraction.wait_idle(), 5)
 
     async def close(self) -> None:
