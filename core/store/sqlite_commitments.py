@@ -240,10 +240,15 @@ class SqliteCommitmentStore(CommitmentStore):
     async def dismiss(
         self, commitment_id: str, *, now: datetime, where: Filter | None = None
     ) -> Commitment | None:
+        return await self._dismiss_from(ACTIVE, commitment_id, now=now, where=where)
+
+    async def _dismiss_from(
+        self, status_clause: str, commitment_id: str, *, now: datetime, where: Filter | None
+    ) -> Commitment | None:
         clause, params = _where(where)
         return await self._update_one(
             "UPDATE commitments SET status = 'dismissed', dismissed_at = ?, updated_at = ? "
-            f"WHERE id = ? AND {clause} AND {ACTIVE} RETURNING {_COLUMNS}",
+            f"WHERE id = ? AND {clause} AND {status_clause} RETURNING {_COLUMNS}",
             [to_ms(now), to_ms(now), commitment_id, *params],
         )
 
@@ -269,12 +274,7 @@ class SqliteCommitmentStore(CommitmentStore):
     async def dismiss_sent(
         self, commitment_id: str, *, now: datetime, where: Filter | None = None
     ) -> Commitment | None:
-        clause, params = _where(where)
-        return await self._update_one(
-            "UPDATE commitments SET status = 'dismissed', dismissed_at = ?, updated_at = ? "
-            f"WHERE id = ? AND {clause} AND status = 'sent' RETURNING {_COLUMNS}",
-            [to_ms(now), to_ms(now), commitment_id, *params],
-        )
+        return await self._dismiss_from("status = 'sent'", commitment_id, now=now, where=where)
 
     async def snooze_sent(
         self,
