@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -20,10 +19,10 @@ from zoneinfo import ZoneInfo
 
 import click
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
+from bot.output import print_table, scope_label
 from core.clock import SystemClock, iso_utc
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
 from core.commitments.service import CommitmentService, SnoozeError
@@ -146,8 +145,7 @@ def _list(
         return
     # A terminal gets its own width; a pipe or file gets room for whole rows
     # (rich would otherwise squeeze the table into 80 columns).
-    width = None if sys.stdout.isatty() else 200
-    Console(highlight=False, width=width).print(_table(found, detailed=show_all or bool(statuses)))
+    print_table(_table(found, detailed=show_all or bool(statuses)))
 
 
 def _due(c: Commitment) -> str:
@@ -155,11 +153,6 @@ def _due(c: Commitment) -> str:
     # has the full times).
     start, end = c.due_earliest.astimezone(UTC), c.due_latest.astimezone(UTC)
     return f"{start:%m-%d %H:%M} → {end:%m-%d %H:%M}"
-
-
-def _scope(c: Commitment) -> str:
-    where = f"{c.agent_id} / {c.platform} / {c.chat_id}"
-    return where + (f" #{c.thread_id}" if c.thread_id else "")
 
 
 def _table(found: list[Commitment], *, detailed: bool) -> Table:
@@ -178,7 +171,14 @@ def _table(found: list[Commitment], *, detailed: bool) -> Table:
         table.add_column("tries", justify="right")
         table.add_column("last error", overflow="fold")
     for c in found:
-        row = [c.id, c.status, c.kind, _due(c), _scope(c), c.suggested_text]
+        row = [
+            c.id,
+            c.status,
+            c.kind,
+            _due(c),
+            scope_label(c.agent_id, c.platform, c.chat_id, c.thread_id),
+            c.suggested_text,
+        ]
         if detailed:
             row += [str(c.attempts), c.last_error or ""]
         table.add_row(*row)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,10 +17,10 @@ from typing import Any, TypeVar
 
 import click
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
+from bot.output import print_table, scope_label
 from bot.store_access import load_or_fail, opened_store
 from core.reminders.model import Reminder, to_json
 from core.reminders.schedule import local_iso
@@ -69,18 +68,11 @@ def reminders_group(
     if not found:
         click.echo("no reminders" + ("" if show_all else " (use --all to include finished ones)"))
         return
-    # A terminal gets its own width; a pipe or file gets room for whole rows.
-    width = None if sys.stdout.isatty() else 200
-    Console(highlight=False, width=width).print(_table(found, detailed=show_all))
+    print_table(_table(found, detailed=show_all))
 
 
 def _schedule(r: Reminder) -> str:
     return f"cron {r.cron}" if r.cron is not None else f"once ({r.kind})"
-
-
-def _scope(r: Reminder) -> str:
-    where = f"{r.agent_id} / {r.platform} / {r.chat_id}"
-    return where + (f" #{r.thread_id}" if r.thread_id else "")
 
 
 def _table(found: list[Reminder], *, detailed: bool) -> Table:
@@ -103,7 +95,14 @@ def _table(found: list[Reminder], *, detailed: bool) -> Table:
         next_fire = f"{local_iso(r.next_fire_at, r.timezone)} {r.timezone}"
         if r.status != "active":
             next_fire = "-"
-        row = [r.id, r.status, next_fire, _schedule(r), _scope(r), r.text]
+        row = [
+            r.id,
+            r.status,
+            next_fire,
+            _schedule(r),
+            scope_label(r.agent_id, r.platform, r.chat_id, r.thread_id),
+            r.text,
+        ]
         if detailed:
             row += [str(r.attempts), r.last_error or ""]
         table.add_row(*row)

@@ -1,0 +1,19 @@
+"""Terminal output shared by the listing commands."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console, RenderableType
+
+
+def scope_label(agent_id: str, platform: str, chat_id: str, thread_id: str | None) -> str:
+    """`agent / platform / chat [#thread]`, as the tables' captions explain."""
+    where = f"{agent_id} / {platform} / {chat_id}"
+    return where + (f" #{thread_id}" if thread_id else "")
+
+
+def print_table(table: RenderableType) -> None:
+    # A terminal gets its own width; a pipe or file gets room for whole rows.
+    width = None if sys.stdout.isatty() else 200
+    Console(highlight=False, width=width).print(table)
