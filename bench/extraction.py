@@ -28,9 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rich.console import Console
-from rich.table import Table
 
+from bench.report import print_metrics
 from core.clock import SystemClock
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.store import Filter, commitment_store_for
@@ -236,14 +235,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(run(args.turns, args.sessions, args.chunk, args.control, Path(tmp)))
-    table = Table(title="kept extraction overhead (fake model, file database)")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in result.items():
-        if key != "bench":
-            table.add_row(key, str(value))
-    Console(stderr=False).print(table)
-    print(json.dumps(result))
+    print_metrics("kept extraction overhead (fake model, file database)", result)
 
 
 if __name__ == "__main__":

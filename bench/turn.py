@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -21,9 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rich.console import Console
-from rich.table import Table
 
+from bench.report import print_metrics
 from core.clock import SystemClock
 from core.config import KeptConfig
 from core.conversation import ConversationManager
@@ -98,14 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(run(args.turns, args.sessions, Path(tmp) / "bench.sqlite"))
-    table = Table(title="kept turn overhead (fake model, file database)")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in result.items():
-        if key != "bench":
-            table.add_row(key, str(value))
-    Console(stderr=False).print(table)
-    print(json.dumps(result))
+    print_metrics("kept turn overhead (fake model, file database)", result)
 
 
 if __name__ == "__main__":

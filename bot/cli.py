@@ -15,9 +15,10 @@ from bot.doctor import run_doctor
 from bot.reminders_cmd import reminders_group
 from bot.runtime import Runtime, StartupError, serve
 from bot.search_cmd import import_command, reindex_command, search_command
+from bot.store_access import load_or_fail
 from channels.console import ConsoleAdapter
 from core.config import KeptConfig
-from core.config_file import ConfigError, ensure_config_file, load_config
+from core.config_file import ensure_config_file
 from core.logs import setup_logging
 
 
@@ -38,12 +39,7 @@ def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, Kept
     path = resolve_config_path(config_path)
     if create and ensure_config_file(path, _example_for(path)):
         click.echo(f"kept: created {path} from {_example_for(path)}; edit it to taste", err=True)
-    try:
-        return path, load_config(path)
-    except ConfigError as exc:
-        for line in exc.problems:
-            click.echo(line, err=True)
-        fail(f"{path} is not valid; fix the lines above (or run `kept config validate`)")
+    return path, load_or_fail(path)
 
 
 def _example_for(path: Path) -> Path:

@@ -23,13 +23,12 @@ from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import print_table, scope_label
+from bot.store_access import load_or_fail, opened_store
 from core.clock import SystemClock, iso_utc
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
 from core.commitments.service import CommitmentService, SnoozeError
 from core.commitments.store import CommitmentStore, Filter, commitment_store_for
-from core.config import ConfigError, parse_duration
-from core.config_file import load_config
-from core.store import open_store
+from core.config import parse_duration
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,22 +36,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @asynccontextmanager
 async def _opened(config_path: Path | None) -> AsyncIterator[CommitmentStore]:
-    path = resolve_config_path(config_path)
-    try:
-        config = load_config(path)
-    except ConfigError as exc:
-        for line in exc.problems:
-            click.echo(line, err=True)
-        fail(f"{path} is not valid; fix the lines above (or run `kept config validate`)")
-    try:
-        store = open_store(config.storage.url)
-        await store.open()
-    except Exception as exc:  # a locked, unreadable or newer database
-        fail(f"cannot open the database {config.storage.url}: {exc}")
-    try:
+    config = load_or_fail(resolve_config_path(config_path))
+    async with opened_store(config) as store:
         yield commitment_store_for(store)
-    finally:
-        await store.close()
 
 
 def _run(config_path: Path | None, work: Callable[[CommitmentStore], Awaitable[T]]) -> T:

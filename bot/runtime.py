@@ -87,7 +87,6 @@ class Runtime:
         self._tasks: list[asyncio.Task[None]] = []
         self._store: Store | None = None
         self._llm: LLMClient | None = None
-        self._manager: ConversationManager | None = None
         self.services: Services | None = None
         self._background_started = False
 
@@ -98,8 +97,8 @@ class Runtime:
 
     @property
     def manager(self) -> ConversationManager:
-        assert self._manager is not None, "start_core() first"
-        return self._manager
+        assert self.services is not None, "start_core() first"
+        return self.services.manager
 
     async def start_core(self) -> None:
         self._store = open_store(self.config.storage.url)
@@ -113,7 +112,6 @@ class Runtime:
             clock=self.clock,
             platforms=lambda: self.router.platforms,
         )
-        self._manager = self.services.manager
         watcher = ConfigWatcher(
             self.config_path, self.config, on_change=self._apply_config, clock=self.clock
         )
@@ -182,9 +180,8 @@ class Runtime:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        if self._manager is not None:
-            await self._manager.drain()
         if self.services is not None:
+            await self.services.manager.drain()
             await self.services.extraction.stop()
         if self._llm is not None:
             await self._llm.aclose()

@@ -1,10 +1,14 @@
-"""Opening the configured store from a one-shot CLI command."""
+"""Loading the config and opening the configured store from a CLI command,
+with the same clear one-line failures everywhere."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+
+import click
 
 from bot.context import fail
 from core.config import KeptConfig
@@ -13,16 +17,23 @@ from core.store import Store, open_store
 
 
 def load_or_fail(path: Path) -> KeptConfig:
+    """The validated config, or every problem on stderr and exit 1."""
     try:
         return load_config(path)
     except ConfigError as exc:
-        fail(str(exc).replace("\n", "\nkept: "))
+        click.echo(f"kept: {path} is not valid (check with `kept config validate`):", err=True)
+        for line in exc.problems:
+            click.echo(line, err=True)
+        sys.exit(1)
 
 
 @asynccontextmanager
 async def opened_store(config: KeptConfig) -> AsyncIterator[Store]:
     store = open_store(config.storage.url)
-    await store.open()
+    try:
+        await store.open()
+    except Exception as exc:  # a locked, unreadable or newer database
+        fail(f"cannot open the database {config.storage.url}: {exc}")
     try:
         yield store
     finally:

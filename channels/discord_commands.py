@@ -31,6 +31,16 @@ log = logging.getLogger("kept.discord")
 
 MAX_CHOICES = 25  # Discord's limit for autocomplete
 MAX_LINES = 20
+
+
+def _listing(lines: list[str]) -> str:
+    """At most MAX_LINES lines, and how many more there are."""
+    shown = lines[:MAX_LINES]
+    if len(lines) > MAX_LINES:
+        shown.append(f"…and {len(lines) - MAX_LINES} more.")
+    return "\n".join(shown)
+
+
 NOT_ALLOWED = "Sorry, you can't use this bot here."
 NO_CHAT = "This command works in a server channel, a thread or a DM with me."
 
@@ -155,10 +165,7 @@ class CommitmentsGroup(app_commands.Group):
         ]
         if not found:
             return await reply(interaction, "No pending follow-ups for you in this chat.")
-        lines = [_commitment_line(c) for c in found[:MAX_LINES]]
-        if len(found) > MAX_LINES:
-            lines.append(f"…and {len(found) - MAX_LINES} more.")
-        await reply(interaction, "\n".join(lines))
+        await reply(interaction, _listing([_commitment_line(c) for c in found]))
 
     @app_commands.command(name="dismiss", description="Drop a follow-up: I won't bring it up")
     @app_commands.rename(commitment_id="id")
@@ -236,11 +243,9 @@ class RemindersGroup(app_commands.Group):
             f"`{r.id}` {_when(r.next_fire_at)}"
             + (f" (repeats `{r.cron}`)" if r.cron else "")
             + f": {_quote(r.text)}"
-            for r in found[:MAX_LINES]
+            for r in found
         ]
-        if len(found) > MAX_LINES:
-            lines.append(f"…and {len(found) - MAX_LINES} more.")
-        await reply(interaction, "\n".join(lines))
+        await reply(interaction, _listing(lines))
 
     @app_commands.command(name="cancel", description="Cancel one of this chat's reminders")
     @app_commands.rename(reminder_id="id")

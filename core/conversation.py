@@ -22,7 +22,14 @@ from core.config import AgentConfig, KeptConfig
 from core.llm import Completion, LLMError, Role
 from core.logs import event
 from core.messages import Inbound, Outbound, Sender, Target
-from core.store.base import DuplicateMessage, MessageRecord, NewMessage, SessionRecord, Store
+from core.store.base import (
+    DuplicateMessage,
+    MessageRecord,
+    NewMessage,
+    SessionRecord,
+    Store,
+    UnknownSession,
+)
 from core.tools import ToolContext, ToolRegistry
 
 log = logging.getLogger("kept.conversation")
@@ -75,6 +82,7 @@ class ConversationManager:
         self._clock = clock
         self._tools = tools or ToolRegistry()
         self._locks: dict[str, asyncio.Lock] = {}
+        self._sessions: dict[str, SessionRecord] = {}
         self._reply_hooks: list[ReplyHook] = []
         self._background: set[asyncio.Task[None]] = set()
 
@@ -98,26 +106,22 @@ class ConversationManager:
         if not inbound.text.strip():
             return None
         key = inbound.session_key
-        session = await self._store.ensure_session(
-            key,
-            agent_id=inbound.agent_id,
-            platform=inbound.target.platform,
-            chat_id=inbound.target.chat_id,
-            chat_kind=inbound.chat_kind,
-            thread_id=inbound.target.thread_id,
-            now=self._clock.now(),
+        message = NewMessage(
+            session_key=key,
+            role="user",
+            text=inbound.text,
+            ts=inbound.ts,
+            sender_id=inbound.sender_id,
+            platform_message_id=inbound.platform_message_id,
         )
         try:
-            user = await self._store.add_message(
-                NewMessage(
-                    session_key=key,
-                    role="user",
-                    text=inbound.text,
-                    ts=inbound.ts,
-                    sender_id=inbound.sender_id,
-                    platform_message_id=inbound.platform_message_id,
-                )
-            )
+            session = await self._ensure_session(inbound)
+            try:
+                user = await self._store.add_message(message)
+            except UnknownSession:
+                # Deleted since we last saw it: this message starts it anew.
+                session = await self._ensure_session(inbound, fresh=True)
+                user = await self._store.add_message(message)
         except DuplicateMessage:
             event(
                 log,
@@ -130,6 +134,24 @@ class ConversationManager:
             return None
         async with self.session_lock(key):
             return await self._turn(session, user)
+
+    async def _ensure_session(self, inbound: Inbound, *, fresh: bool = False) -> SessionRecord:
+        # A session's identity never changes and every message insert bumps
+        # its updated_at, so the upsert (a write transaction) is needed only
+        # the first time this process sees a key, not on every turn.
+        key = inbound.session_key
+        if not fresh and (known := self._sessions.get(key)) is not None:
+            return known
+        record = self._sessions[key] = await self._store.ensure_session(
+            key,
+            agent_id=inbound.agent_id,
+            platform=inbound.target.platform,
+            chat_id=inbound.target.chat_id,
+            chat_kind=inbound.chat_kind,
+            thread_id=inbound.target.thread_id,
+            now=self._clock.now(),
+        )
+        return record
 
     async def recover_unanswered(
         self, *, platforms: set[str] | None = None, window: timedelta = RECOVERY_WINDOW

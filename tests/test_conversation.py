@@ -258,3 +258,16 @@ async def test_fifty_concurrent_messages_across_ten_sessions(sqlite_store, clock
         users = [r[2] for r in rows if r[0] == "user"]
         assert users == [f"s{s} n{i}" for i in range(5)]
         assert len(rows) == 10
+
+
+async def test_a_session_deleted_between_turns_is_started_again(sqlite_store, clock, sender):
+    manager = make_manager(sqlite_store, ScriptedModel(), sender, clock)
+    key = "agent:main:telegram:private:1"
+    await manager.handle(inbound(clock, "1", "first"))
+    assert await sqlite_store.delete_session(key) == 2
+    reply = await manager.handle(inbound(clock, "1", "after the purge"))
+    assert reply is not None and reply.text == "echo: after the purge"
+    assert await transcript(sqlite_store, key) == [
+        ("user", "text", "after the purge"),
+        ("assistant", "text", "echo: after the purge"),
+    ]
