@@ -58,6 +58,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.search_corpus import LANGUAGE_SHARE, LANGUAGES, NEEDLES, UNSPACED, TextGenerator
+from bot.cpu import pin_to_one_cpu
 from bot.search_cmd import IMPORT_BATCH, read_import_file
 from core.clock import SystemClock
 from core.config import KeptConfig
@@ -471,6 +472,7 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             "rows_per_s": _rate(reindex_rows, reindex_s),
         },
         "build_seconds": round(time.perf_counter() - t_build, 1),
+        "pinned_cpu": args.pinned_cpu,
         "needles": needles,
         "caller": {"session_key": caller.key, "platform": caller.platform,
                    "chat_id": caller.chat_id, "chat_kind": caller.chat_kind},
@@ -962,6 +964,8 @@ async def main_async(args: argparse.Namespace) -> None:
         "bench": "search",
         "quick": args.quick,
         "reused_db": reused,
+        "pinned_cpu": args.pinned_cpu,
+        "build_pinned_cpu": meta.get("pinned_cpu"),
         "repeat": args.repeat,
         "rounds": args.rounds,
         "built_with": meta["built_with"],
@@ -1000,12 +1004,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", default=None, help="build here and keep, or reuse if present")
     parser.add_argument("--quick", action="store_true", help="50,000 messages smoke run")
+    parser.add_argument(
+        "--no-pin", action="store_true", help="leave threads unpinned (storage.pinCpu: false)"
+    )
     args = parser.parse_args()
     defaults = (50_000, 500, 5, 2_000, 2) if args.quick else (1_000_000, 10_000, 10, 5_000, 3)
     names = ("messages", "sessions", "repeat", "writes", "rounds")
     for name, value in zip(names, defaults, strict=True):
         if getattr(args, name) is None:
             setattr(args, name, value)
+    # As `kept run` does by default, before the store's thread exists.
+    args.pinned_cpu = None if args.no_pin else pin_to_one_cpu()
+    _log(f"threads pinned to CPU {args.pinned_cpu}" if args.pinned_cpu is not None else "unpinned")
     try:
         asyncio.run(main_async(args))
     except BaseException:

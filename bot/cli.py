@@ -11,6 +11,7 @@ import click
 from bot.commitments_cmd import commitments_group
 from bot.config_cmd import config_group
 from bot.context import EXAMPLE_CONFIG, config_option, fail, resolve_config_path
+from bot.cpu import pin_to_one_cpu
 from bot.doctor import run_doctor
 from bot.reminders_cmd import reminders_group
 from bot.runtime import Runtime, StartupError, serve
@@ -19,7 +20,9 @@ from bot.store_access import load_or_fail
 from channels.console import ConsoleAdapter
 from core.config import KeptConfig
 from core.config_file import ensure_config_file
-from core.logs import setup_logging
+from core.logs import event, setup_logging
+
+log = logging.getLogger("kept.cli")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -42,6 +45,15 @@ def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, Kept
     return path, load_or_fail(path)
 
 
+def _pin_cpu(config: KeptConfig) -> None:
+    """Before the store opens, so that its worker thread shares the CPU."""
+    if not config.storage.pin_cpu:
+        return
+    cpu = pin_to_one_cpu()
+    if cpu is not None:
+        event(log, logging.INFO, "cpu.pinned", cpu=cpu, off_with="storage.pinCpu=false")
+
+
 def _example_for(path: Path) -> Path:
     beside = path.parent / EXAMPLE_CONFIG.name
     return beside if beside.exists() else EXAMPLE_CONFIG
@@ -54,6 +66,7 @@ def run(config_path: Path | None, verbose: bool) -> None:
     """Start every enabled channel and the background services."""
     setup_logging(logging.DEBUG if verbose else logging.INFO)
     path, config = _load(config_path, create=True)
+    _pin_cpu(config)
     try:
         asyncio.run(serve(Runtime(path, config)))
     except StartupError as exc:
@@ -73,6 +86,7 @@ def chat(config_path: Path | None, agent_id: str | None, user: str | None) -> No
     agent = agent_id or config.agents[0].id
     if agent not in {a.id for a in config.agents}:
         fail(f"--agent: no agent with id {agent!r} in {path}")
+    _pin_cpu(config)
     asyncio.run(_chat(path, config, agent, user))
 
 

@@ -103,6 +103,8 @@ HttpUrl = Annotated[str | None, AfterValidator(_check_http_url)]
 
 class StorageConfig(Model):
     url: str = "sqlite:///data/kept.sqlite"
+    # Read at start (kept run, kept chat): see bot/cpu.py for why.
+    pin_cpu: bool = True
 
     @field_validator("url")
     @classmethod
