@@ -16,6 +16,9 @@ log = logging.getLogger("kept.search")
 
 Progress = Callable[[str, int], None]
 
+# About 500 pages each: enough for an index of tens of millions of messages.
+MAX_COMPACT_STEPS = 10_000
+
 
 class IndexReconciler:
     def __init__(
@@ -36,6 +39,8 @@ class IndexReconciler:
         while True:
             keys = await self._store.sessions_behind(limit=self._batch)
             if not keys:
+                if done:
+                    await self._compact()
                 return done
             for key in keys:
                 rows = await self._store.reindex_session(key)
@@ -43,6 +48,14 @@ class IndexReconciler:
                 if progress is not None:
                     progress(key, rows)
             # Yield between batches so conversation turns get the database.
+            await asyncio.sleep(0)
+
+    async def _compact(self) -> None:
+        """Fold the segments a pass left behind, one short transaction per
+        step, so the next live writes do not pay for the bulk ones."""
+        for _ in range(MAX_COMPACT_STEPS):
+            if not await self._store.compact_index():
+                return
             await asyncio.sleep(0)
 
     async def run(self) -> None:

@@ -246,6 +246,13 @@ class Store(abc.ABC):
         """Rebuild one session's full-text rows in one transaction and mark it
         current; returns the rows indexed (0 for an unknown session)."""
 
+    async def compact_index(self, pages: int = 500) -> bool:
+        """One bounded step (about `pages` pages written) of folding the
+        full-text index's small segments together, in its own transaction;
+        False when nothing was left to fold. A backend without such segments
+        has nothing to do."""
+        return False
+
     @abc.abstractmethod
     async def index_consistency(self, session_key: str | None = None) -> tuple[int, int]:
         """(active indexed messages without a correct full-text row, full-text

@@ -384,6 +384,9 @@ class SqliteStore(Store):
     async def reindex_session(self, session_key: str) -> int:
         return await self._write(lambda conn: sqlite_index.reindex(conn, session_key))
 
+    async def compact_index(self, pages: int = 500) -> bool:
+        return await self._write(lambda conn: sqlite_index.merge_step(conn, pages))
+
     async def index_consistency(self, session_key: str | None = None) -> tuple[int, int]:
         return await self._read(lambda conn: sqlite_index.consistency(conn, session_key))
 

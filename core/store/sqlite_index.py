@@ -158,6 +158,21 @@ def reindex(conn: sqlite3.Connection, session_key: str) -> int:
     return len(messages)
 
 
+def merge_step(conn: sqlite3.Connection, pages: int) -> bool:
+    """Merge FTS5 segments until about `pages` pages are written; False when
+    no level had enough segments to be worth merging.
+
+    Each transaction adds a segment, and FTS5 folds them together as it goes
+    (automerge), a little on every write. A bulk reindex leaves many of them
+    half-folded; without this, live message writes would carry that merging
+    and queries would read more segments.
+    """
+    before = conn.total_changes
+    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?)", (pages,))
+    # FTS5's documented signal: fewer than two changes means no work was done.
+    return conn.total_changes - before >= 2
+
+
 # An index row is correct when it exists for an active indexed message and
 # carries that message's session token.
 _ROW_MATCHES = "f.rowid = m.id AND f.session = 's' || m.session_id"

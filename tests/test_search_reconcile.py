@@ -1,0 +1,61 @@
+"""The background reconciler indexes every session an import left behind,
+then folds the index segments that bulk work left, so later live writes and
+queries do not pay for it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from core.clock import TestClock
+from core.search.reconcile import IndexReconciler
+from core.store import ImportRow, SqliteStore
+from tests.test_store_contract import T0
+
+KEYS = [f"agent:main:telegram:private:{n}" for n in range(12)]
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    async with SqliteStore(tmp_path / "kept.sqlite") as opened:
+        rows = [
+            ImportRow(key, role, f"message {n} about the budget", T0 + timedelta(seconds=n))
+            for key in KEYS
+            for n, role in enumerate(["user", "assistant"] * 5)
+        ]
+        assert await opened.import_messages(rows) == len(rows)
+        yield opened
+
+
+async def test_run_once_indexes_every_session_behind_then_compacts(store: SqliteStore) -> None:
+    seen: list[tuple[str, int]] = []
+    reconciler = IndexReconciler(store, TestClock(T0), batch=5)
+    assert await reconciler.run_once(lambda key, rows: seen.append((key, rows))) == len(KEYS)
+    assert sorted(seen) == sorted((key, 10) for key in KEYS)
+    assert await store.sessions_behind() == []
+    assert await store.index_consistency() == (0, 0)
+    assert await store.count_index_rows() == 10 * len(KEYS)
+    # Nothing is left to fold: the pass compacted what its transactions left.
+    assert await store.compact_index() is False
+    # A pass with nothing behind does nothing.
+    assert await reconciler.run_once() == 0
+
+
+async def test_reindexing_session_by_session_leaves_segments_to_fold(store: SqliteStore) -> None:
+    # The control for the test above: one transaction per session leaves
+    # small segments that a compaction step folds, after which it reports done.
+    for key in KEYS:
+        await store.reindex_session(key)
+    assert await store.compact_index() is True
+    steps = 1
+    while await store.compact_index():
+        steps += 1
+        assert steps < 100
+    assert await store.index_consistency() == (0, 0)
+    budget = await store.fetchall(
+        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'budget'"
+    )
+    assert budget[0][0] == 10 * len(KEYS)
