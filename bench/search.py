@@ -68,6 +68,7 @@ from core.search.reconcile import IndexReconciler
 from core.search.service import DEFAULT_LIMIT, SessionSearch
 from core.search.tools import register_search_tools
 from core.store import NewMessage, SearchScope, SqliteStore, open_store, sqlite_search
+from core.store.fts import AGENT_SPAN
 from core.tools import ToolContext, ToolRegistry
 
 RAW_SQL = (
@@ -75,7 +76,8 @@ RAW_SQL = (
 )
 COUNT_SQL = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?"
 VISIBLE_COUNT_SQL = (
-    "SELECT count(*) FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
+    "SELECT count(*) FROM messages_fts CROSS JOIN messages m "
+    f"ON m.id = messages_fts.rowid % {AGENT_SPAN} "
     "WHERE messages_fts MATCH ? AND (SELECT agent_id FROM sessions WHERE id = m.session_id) = ?"
 )
 
@@ -641,7 +643,8 @@ async def measure_search(
     def raw_query(expr: str) -> tuple[float, list[int]]:
         t = time.perf_counter()
         rows = raw.execute(RAW_SQL, (expr,)).fetchall()
-        return (time.perf_counter() - t) * 1000, [r[0] for r in rows]
+        # Index rowids hold the agent's range; the message id is the rest.
+        return (time.perf_counter() - t) * 1000, [r[0] % AGENT_SPAN for r in rows]
 
     agent_scope = SearchScope(agent_id=CALLER_AGENT)
 

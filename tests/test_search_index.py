@@ -15,7 +15,7 @@ from core.search.normalize import normalize
 from core.search.query import build_query
 from core.search.redact import Redactor
 from core.store import SearchScope, SqliteStore, sqlite_search
-from core.store.fts import TOKENIZE, session_filter
+from core.store.fts import AGENT_SPAN, TOKENIZE, agent_range, session_filter
 from tests.search_corpus import MESSAGES, NO_HITS, TOP_HITS
 from tests.test_store_contract import T0, add, add_session, deactivate, ids, msg, search
 
@@ -127,8 +127,8 @@ async def test_phrase_ranks_above_a_bag_of_the_same_words(store: SqliteStore) ->
     )
     # bm25 alone prefers the short, newer message...
     plain = await store.fetchall(
-        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'budget AND review' "
-        "ORDER BY bm25(messages_fts)"
+        f"SELECT rowid % {AGENT_SPAN} FROM messages_fts "
+        "WHERE messages_fts MATCH 'budget AND review' ORDER BY bm25(messages_fts)"
     )
     assert [r[0] for r in plain] == [bag.id, phrase.id]
     # ...but the one holding the words as written wins, with a higher score.
@@ -227,31 +227,30 @@ async def test_search_plans_start_from_the_index(store: SqliteStore) -> None:
         await add(store, f"filler {i} 中文", key=(KEY, A2, B1)[i % 3])
     await store.fetchall("ANALYZE")
     cases = [
-        (SearchScope(agent_id="a"), "北", True, False),  # one CJK character
-        (SearchScope(agent_id="a"), "budget review", True, False),
-        (SearchScope(agent_id="a"), "budget review", True, True),  # the sole agent
-        (SearchScope(session_key=KEY), "中", False, False),
-        (SearchScope(), "budget", False, False),
+        (SearchScope(agent_id="a"), "北", True),  # one CJK character
+        (SearchScope(agent_id="a"), "budget review", True),
+        (SearchScope(session_key=KEY), "中", False),
+        (SearchScope(), "budget", False),
     ]
-    for scope, text, phrase, sole_agent in cases:
+    for scope, text, phrase in cases:
         query = build_query(text)
         assert query is not None
-        sql = sqlite_search.search_plan_sql(scope, phrase=phrase, sole_agent=sole_agent)
+        sql = sqlite_search.search_plan_sql(scope, phrase=phrase)
         params = {"expr": query.expression, "phrase": query.phrase or query.expression}
         params |= {"window": 5000, "limit": 10, "inner_limit": 20, "session_id": 1, "agent_id": "a"}
+        params |= dict(zip(("low", "high"), agent_range(1), strict=True))
         plan = await explain(store, sql, params)
-        # The ranked query starts from the full-text index...
+        # The ranked query starts from the full-text index, with the agent's
+        # rowid range handed to FTS5 (idxStr holds M for MATCH, < and > for
+        # the rowid bounds)...
         first = next(step for step in plan.split(" | ") if step.startswith("SCAN"))
-        assert re.fullmatch(r"SCAN messages_fts VIRTUAL TABLE INDEX \d+:M\d*>?", first), plan
-        # ...and messages and sessions are only ever looked up by primary key.
+        assert re.fullmatch(r"SCAN messages_fts VIRTUAL TABLE INDEX \d+:M\d*[<>]{2}.*", first), plan
+        # ...and messages and sessions are only ever looked up by primary key,
+        # for the winners only: no candidate is checked inside the ranked query.
         assert not re.search(r"SCAN (m|s|messages|sessions)\b", plan), plan
         assert "SEARCH m USING INTEGER PRIMARY KEY" in plan, plan
-        if scope.agent_id is not None:
-            assert "SEARCH sessions USING INTEGER PRIMARY KEY" in plan, plan
-        # Only a multi-agent scope filters candidates inside the ranked query.
         inner = plan.split(" | SCAN r")[0]
-        filtered = scope.agent_id is not None and not sole_agent
-        assert ("SEARCH m USING INTEGER PRIMARY KEY" in inner) is filtered, plan
+        assert "SEARCH m USING INTEGER PRIMARY KEY" not in inner, plan
 
 
 async def test_context_reads_walk_one_session_by_index(store: SqliteStore) -> None:
@@ -261,33 +260,40 @@ async def test_context_reads_walk_one_session_by_index(store: SqliteStore) -> No
         assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
 
 
-async def test_the_sole_agent_check_is_two_index_probes(store: SqliteStore) -> None:
-    plan = await explain(store, sqlite_search._AGENT_RANGE, ())
-    assert "SCAN sessions" not in plan, plan
-    assert plan.count("SEARCH sessions USING COVERING INDEX sessions_agent") == 2, plan
+async def test_each_agent_has_its_own_rowid_range(store: SqliteStore) -> None:
+    a = await add(store, "shared word")
+    b = await add(store, "shared word", key=B1)
+    slots = dict(await store.fetchall("SELECT agent_id, slot FROM agents"))
+    assert set(slots) == {"a", "b"} and slots["a"] != slots["b"]
+    for record, agent in ((a, "a"), (b, "b")):
+        rows = await store.fetchall(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?",
+            (session_filter(record.session_id),),
+        )
+        low, high = agent_range(slots[agent])
+        assert [r[0] for r in rows] == [low + record.id] and low + record.id < high
+    # Each agent's search sees its own row only; the admin's sees both.
+    assert ids(await search(store, "shared", agent="a")) == [a.id]
+    assert ids(await search(store, "shared", agent="b")) == [b.id]
+    hits = await store.search("shared", scope=SearchScope(), limit=10, redactor=Redactor())
+    assert sorted(ids(hits)) == sorted([a.id, b.id])
 
 
-async def test_a_sole_agent_sees_everything_and_only_its_own(store: SqliteStore) -> None:
-    await store.delete_session(B1)
-    mine = [await add(store, "shared word", key=key) for key in (KEY, A2)]
-    hits = await search(store, "shared", agent="a")
-    assert sorted(ids(hits)) == sorted(r.id for r in mine)
-    assert await search(store, "shared", agent="b") == []
+async def test_an_agent_without_sessions_sees_nothing(store: SqliteStore) -> None:
+    await add(store, "shared word")
+    assert await search(store, "shared", agent="nobody") == []
 
 
-@pytest.mark.parametrize("filter_agent", [False, True], ids=["index-only", "agent"])
-async def test_the_window_is_one_walk_of_the_index(store: SqliteStore, filter_agent: bool) -> None:
+async def test_the_window_is_one_walk_of_the_index_range(store: SqliteStore) -> None:
     query = build_query("猫")
     assert query is not None
     expression = f"({query.expression}) AND {session_filter(1)}"
-    sql = sqlite_search._window_sql(filter_agent=filter_agent)
-    params = {"expr": expression, "window": 5000, "agent_id": "a"}
-    plan = await explain(store, sql, params)
+    params = {"expr": expression, "window": 5000}
+    params |= dict(zip(("low", "high"), agent_range(1), strict=True))
+    plan = await explain(store, sqlite_search.WINDOW_SQL, params)
     # One walk of the index in rowid order, stopped by the LIMIT: no sort,
-    # and other tables only by primary key.
-    assert re.match(r"SCAN messages_fts VIRTUAL TABLE INDEX \d+:M\d*( |$)", plan), plan
-    assert "TEMP B-TREE" not in plan, plan
-    assert not re.search(r"SCAN (m|s|messages|sessions)\b", plan), plan
+    # and no other table.
+    assert re.fullmatch(r"SCAN messages_fts VIRTUAL TABLE INDEX \d+:M\d*[<>]{2}.*", plan), plan
 
 
 # --- redaction --------------------------------------------------------------------

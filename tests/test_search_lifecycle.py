@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.store import ImportRow, SqliteStore, Store
+from core.store.fts import AGENT_SPAN, index_values
 from core.store.migrations import load_migrations
 from tests.test_store_contract import KEY, OTHER, T0, add, add_session, ids, search
 
@@ -187,24 +188,31 @@ async def test_mark_index_behind(store: SqliteStore) -> None:
 async def test_consistency_notices_every_kind_of_drift(store: SqliteStore) -> None:
     record = await add(store, "drifting")
     other = await add(store, "elsewhere", key=OTHER)
+    (slot,) = (await store.fetchall("SELECT agent_slot FROM sessions WHERE key = ?", (KEY,)))[0]
+    rowid = slot * AGENT_SPAN + record.id
     with sqlite3.connect(store.path) as conn:
-        conn.execute("DELETE FROM messages_fts WHERE rowid = ?", (record.id,))
+        conn.execute("DELETE FROM messages_fts WHERE rowid = ?", (rowid,))
     assert await store.index_consistency() == (1, 0)
     assert await store.index_consistency(KEY) == (1, 0)
     assert await store.index_consistency(OTHER) == (0, 0)
     with sqlite3.connect(store.path) as conn:
-        # A row claiming the wrong session is both missing and orphaned.
+        # A row claiming the wrong session is both missing and orphaned, and
+        # so is a row outside its agent's rowid range.
         conn.execute(
             "INSERT INTO messages_fts(rowid, words, grams, session) VALUES (?, 'drifting', '', ?)",
-            (record.id, f"s{other.session_id}"),
+            (rowid, f"s{other.session_id}"),
         )
         conn.execute(
             "INSERT INTO messages_fts(rowid, words, grams, session) "
             "VALUES (9999, 'ghost', '', 's1')"
         )
-    assert await store.index_consistency() == (1, 2)
+        conn.execute(
+            "INSERT INTO messages_fts(rowid, words, grams, session) VALUES (?, 'elsewhere', '', ?)",
+            ((slot + 7) * AGENT_SPAN + other.id, f"s{other.session_id}"),
+        )
+    assert await store.index_consistency() == (1, 3)
     assert await store.index_consistency(KEY) == (1, 1)
-    assert await store.index_consistency(OTHER) == (0, 1)
+    assert await store.index_consistency(OTHER) == (0, 2)
     assert await store.reindex_session(KEY) == 1
     assert await store.reindex_session(OTHER) == 1
     assert await consistent(store, KEY, OTHER)
@@ -247,3 +255,61 @@ async def test_migration_rebuilds_a_v1_index(tmp_path: Path) -> None:
         assert await store.count_index_rows() == 2
         assert await consistent(store, KEY)
         assert await store.sessions_behind() == []
+
+
+async def test_migration_moves_index_rows_into_agent_ranges(tmp_path: Path) -> None:
+    path = tmp_path / "v5.sqlite"
+    async with SqliteStore(path, migrations=load_migrations()[:5]) as v5:
+        assert await v5.schema_version() == 5
+    # Written as a v5 store did: index rowid = message id.
+    with sqlite3.connect(path) as conn:
+        for sid, key in ((1, KEY), (2, B1)):
+            agent, platform, kind, chat = key.split(":")[1:5]
+            conn.execute(
+                "INSERT INTO sessions(id, key, agent_id, platform, chat_id, chat_kind, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, 0)",
+                (sid, key, agent, platform, chat, kind),
+            )
+        for mid, sid, text, active in (
+            (1, 1, "shared budget", 1),
+            (2, 2, "shared budget", 1),
+            (3, 1, "shared but hidden", 0),
+            (4, 1, "gone", 1),
+        ):
+            conn.execute(
+                "INSERT INTO messages(id, session_id, platform, chat_id, role, kind, text, ts, "
+                "active, platform_message_id) SELECT ?, id, platform, chat_id, 'user', 'text', ?, "
+                "0, ?, ? FROM sessions WHERE id = ?",
+                (mid, text, active, f"p{mid}", sid),
+            )
+            if active:
+                conn.execute(
+                    "INSERT INTO messages_fts(rowid, words, grams, session) VALUES (?, ?, ?, ?)",
+                    (mid, *index_values(text, sid)),
+                )
+        # An index row whose message is gone stays behind.
+        conn.execute("DELETE FROM messages WHERE id = 4")
+        conn.execute(
+            "INSERT INTO messages_fts(rowid, words, grams, session) VALUES (4, 'gone', '', 's1')"
+        )
+    async with SqliteStore(path) as store:
+        slots = dict(await store.fetchall("SELECT agent_id, slot FROM agents"))
+        assert slots == {"a": 1, "b": 2}  # in order of first appearance
+        rows = await store.fetchall("SELECT rowid FROM messages_fts ORDER BY rowid")
+        assert [r[0] for r in rows] == [AGENT_SPAN + 1, 2 * AGENT_SPAN + 2]
+        assert await consistent(store, KEY, B1)
+        assert ids(await search(store, "shared", agent="a")) == [1]
+        assert ids(await search(store, "shared", agent="b")) == [2]
+        # Sessions created after the migration get their agent's slot, a new
+        # agent the next one.
+        await add_session(store, OTHER)
+        await add_session(store, "agent:c:telegram:private:5")
+        rows = await store.fetchall("SELECT agent_slot FROM sessions ORDER BY id")
+        assert [r[0] for r in rows] == [1, 2, 1, 3]
+        # Deleting a message or a session takes its index rows along.
+        assert await store.delete_message(
+            platform="telegram", chat_id="100", platform_message_id="p1"
+        )
+        assert await store.delete_session(B1) == 1
+        assert await store.count_index_rows() == 0
+        assert await consistent(store, KEY, OTHER)

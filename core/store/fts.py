@@ -1,7 +1,7 @@
 """What one message's full-text row holds, shared by the store and migrations.
 
-`messages_fts` (see migration 0002) has one row per active indexed message,
-rowid = message id, and three columns:
+`messages_fts` (see migrations 0002 and 0006) has one row per active indexed
+message, and three columns:
 
 - `words`: normalize(text) with unspaced-script runs blanked out, for the
   unicode61 tokenizer (diacritics removed);
@@ -10,6 +10,11 @@ rowid = message id, and three columns:
   search ANDs it into the MATCH expression, so FTS5 intersects posting
   lists instead of the SQL joining every hit of a common word to messages
   just to drop the other sessions' rows.
+
+Its rowid is `slot * AGENT_SPAN + message id`, where the slot is the
+agent's number (table `agents`, copied to `sessions.agent_slot`): each
+agent's rows form one rowid range, so an agent-wide search is a range that
+FTS5 seeks to in each posting list instead of a per-candidate check.
 
 Changing what a row holds means a migration that rebuilds the table (as
 0002 does from `index_values`).
@@ -26,7 +31,23 @@ COLUMNS: tuple[str, ...] = ("words", "grams", "session")
 # Devanagari words at every vowel sign.
 TOKENIZE = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 
-INSERT = f"INSERT INTO messages_fts(rowid, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})"
+# Message ids stay far below this (2^40, about a trillion).
+AGENT_SPAN = 1 << 40
+
+
+def rowid_sql(session_id: str, message_id: str) -> str:
+    """SQL for the index rowid of a message, from SQL expressions naming its
+    session id and its id."""
+    return (
+        f"(SELECT agent_slot FROM sessions WHERE id = {session_id}) * {AGENT_SPAN} + {message_id}"
+    )
+
+
+# Parameters: message id, session id, then index_values().
+INSERT = (
+    f"INSERT INTO messages_fts(rowid, {', '.join(COLUMNS)}) "
+    f"VALUES ({rowid_sql('?2', '?1')}, ?3, ?4, ?5)"
+)
 
 # bm25 weights, in COLUMNS order: the session token never scores.
 BM25 = "bm25(messages_fts, 1.0, 1.0, 0.0)"
@@ -39,6 +60,11 @@ def session_token(session_id: int) -> str:
 def session_filter(session_id: int) -> str:
     """An FTS5 clause matching only the rows of one session."""
     return f'{{session}}: "{session_token(session_id)}"'
+
+
+def agent_range(slot: int) -> tuple[int, int]:
+    """[low, high) of the rowids of one agent's rows."""
+    return slot * AGENT_SPAN, (slot + 1) * AGENT_SPAN
 
 
 def index_values(text: str, session_id: int) -> tuple[str, str, str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from core.messages import parse_session_key
 from core.store.base import ImportRow, is_indexed
-from core.store.fts import INSERT, index_values, session_filter
+from core.store.fts import AGENT_SPAN, INSERT, index_values, rowid_sql, session_filter
 from core.store.sqlite_rows import MESSAGE_COLUMNS, to_ms
 from core.store.sqlite_search import INDEXED_SQL
 
@@ -40,7 +40,7 @@ DELETE_BY_PLATFORM_ID = tuple(
 
 
 def insert_index_row(conn: sqlite3.Connection, message_id: int, session_id: int, text: str) -> None:
-    conn.execute(INSERT, (message_id, *index_values(text, session_id)))
+    conn.execute(INSERT, (message_id, session_id, *index_values(text, session_id)))
 
 
 def edit(
@@ -51,7 +51,10 @@ def edit(
     found = [row for sql in BY_PLATFORM_ID for row in conn.execute(sql, key).fetchall()]
     for message_id, session_id, role, kind, active in found:
         conn.execute("UPDATE messages SET text = ? WHERE id = ?", (text, message_id))
-        conn.execute("DELETE FROM messages_fts WHERE rowid = ?", (message_id,))
+        conn.execute(
+            f"DELETE FROM messages_fts WHERE rowid = {rowid_sql('?2', '?1')}",
+            (message_id, session_id),
+        )
         if active and is_indexed(role, kind):
             insert_index_row(conn, message_id, session_id, text)
     if not found:
@@ -145,7 +148,8 @@ def reindex(conn: sqlite3.Connection, session_key: str) -> int:
         (session_filter(session_id),),
     )
     conn.execute(
-        "DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE session_id = ?)",
+        "DELETE FROM messages_fts WHERE rowid IN "
+        f"(SELECT {rowid_sql('session_id', 'id')} FROM messages WHERE session_id = ?)",
         (session_id,),
     )
     messages = conn.execute(
@@ -153,7 +157,8 @@ def reindex(conn: sqlite3.Connection, session_key: str) -> int:
         f"AND {INDEXED_SQL}",
         (session_id,),
     ).fetchall()
-    conn.executemany(INSERT, ((id_, *index_values(text, session_id)) for id_, text in messages))
+    rows = ((id_, session_id, *index_values(text, session_id)) for id_, text in messages)
+    conn.executemany(INSERT, rows)
     conn.execute("UPDATE sessions SET index_behind = 0 WHERE id = ?", (session_id,))
     return len(messages)
 
@@ -173,9 +178,11 @@ def merge_step(conn: sqlite3.Connection, pages: int) -> bool:
     return conn.total_changes - before >= 2
 
 
-# An index row is correct when it exists for an active indexed message and
-# carries that message's session token.
-_ROW_MATCHES = "f.rowid = m.id AND f.session = 's' || m.session_id"
+# An index row is correct when it exists for an active indexed message, in
+# its agent's rowid range, and carries that message's session token.
+_ROW_MATCHES = f"f.rowid = {rowid_sql('m.session_id', 'm.id')} AND f.session = 's' || m.session_id"
+# Orphan checks find the message by id first, then compare.
+_MESSAGE_OF_F = f"m.id = f.rowid % {AGENT_SPAN} AND "
 
 
 def consistency(conn: sqlite3.Connection, session_key: str | None) -> tuple[int, int]:
@@ -186,7 +193,8 @@ def consistency(conn: sqlite3.Connection, session_key: str | None) -> tuple[int,
         )
         orphan_sql = (
             "SELECT count(*) FROM messages_fts f WHERE NOT EXISTS "
-            f"(SELECT 1 FROM messages m WHERE {_ROW_MATCHES} AND m.active = 1 AND {INDEXED_SQL})"
+            f"(SELECT 1 FROM messages m WHERE {_MESSAGE_OF_F}{_ROW_MATCHES} AND m.active = 1 "
+            f"AND {INDEXED_SQL})"
         )
         (missing,) = conn.execute(missing_sql).fetchone()
         (orphans,) = conn.execute(orphan_sql).fetchone()
@@ -202,7 +210,8 @@ def consistency(conn: sqlite3.Connection, session_key: str | None) -> tuple[int,
     (orphans,) = conn.execute(
         "SELECT count(*) FROM messages_fts f WHERE f.rowid IN "
         "(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) AND NOT EXISTS "
-        f"(SELECT 1 FROM messages m WHERE {_ROW_MATCHES} AND m.active = 1 AND {INDEXED_SQL})",
+        f"(SELECT 1 FROM messages m WHERE {_MESSAGE_OF_F}{_ROW_MATCHES} AND m.active = 1 "
+        f"AND {INDEXED_SQL})",
         (session_filter(row[0]),),
     ).fetchone()
     return int(missing), int(orphans)

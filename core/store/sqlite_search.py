@@ -4,21 +4,21 @@ One search is a few statements in one read transaction (a consistent
 snapshot, one trip to the thread):
 
 1. The scope is applied inside the ranked query, before its LIMIT, without
-   ever listing sessions. A session scope ANDs the session's token into the
-   MATCH, so FTS5 intersects posting lists. An agent scope costs nothing when
-   the agent owns every session (two index probes tell); otherwise each
-   candidate's message and session are looked up by primary key. The joins
-   are CROSS JOINs, so SQLite can only start from the full-text index.
-   Only active messages have index rows (triggers of migration 0002).
+   ever listing sessions. Each agent's index rows form one rowid range
+   (core/store/fts.py), so an agent scope is a rowid range that FTS5 seeks
+   to in every posting list: other agents' rows are never read. A session
+   scope adds the session's token to the MATCH, so FTS5 intersects posting
+   lists. The admin's unscoped search runs the query once per agent and
+   merges the results (bm25 comes from one table, so scores compare).
+   Only active messages have index rows (triggers of migrations 0002/0006).
 2. A query matching more than RANK_WINDOW messages in its scope (a common
    word) is ranked among its RANK_WINDOW newest matches there: bm25 costs
    about a microsecond per candidate, tens of milliseconds for the commonest
    words of a large database, and for such words the newer messages are the
-   better answer anyway. The window is one walk of the index in rowid
-   order, with the scope filter applied during the walk and stopped by the
-   LIMIT, so bm25 is computed only for the window's rows and no second walk
-   is needed to find where the window starts. The window is never smaller
-   than what the ranking keeps, so hidden rows cannot shorten the list.
+   better answer anyway. The window is one walk of the index range in
+   rowid order, stopped by the LIMIT, so bm25 is computed only for the
+   window's rows. The window is never smaller than what the ranking keeps,
+   so hidden rows cannot shorten the list.
 3. Ranking: messages holding the whole query as a phrase first, then bm25,
    then the newest. The ranked query breaks ties by message id (no lookup);
    the outer query reads the winners — twice `limit` of them, so ties at the
@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from core.search.query import SearchQuery
 from core.store.base import INDEXED_KINDS, INDEXED_ROLES, SearchScope
-from core.store.fts import BM25, session_filter
+from core.store.fts import AGENT_SPAN, BM25, agent_range, session_filter
 from core.store.sqlite_rows import MESSAGE_COLUMNS
 
 RANK_WINDOW = 2500
@@ -55,50 +55,36 @@ class RankedRow(NamedTuple):
     phrase: int
 
 
-# Two probes of sessions_agent: the smallest and largest agent id.
-_AGENT_RANGE = "SELECT (SELECT min(agent_id) FROM sessions), (SELECT max(agent_id) FROM sessions)"
-
 _AGENT_OF_M = "(SELECT agent_id FROM sessions WHERE id = m.session_id)"
 
-
-def _window_sql(*, filter_agent: bool) -> str:
-    """The newest :window matches inside the scope, with their bm25.
-
-    One walk of the index in rowid order, stopped by the LIMIT: bm25 is only
-    computed for the rows it returns.
-    """
-    join = where = ""
-    if filter_agent:
-        # Scalar subqueries look sessions up by primary key: no statistics
-        # can turn them into a scan of sessions.
-        join = "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-        where = f"AND {_AGENT_OF_M} = :agent_id "
-    return (
-        f"SELECT messages_fts.rowid AS id, {BM25} AS score "
-        f"FROM messages_fts {join}WHERE messages_fts MATCH :expr {where}"
-        "ORDER BY messages_fts.rowid DESC LIMIT :window"
-    )
+# The newest :window matches in one agent's rowid range, with their bm25:
+# one walk of the range in rowid order, stopped by the LIMIT, so bm25 is
+# only computed for the rows it returns.
+WINDOW_SQL = (
+    f"SELECT messages_fts.rowid AS fid, {BM25} AS score FROM messages_fts "
+    "WHERE messages_fts MATCH :expr AND messages_fts.rowid >= :low AND messages_fts.rowid < :high "
+    "ORDER BY messages_fts.rowid DESC LIMIT :window"
+)
 
 
-def _ranked_sql(*, filter_agent: bool, check: str, phrase: bool) -> str:
+def _ranked_sql(*, check: str, phrase: bool) -> str:
     """The window (w), its ranking (inner) and the read of its winners (outer)."""
-    window = _window_sql(filter_agent=filter_agent)
     if phrase:
         # The phrase flag is a set membership: FTS5 finds the phrase matches
         # inside the window once (no ranking function), SQLite keeps their
         # rowids in a temporary index.
-        with_ = f"WITH w AS MATERIALIZED ({window}) "
+        with_ = f"WITH w AS MATERIALIZED ({WINDOW_SQL}) "
         source = "w"
         flag = (
-            "(w.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH :phrase "
-            "AND rowid >= (SELECT min(id) FROM w)))"
+            "(w.fid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH :phrase "
+            "AND rowid >= (SELECT min(fid) FROM w) AND rowid < :high))"
         )
     else:
         with_ = ""
-        source = f"({window}) w"
+        source = f"({WINDOW_SQL}) w"
         flag = "0"
     inner = (
-        f"SELECT w.id AS id, w.score AS score, {flag} AS phrase FROM {source} "
+        f"SELECT w.fid % {AGENT_SPAN} AS id, w.score AS score, {flag} AS phrase FROM {source} "
         "ORDER BY phrase DESC, score, id DESC LIMIT :inner_limit"
     )
     return (
@@ -108,24 +94,26 @@ def _ranked_sql(*, filter_agent: bool, check: str, phrase: bool) -> str:
     )
 
 
-def _sql(scope: SearchScope, *, phrase: bool, sole_agent: bool) -> str:
-    session = scope.session_key is not None
-    agent = not session and scope.agent_id is not None
+def _sql(scope: SearchScope, *, phrase: bool) -> str:
     # Defence in depth: the winners' scope and visibility are checked again on
     # the messages themselves, so an index row out of step can never show
     # another chat's message (at worst, it shortens the list).
     check = f"m.active = 1 AND {INDEXED_SQL}"
-    if session:
+    if scope.session_key is not None:
         # Unary +: a lookup by primary key, not a seek in messages_session.
         check += " AND +m.session_id = :session_id"
-    elif agent:
+    elif scope.agent_id is not None:
         check += f" AND {_AGENT_OF_M} = :agent_id"
-    return _ranked_sql(filter_agent=agent and not sole_agent, check=check, phrase=phrase)
+    return _ranked_sql(check=check, phrase=phrase)
 
 
-def search_plan_sql(scope: SearchScope, *, phrase: bool, sole_agent: bool = False) -> str:
+def search_plan_sql(scope: SearchScope, *, phrase: bool) -> str:
     """The ranked statement for `scope` (for EXPLAIN QUERY PLAN tests)."""
-    return _sql(scope, phrase=phrase, sole_agent=sole_agent)
+    return _sql(scope, phrase=phrase)
+
+
+def _ranked_key(row: RankedRow) -> tuple[int, float, int, int]:
+    return -row.phrase, row.bm25, -row.ts, -row.id
 
 
 def search_rows(
@@ -138,26 +126,33 @@ def search_rows(
     params |= {"window": max(RANK_WINDOW, 2 * limit)}
     params |= {"session_id": None, "agent_id": scope.agent_id}
     expression, phrase = query.expression, query.phrase
-    sole_agent = False
     if scope.session_key is not None:
         # A scope naming both a session and an agent needs both to agree.
         row = conn.execute(
-            "SELECT id FROM sessions WHERE key = ? AND coalesce(agent_id = ?, 1)",
+            "SELECT id, agent_slot FROM sessions WHERE key = ? AND coalesce(agent_id = ?, 1)",
             (scope.session_key, scope.agent_id),
         ).fetchone()
         if row is None:
             return []
-        params["session_id"] = row[0]
+        params["session_id"], slots = row[0], [row[1]]
         # Parenthesised: the user part is an AND chain of column filters.
         expression = f"({expression}) AND {session_filter(row[0])}"
         if phrase is not None:
             phrase = f"({phrase}) AND {session_filter(row[0])}"
     elif scope.agent_id is not None:
-        low, high = conn.execute(_AGENT_RANGE).fetchone()
-        sole_agent = low == high == scope.agent_id
+        sql = "SELECT slot FROM agents WHERE agent_id = ?"
+        slots = [r[0] for r in conn.execute(sql, (scope.agent_id,))]
+    else:
+        slots = [r[0] for r in conn.execute("SELECT slot FROM agents ORDER BY slot")]
     params["expr"], params["phrase"] = expression, phrase
-    sql = _sql(scope, phrase=phrase is not None, sole_agent=sole_agent)
-    return [RankedRow(*r) for r in conn.execute(sql, params).fetchall()]
+    sql = _sql(scope, phrase=phrase is not None)
+    rows: list[RankedRow] = []
+    for slot in slots:
+        params["low"], params["high"] = agent_range(slot)
+        rows += [RankedRow(*r) for r in conn.execute(sql, params).fetchall()]
+    if len(slots) > 1:
+        rows = sorted(rows, key=_ranked_key)[:limit]
+    return rows
 
 
 def scores(rows: Sequence[RankedRow]) -> list[float]:

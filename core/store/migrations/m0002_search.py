@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import aiosqlite
 
-from core.store.fts import INSERT, TOKENIZE, index_values
+from core.store.fts import TOKENIZE, index_values
 
 # Kept literal (not built from core.store.base) so this migration means the
 # same thing forever; a test checks them against INDEXED_ROLES/INDEXED_KINDS.
@@ -72,6 +72,10 @@ CREATE INDEX messages_sent_platform_id ON messages(platform, chat_id, platform_m
 """
 
 _BATCH = 5000
+
+# This migration's row layout (rowid = message id); 0006 moves rows into
+# per-agent rowid ranges.
+INSERT = "INSERT INTO messages_fts(rowid, words, grams, session) VALUES (?, ?, ?, ?)"
 
 
 async def upgrade(db: aiosqlite.Connection) -> None:
