@@ -59,3 +59,25 @@ async def test_reindexing_session_by_session_leaves_segments_to_fold(store: Sqli
         "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'budget'"
     )
     assert budget[0][0] == 10 * len(KEYS)
+
+
+async def test_bulk_jobs_leave_the_live_connection_alone(store: SqliteStore) -> None:
+    # FTS5 keeps a per-connection table sized by the largest transaction;
+    # imports, reindexing, compaction and session deletes run on the store's
+    # second connection, so the live one (chat writes, searches) made none of
+    # their changes, yet sees all of them.
+    async def live_changes() -> int:
+        return await store._read(lambda conn: conn.total_changes)
+
+    before = await live_changes()
+    await IndexReconciler(store, TestClock(T0)).run_once()
+    more = [ImportRow(KEYS[0], "user", "one more about the budget", T0)]
+    assert await store.import_messages(more) == 1
+    assert await store.reindex_session(KEYS[0]) == 11
+    assert await store.delete_session(KEYS[1]) == 10
+    assert await live_changes() == before
+    assert await store.count_index_rows() == 10 * len(KEYS) + 1 - 10
+    assert await store.index_consistency() == (0, 0)
+    # Writes from the live connection still work alongside.
+    session = await store.get_session(KEYS[2])
+    assert session is not None
