@@ -279,6 +279,23 @@ async def test_each_agent_has_its_own_rowid_range(store: SqliteStore) -> None:
     assert sorted(ids(hits)) == sorted([a.id, b.id])
 
 
+async def test_the_admin_search_ranks_across_agents(store: SqliteStore) -> None:
+    # One ranked query per agent, merged: phrase matches first, then bm25,
+    # then the newest, and `limit` counts across agents.
+    long_a = await add(store, "a long message that mentions the budget once, in passing", at=1)
+    short_b = await add(store, "budget", key=B1, at=2)
+    bag_b = await add(store, "review of the budget", key=B1, at=3)
+    phrase_a = await add(store, "the budget review", at=4)
+    admin = SearchScope()
+    hits = await store.search("budget review", scope=admin, limit=10, redactor=Redactor())
+    assert ids(hits) == [phrase_a.id, bag_b.id]
+    hits = await store.search("budget", scope=admin, limit=2, redactor=Redactor())
+    assert ids(hits) == [short_b.id, phrase_a.id]
+    hits = await store.search("budget", scope=admin, limit=10, redactor=Redactor())
+    assert ids(hits)[-1] == long_a.id and len(hits) == 4
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
 async def test_an_agent_without_sessions_sees_nothing(store: SqliteStore) -> None:
     await add(store, "shared word")
     assert await search(store, "shared", agent="nobody") == []
