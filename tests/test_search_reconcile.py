@@ -12,7 +12,9 @@ import pytest
 
 from core.clock import TestClock
 from core.search.reconcile import IndexReconciler
-from core.store import ImportRow, SqliteStore
+from core.search.redact import Redactor
+from core.store import ImportRow, NewMessage, SearchScope, SqliteStore
+from core.store.sqlite import BULK_TEXT_CHARS
 from tests.test_store_contract import T0
 
 KEYS = [f"agent:main:telegram:private:{n}" for n in range(12)]
@@ -81,3 +83,24 @@ async def test_bulk_jobs_leave_the_live_connection_alone(store: SqliteStore) -> 
     # Writes from the live connection still work alongside.
     session = await store.get_session(KEYS[2])
     assert session is not None
+
+
+async def test_a_very_long_message_is_written_on_the_bulk_connection(store: SqliteStore) -> None:
+    async def live_changes() -> int:
+        return await store._read(lambda conn: conn.total_changes)
+
+    key = KEYS[0]
+    await store.ensure_session(
+        key, agent_id="main", platform="telegram", chat_id="0", chat_kind="private",
+        thread_id=None, now=T0,
+    )  # fmt: skip
+    before = await live_changes()
+    long_text = " ".join(f"word{n}" for n in range(BULK_TEXT_CHARS // 5)) + " needle"
+    record = await store.add_message(NewMessage(key, "user", long_text, T0))
+    assert await live_changes() == before
+    await store.add_message(NewMessage(key, "user", "short needle", T0))
+    assert await live_changes() > before
+    hits = await store.search(
+        "needle", scope=SearchScope(session_key=key), limit=5, redactor=Redactor()
+    )
+    assert record.id in [h.message_id for h in hits]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
@@ -84,6 +84,10 @@ _PRAGMAS = (
     # cost is that a power loss (not a crash) may drop a few more commits.
     "PRAGMA wal_autocheckpoint = 10000",
 )
+
+# Longer texts are indexed on the bulk connection: tens of thousands of
+# distinct words would leave the live connection's FTS5 table that large.
+BULK_TEXT_CHARS = 16_384
 
 # The session is looked up by key inside the INSERT itself: one statement,
 # and always the session that has this key now. (An id cached in Python could
@@ -227,6 +231,11 @@ class SqliteStore(Store):
             db = self._bulk
             return await db._execute(_transact, db._conn, work)
 
+    def _writer_for(self, text: str) -> Callable[[Callable[[sqlite3.Connection], T]], Awaitable[T]]:
+        """A message this long would grow the live connection's FTS5 table
+        for good (see _bulk_write), so it is written on the bulk one."""
+        return self._bulk_write if len(text) > BULK_TEXT_CHARS else self._write
+
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` in one read transaction on the worker thread: its
         statements see one snapshot, and cost one trip."""
@@ -283,7 +292,7 @@ class SqliteStore(Store):
         m = message
         ts = to_ms(m.ts)
         try:
-            message_id, session_id = await self._write(
+            message_id, session_id = await self._writer_for(m.text)(
                 lambda conn: self._insert_message(conn, m, ts)
             )
         except sqlite3.IntegrityError as exc:
@@ -381,7 +390,7 @@ class SqliteStore(Store):
     async def edit_message(
         self, *, platform: str, chat_id: str, platform_message_id: str, text: str
     ) -> MessageRecord | None:
-        row = await self._write(
+        row = await self._writer_for(text)(
             lambda conn: sqlite_index.edit(conn, platform, chat_id, platform_message_id, text)
         )
         return message_record(row) if row is not None else None
