@@ -12,7 +12,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from core.clock import Clock
 from core.commitments.service import CommitmentService
@@ -24,7 +24,14 @@ from core.store import Store
 
 log = logging.getLogger("kept.channels")
 
-InboundHandler = Callable[[Inbound], Awaitable[object]]
+
+class InboundHandler(Protocol):
+    """ConversationManager.handle: one turn; `on_stored` fires once the
+    message is in the transcript."""
+
+    def __call__(
+        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
+    ) -> Awaitable[object]: ...
 
 
 class ChannelStartError(Exception):

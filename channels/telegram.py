@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -322,32 +323,23 @@ class TelegramAdapter(ChannelAdapter):
     async def _start_turn(self, inbound: Inbound, mark_safe: MarkSafe) -> None:
         """Run the turn in the background; return once its message is stored
         (or the turn is over), so the update can be confirmed."""
-        task = asyncio.create_task(self._turn(inbound), name=f"telegram-turn-{inbound.target}")
+        stored = asyncio.Event()
+        task = asyncio.create_task(
+            self._turn(inbound, stored.set), name=f"telegram-turn-{inbound.target}"
+        )
         self._turns.add(task)
         task.add_done_callback(self._turns.discard)
-        wait = 0.005
-        while not task.done():
-            await asyncio.wait({task}, timeout=wait)
-            if task.done() or await self._stored(inbound):
-                break
-            wait = min(wait * 2, 0.25)
+        waiter = asyncio.create_task(stored.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
         mark_safe()
 
-    async def _stored(self, inbound: Inbound) -> bool:
-        try:
-            rows = await self._ctx.store.history(
-                inbound.session_key, before_turn_of=2**62, limit=50
-            )
-        except Exception:
-            return False  # keep waiting for the turn itself
-        return any(
-            r.role == "user" and r.platform_message_id == inbound.platform_message_id for r in rows
-        )
-
-    async def _turn(self, inbound: Inbound) -> None:
+    async def _turn(self, inbound: Inbound, on_stored: Callable[[], object]) -> None:
         typing = asyncio.create_task(self._typing(inbound.target))
         try:
-            await self._ctx.handle(inbound)
+            await self._ctx.handle(inbound, on_stored=on_stored)
         except Exception as exc:
             event(
                 log,

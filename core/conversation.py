@@ -100,9 +100,15 @@ class ConversationManager:
             lock = self._locks[session_key] = asyncio.Lock()
         return lock
 
-    async def handle(self, inbound: Inbound) -> MessageRecord | None:
+    async def handle(
+        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
+    ) -> MessageRecord | None:
         """Store, answer and send one inbound message. Returns the stored reply,
-        or None when the message was a duplicate or had nothing to answer."""
+        or None when the message was a duplicate or had nothing to answer.
+
+        `on_stored` is called once the message is in the transcript (also when
+        it already was), before the answer: from then on a crash loses no
+        message, so a channel may confirm it to the platform."""
         if not inbound.text.strip():
             return None
         key = inbound.session_key
@@ -123,6 +129,8 @@ class ConversationManager:
                 session = await self._ensure_session(inbound, fresh=True)
                 user = await self._store.add_message(message)
         except DuplicateMessage:
+            if on_stored is not None:
+                on_stored()
             event(
                 log,
                 logging.INFO,
@@ -132,6 +140,8 @@ class ConversationManager:
                 platform_message=inbound.platform_message_id,
             )
             return None
+        if on_stored is not None:
+            on_stored()
         async with self.session_lock(key):
             return await self._turn(session, user)
 

@@ -89,6 +89,29 @@ async def test_history_respects_character_budget(sqlite_store, clock, sender):
     assert messages[-2]["content"].startswith("echo: 8 ")
 
 
+async def test_on_stored_fires_once_the_message_is_in_the_transcript(sqlite_store, clock, sender):
+    # A channel confirms a platform update on this signal, so it must come
+    # after the row exists and before the (slow) answer.
+    manager = make_manager(sqlite_store, ScriptedModel(), sender, clock)
+    key = "agent:main:telegram:private:1"
+    seen: list[tuple[asyncio.Task[list[tuple[str, str, str]]], list[str]]] = []
+
+    def on_stored() -> None:
+        # The store serialises calls, so this read sees the state at the signal.
+        seen.append((asyncio.create_task(transcript(sqlite_store, key)), list(sender.texts())))
+
+    reply = await manager.handle(inbound(clock, "1", "hi", msg_id="77"), on_stored=on_stored)
+    assert reply is not None
+    assert len(seen) == 1 and seen[0][1] == []  # once, before anything was sent
+    assert await seen[0][0] == [("user", "text", "hi")]  # the row existed, no reply yet
+    # A duplicate is already stored: the signal fires, nothing is answered.
+    assert await manager.handle(inbound(clock, "1", "hi", msg_id="77"), on_stored=on_stored) is None
+    assert len(seen) == 2 and sender.texts() == ["echo: hi"]
+    # Nothing to store, no signal.
+    await manager.handle(inbound(clock, "1", "   "), on_stored=on_stored)
+    assert len(seen) == 2
+
+
 async def test_duplicate_platform_message_gets_one_reply(sqlite_store, clock, sender):
     manager = make_manager(sqlite_store, ScriptedModel(), sender, clock)
     first = await manager.handle(inbound(clock, "1", "hi", msg_id="77"))

@@ -56,7 +56,8 @@ async def test_an_update_is_confirmed_only_after_its_message_is_stored(
     await tg.start()
     await tg.fake.push_message("remember this", chat_id=42)
     await asyncio.wait_for(in_model.wait(), 5)
-    await tg.fake.wait_for(lambda: tg.fake.confirmed)
+    # The fake records the confirmation, then runs on_confirm (a store read).
+    await tg.fake.wait_for(lambda: seen_at_confirmation)
 
     # Confirmed while the model was still thinking, but never before the row existed.
     assert seen_at_confirmation == [["remember this"]]
