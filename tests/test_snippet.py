@@ -146,7 +146,10 @@ def test_never_longer_than_the_limit(text: str, terms: list[str], max_chars: int
 @given(st.lists(_WORD, min_size=30, max_size=80), st.data())
 def test_a_word_of_the_text_is_shown(words: list[str], data: st.DataObject) -> None:
     text = " ".join(words)
-    word = data.draw(st.sampled_from([w for w in words if normalize(w).strip()] or ["a"]))
+    # A drawn "word" with a space inside is two words of the text (the
+    # alphabet has spaces); a search never looks for a term holding one.
+    single = [w for w in words if normalize(w).strip() and " " not in w.strip()]
+    word = data.draw(st.sampled_from(single or ["a"]))
     term = normalize(word).strip()
     if not term or word.strip() not in text:
         return
