@@ -32,6 +32,11 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
         yield opened
 
 
+async def live_changes(store: SqliteStore) -> int:
+    """Changes made through the store's live connection so far."""
+    return await store._read(lambda conn: conn.total_changes)
+
+
 async def test_run_once_indexes_every_session_behind_then_compacts(store: SqliteStore) -> None:
     seen: list[tuple[str, int]] = []
     reconciler = IndexReconciler(store, TestClock(T0), batch=5)
@@ -68,16 +73,13 @@ async def test_bulk_jobs_leave_the_live_connection_alone(store: SqliteStore) -> 
     # imports, reindexing, compaction and session deletes run on the store's
     # second connection, so the live one (chat writes, searches) made none of
     # their changes, yet sees all of them.
-    async def live_changes() -> int:
-        return await store._read(lambda conn: conn.total_changes)
-
-    before = await live_changes()
+    before = await live_changes(store)
     await IndexReconciler(store, TestClock(T0)).run_once()
     more = [ImportRow(KEYS[0], "user", "one more about the budget", T0)]
     assert await store.import_messages(more) == 1
     assert await store.reindex_session(KEYS[0]) == 11
     assert await store.delete_session(KEYS[1]) == 10
-    assert await live_changes() == before
+    assert await live_changes(store) == before
     assert await store.count_index_rows() == 10 * len(KEYS) + 1 - 10
     assert await store.index_consistency() == (0, 0)
     # Writes from the live connection still work alongside.
@@ -86,20 +88,17 @@ async def test_bulk_jobs_leave_the_live_connection_alone(store: SqliteStore) -> 
 
 
 async def test_a_very_long_message_is_written_on_the_bulk_connection(store: SqliteStore) -> None:
-    async def live_changes() -> int:
-        return await store._read(lambda conn: conn.total_changes)
-
     key = KEYS[0]
     await store.ensure_session(
         key, agent_id="main", platform="telegram", chat_id="0", chat_kind="private",
         thread_id=None, now=T0,
     )  # fmt: skip
-    before = await live_changes()
+    before = await live_changes(store)
     long_text = " ".join(f"word{n}" for n in range(BULK_TEXT_CHARS // 5)) + " needle"
     record = await store.add_message(NewMessage(key, "user", long_text, T0))
-    assert await live_changes() == before
+    assert await live_changes(store) == before
     await store.add_message(NewMessage(key, "user", "short needle", T0))
-    assert await live_changes() > before
+    assert await live_changes(store) > before
     hits = await store.search(
         "needle", scope=SearchScope(session_key=key), limit=5, redactor=Redactor()
     )

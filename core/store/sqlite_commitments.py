@@ -261,11 +261,26 @@ class SqliteCommitmentStore(CommitmentStore):
         now: datetime,
         where: Filter | None = None,
     ) -> Commitment | None:
+        return await self._snooze_from(
+            ACTIVE, commitment_id, until=until, latest=latest, now=now, where=where
+        )
+
+    async def _snooze_from(
+        self,
+        status_clause: str,
+        commitment_id: str,
+        *,
+        until: datetime,
+        latest: datetime,
+        now: datetime,
+        where: Filter | None,
+        extra_set: str = "",
+    ) -> Commitment | None:
         clause, params = _where(where)
         return await self._update_one(
             "UPDATE commitments SET status = 'snoozed', snoozed_until = ?, due_earliest = ?, "
-            f"due_latest = ?, updated_at = ? WHERE id = ? AND {clause} AND {ACTIVE} "
-            f"RETURNING {_COLUMNS}",
+            f"due_latest = ?, {extra_set}updated_at = ? "
+            f"WHERE id = ? AND {clause} AND {status_clause} RETURNING {_COLUMNS}",
             [to_ms(until), to_ms(until), to_ms(latest), to_ms(now), commitment_id, *params],
         )
 
@@ -285,13 +300,14 @@ class SqliteCommitmentStore(CommitmentStore):
         now: datetime,
         where: Filter | None = None,
     ) -> Commitment | None:
-        clause, params = _where(where)
-        return await self._update_one(
-            "UPDATE commitments SET status = 'snoozed', snoozed_until = ?, due_earliest = ?, "
-            "due_latest = ?, claimed_at = NULL, updated_at = ? "
-            f"WHERE id = ? AND {clause} AND status = 'sent' AND {_NO_ACTIVE_TWIN} "
-            f"RETURNING {_COLUMNS}",
-            [to_ms(until), to_ms(until), to_ms(latest), to_ms(now), commitment_id, *params],
+        return await self._snooze_from(
+            f"status = 'sent' AND {_NO_ACTIVE_TWIN}",
+            commitment_id,
+            until=until,
+            latest=latest,
+            now=now,
+            where=where,
+            extra_set="claimed_at = NULL, ",
         )
 
     # --- lifecycle -----------------------------------------------------------

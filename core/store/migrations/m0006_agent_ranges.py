@@ -13,6 +13,7 @@ rows (core/store/fts.py).
   (ensure_session, imports, anything else that inserts one).
 - The index rows move to their ranges in SQL, copying their columns as they
   are (no re-normalisation); rows whose message is gone are left behind.
+- `sessions_agent` (migration 0002) goes: its one query is gone.
 - Deleting a message or hiding it finds its row through its session's slot.
   A session's delete removes its messages' rows in a BEFORE trigger: by the
   time ON DELETE CASCADE deletes the messages, the session row (and with it
@@ -65,6 +66,10 @@ WHEN old.active = 1 AND new.active = 0 BEGIN
     DELETE FROM messages_fts
     WHERE rowid = (SELECT agent_slot FROM sessions WHERE id = old.session_id) * {SPAN} + old.id;
 END;
+
+-- Served only the "does one agent own every session?" probe, which the
+-- ranges replace.
+DROP INDEX sessions_agent;
 
 CREATE TRIGGER sessions_fts_delete BEFORE DELETE ON sessions BEGIN
     DELETE FROM messages_fts
