@@ -39,6 +39,13 @@ RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
 
 
+class MessageNotStored(Exception):
+    """`handle` could not store the incoming message (database locked past its
+    busy timeout, disk full, I/O error). Nothing was answered; the channel
+    must not confirm the message to its platform, and should offer it again
+    once storage recovers. The store's own error is the `__cause__`."""
+
+
 class ChatModel(Protocol):
     async def complete(
         self,
@@ -108,7 +115,9 @@ class ConversationManager:
 
         `on_stored` is called once the message is in the transcript (also when
         it already was), before the answer: from then on a crash loses no
-        message, so a channel may confirm it to the platform."""
+        message, so a channel may confirm it to the platform. When the message
+        cannot be stored, MessageNotStored is raised and `on_stored` is not
+        called."""
         if not inbound.text.strip():
             return None
         key = inbound.session_key
@@ -140,6 +149,10 @@ class ConversationManager:
                 platform_message=inbound.platform_message_id,
             )
             return None
+        except Exception as exc:
+            raise MessageNotStored(
+                f"message {inbound.platform_message_id} of {key} was not stored: {exc!r}"
+            ) from exc
         if on_stored is not None:
             on_stored()
         async with self.session_lock(key):
