@@ -37,6 +37,7 @@ from channels.telegram_messages import (
 from channels.telegram_send import followup_keyboard, scrub, send_once
 from core.config import TelegramConfig
 from core.config_file import secret_from_env
+from core.conversation import MessageNotStored
 from core.logs import event
 from core.messages import ChatKind, Inbound, Outbound, SendResult, Target, session_key
 
@@ -322,7 +323,9 @@ class TelegramAdapter(ChannelAdapter):
 
     async def _start_turn(self, inbound: Inbound, mark_safe: MarkSafe) -> None:
         """Run the turn in the background; return once its message is stored
-        (or the turn is over), so the update can be confirmed."""
+        (or the turn is over), so the update can be confirmed. A message that
+        could not be stored raises MessageNotStored: the intake holds it
+        unconfirmed and tries again."""
         stored = asyncio.Event()
         task = asyncio.create_task(
             self._turn(inbound, stored.set), name=f"telegram-turn-{inbound.target}"
@@ -334,12 +337,26 @@ class TelegramAdapter(ChannelAdapter):
             await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
+        if not stored.is_set() and task.done() and not task.cancelled():
+            failure = task.exception()
+            if isinstance(failure, MessageNotStored):
+                raise failure
         mark_safe()
 
     async def _turn(self, inbound: Inbound, on_stored: Callable[[], object]) -> None:
-        typing = asyncio.create_task(self._typing(inbound.target))
+        typing: asyncio.Task[None] | None = None
+
+        def stored() -> None:
+            # "typing…" once there is something to answer, not while a
+            # storage outage holds the message.
+            nonlocal typing
+            typing = asyncio.create_task(self._typing(inbound.target))
+            on_stored()
+
         try:
-            await self._ctx.handle(inbound, on_stored=on_stored)
+            await self._ctx.handle(inbound, on_stored=stored)
+        except MessageNotStored:
+            raise  # the intake logs it and tries again
         except Exception as exc:
             event(
                 log,
@@ -350,7 +367,8 @@ class TelegramAdapter(ChannelAdapter):
                 error=repr(exc),
             )
         finally:
-            typing.cancel()
+            if typing is not None:
+                typing.cancel()
 
     async def _typing(self, target: Target) -> None:
         bot = self._bot

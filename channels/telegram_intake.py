@@ -12,6 +12,13 @@ Updates of one chat are processed one after another, in order; chats run
 side by side. A lane moves on once its update is safe, not once the model
 has answered, so a long turn holds up neither its chat's next message (the
 ConversationManager queues the turns of a session in order) nor the poller.
+
+A message that cannot be stored (database locked, disk full) holds its lane:
+it is retried with backoff while the chat's later updates wait behind it,
+and it stays unconfirmed, since the polling offset never passes the oldest
+update that is not safe yet. Other chats go on. An update id is remembered
+as seen only once it is safe, so a re-delivery of one that never was (after
+a restart, or a webhook retry) is processed.
 """
 
 from __future__ import annotations
@@ -22,8 +29,8 @@ import hmac
 import logging
 import warnings
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 
 from aiohttp import web
 from telegram import Bot, Update
@@ -32,16 +39,24 @@ from telegram.warnings import PTBUserWarning
 
 from channels.telegram_send import retry_after_seconds, scrub
 from core.clock import Clock
+from core.conversation import MessageNotStored
 from core.logs import event
 
 log = logging.getLogger("kept.telegram")
 
 ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 MAX_POLL_BACKOFF = 30.0
+# Storing a held message is retried after 1, 2, 4 … seconds, at most this far apart.
+MAX_STORE_BACKOFF = 30.0
+# While a message is held, Telegram answers every getUpdates at once (the
+# held update is still there), so other chats are polled at this pace.
+HELD_POLL_EVERY = 2.0
 SEEN_LIMIT = 10_000
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 MarkSafe = Callable[[], None]
+# Raises MessageNotStored when the update's message could not be stored: the
+# lane then holds it and tries again.
 Processor = Callable[[Update, MarkSafe], Awaitable[None]]
 
 
@@ -49,10 +64,24 @@ Processor = Callable[[Update, MarkSafe], Awaitable[None]]
 class _Job:
     update: Update
     safe: asyncio.Future[None]
+    on_safe: Callable[[_Job], None]
+    held: bool = False
 
     def mark_safe(self) -> None:
         if not self.safe.done():
             self.safe.set_result(None)
+            self.on_safe(self)
+
+    @property
+    def settled(self) -> bool:
+        """Safe, or held for a storage retry: nothing more will happen soon."""
+        return self.safe.done() or self.held
+
+
+@dataclass(slots=True)
+class _Lane:
+    jobs: deque[_Job] = field(default_factory=deque)
+    worker: asyncio.Task[None] | None = None
 
 
 def lane_of(update: Update) -> str:
@@ -71,60 +100,130 @@ class UpdateIntake:
         self._process = process
         self._clock = clock
         self._secret = secret  # the bot token, scrubbed from logged errors
-        self._queues: dict[str, deque[_Job]] = {}
-        self._workers: dict[str, asyncio.Task[None]] = {}
-        # Update ids already taken in, so a redelivery in this process (a
+        self._lanes: dict[str, _Lane] = {}
+        # Updates taken in and not safe yet, by id: the polling offset never
+        # passes the lowest of them.
+        self._open: dict[int, _Job] = {}
+        # Update ids already safe, so a redelivery in this process (a
         # confirming poll that failed, a webhook retry) is dropped here; after
         # a restart the store's duplicate check does the same for messages.
         self._seen: OrderedDict[int, None] = OrderedDict()
+        self._changed = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
         self._closing = False
 
     # --- lanes ------------------------------------------------------------------
 
-    def submit(self, update: Update) -> asyncio.Future[None] | None:
-        """Queue an update; the future resolves once it is safe to confirm.
-        None for an update id already taken in."""
-        if update.update_id in self._seen:
+    def submit(self, update: Update) -> _Job | None:
+        """Queue an update (or find it already queued); None for an update
+        that is already safe."""
+        uid = update.update_id
+        if uid in self._seen:
             return None
-        self._seen[update.update_id] = None
+        if (job := self._open.get(uid)) is not None:
+            return job
+        job = _Job(update, asyncio.get_running_loop().create_future(), self._on_safe)
+        self._open[uid] = job
+        key = lane_of(update)
+        lane = self._lanes.setdefault(key, _Lane())
+        lane.jobs.append(job)
+        if lane.worker is None:
+            lane.worker = asyncio.create_task(self._drain(key, lane), name=f"telegram-{key}")
+        return job
+
+    def _on_safe(self, job: _Job) -> None:
+        uid = job.update.update_id
+        self._open.pop(uid, None)
+        self._seen[uid] = None
         while len(self._seen) > SEEN_LIMIT:
             self._seen.popitem(last=False)
-        job = _Job(update, asyncio.get_running_loop().create_future())
-        key = lane_of(update)
-        self._queues.setdefault(key, deque()).append(job)
-        if key not in self._workers:
-            self._workers[key] = asyncio.create_task(self._drain(key), name=f"telegram-{key}")
-        return job.safe
+        self._changed.set()
 
-    async def _drain(self, key: str) -> None:
-        queue = self._queues[key]
+    async def _drain(self, key: str, lane: _Lane) -> None:
         try:
-            while queue:
-                job = queue.popleft()
+            while lane.jobs:
+                job = lane.jobs[0]
                 try:
-                    await self._process(job.update, job.mark_safe)
+                    await self._run(job)
                 except asyncio.CancelledError:
                     # Stopping mid-update: it stays unconfirmed, so Telegram
                     # delivers it again after the restart.
                     job.safe.cancel()
                     raise
-                except Exception as exc:
-                    # Confirmed anyway: an update that always fails must not
-                    # block every later one (the error is in the log).
-                    event(
-                        log,
-                        logging.ERROR,
-                        "telegram_update_failed",
-                        update=job.update.update_id,
-                        error=scrub(repr(exc), self._secret),
-                    )
+                lane.jobs.popleft()
                 job.mark_safe()
         finally:
-            self._workers.pop(key, None)
-            if not queue:
-                self._queues.pop(key, None)
+            lane.worker = None
+            if not lane.jobs:
+                self._lanes.pop(key, None)
+
+    async def _run(self, job: _Job) -> None:
+        """Process one update; a message that cannot be stored is tried again
+        (with backoff, on the injected clock) until it is, holding the lane."""
+        failures = 0
+        while True:
+            try:
+                await self._process(job.update, job.mark_safe)
+            except MessageNotStored as exc:
+                failures += 1
+                job.held = True
+                self._changed.set()
+                wait = min(MAX_STORE_BACKOFF, 2.0 ** (failures - 1))
+                event(
+                    log,
+                    logging.ERROR,
+                    "telegram_store_failed",
+                    update=job.update.update_id,
+                    chat=_chat_of(job.update),
+                    failures=failures,
+                    retry_in_s=wait,
+                    error=scrub(repr(exc.__cause__ or exc), self._secret),
+                    action=exc.action,
+                )
+                await self._clock.sleep(wait)
+                continue
+            except Exception as exc:
+                # Confirmed anyway: an update that always fails must not
+                # block every later one (the error is in the log).
+                event(
+                    log,
+                    logging.ERROR,
+                    "telegram_update_failed",
+                    update=job.update.update_id,
+                    error=scrub(repr(exc), self._secret),
+                )
+            if failures:
+                event(
+                    log,
+                    logging.INFO,
+                    "telegram_store_recovered",
+                    update=job.update.update_id,
+                    chat=_chat_of(job.update),
+                    failures=failures,
+                )
+                job.held = False
+            return
+
+    async def _settled(self, jobs: Iterable[_Job]) -> None:
+        """Wait until every job is safe or held for a retry."""
+        waiting = list(jobs)
+        while not all(job.settled for job in waiting):
+            self._changed.clear()
+            await self._changed.wait()
+
+    async def _changed_or(self, seconds: float) -> None:
+        """Wait for any job to change state, or `seconds` on the clock."""
+        self._changed.clear()
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        waker = asyncio.ensure_future(self._changed.wait())
+        try:
+            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleeper, waker):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     # --- polling ------------------------------------------------------------------
 
@@ -135,10 +234,10 @@ class UpdateIntake:
     async def _fetch(
         self, bot: Bot, offset: int | None, poll_seconds: float, read_seconds: float
     ) -> tuple[list[Update], int | None]:
-        """One getUpdates: the updates PTB can read, and the offset that
-        confirms the whole batch. Raw JSON rather than `bot.get_updates`,
-        which fails the entire batch when one update does not parse: that
-        batch would come back forever and block every later message."""
+        """One getUpdates: the updates PTB can read, and the offset just past
+        the whole batch. Raw JSON rather than `bot.get_updates`, which fails
+        the entire batch when one update does not parse: that batch would
+        come back forever and block every later message."""
         params: dict[str, object] = {
             "timeout": int(poll_seconds),
             "allowed_updates": ALLOWED_UPDATES,
@@ -166,14 +265,20 @@ class UpdateIntake:
         ids = [int(item["update_id"]) for item in raw or () if "update_id" in item]
         return updates, (max(ids) + 1 if ids else offset)
 
+    def _offset(self, past: int | None) -> int | None:
+        """Confirms everything before the oldest update that is not safe yet
+        (or the whole of what was fetched, when all of it is)."""
+        return min(self._open) if self._open else past
+
     async def _poll(self, bot: Bot, *, poll_seconds: float, read_seconds: float) -> None:
-        offset: int | None = None
+        past: int | None = None  # just past the newest update fetched
         failures = 0
         while True:
             wait: float | None = None
             error = ""
             try:
-                updates, next_offset = await self._fetch(bot, offset, poll_seconds, read_seconds)
+                offset = self._offset(past)
+                updates, fetched_past = await self._fetch(bot, offset, poll_seconds, read_seconds)
             except asyncio.CancelledError:
                 raise
             except TimedOut:
@@ -192,11 +297,14 @@ class UpdateIntake:
                 error = scrub(str(exc) or repr(exc), self._secret)
             else:
                 failures = 0
-                pending = [f for f in map(self.submit, updates) if f is not None]
-                if pending:
-                    await asyncio.gather(*pending)
-                # Only now: the next request confirms this batch.
-                offset = next_offset
+                if fetched_past is not None:
+                    past = fetched_past if past is None else max(past, fetched_past)
+                jobs = [job for job in map(self.submit, updates) if job is not None]
+                # The next request confirms what is safe by then.
+                await self._settled(jobs)
+                if any(job.held for job in self._open.values()):
+                    # A held update comes back on every request: do not spin.
+                    await self._changed_or(HELD_POLL_EVERY)
                 continue
             failures += 1
             wait = wait if wait is not None else min(MAX_POLL_BACKOFF, 2.0 ** (failures - 1))
@@ -227,10 +335,14 @@ class UpdateIntake:
             except Exception as exc:
                 event(log, logging.WARNING, "telegram_webhook_bad_body", error=repr(exc))
                 return web.Response(status=400)
-            safe = self.submit(update)
-            if safe is not None:
-                # Answering 200 is the confirmation: only once it is safe.
-                await asyncio.shield(safe)
+            job = self.submit(update)
+            if job is not None:
+                # Answering 200 is the confirmation: only once it is safe. A
+                # message held for a storage retry gets a 503 instead, so
+                # Telegram delivers it again later; the retry goes on here.
+                await asyncio.shield(self._settled([job]))
+                if not job.safe.done() or job.safe.cancelled():
+                    return web.Response(status=503)
             return web.Response(text="ok")
 
         app = web.Application()
@@ -250,16 +362,22 @@ class UpdateIntake:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._poller
             self._poller = None
-        workers = list(self._workers.values())
+        workers = [lane.worker for lane in self._lanes.values() if lane.worker is not None]
         if workers:
             await asyncio.wait(workers, timeout=grace)
         for worker in workers:
             worker.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
-        for queue in self._queues.values():
-            for job in queue:
-                job.safe.cancel()
-        self._queues.clear()
+        for job in self._open.values():
+            job.safe.cancel()
+        self._open.clear()
+        self._lanes.clear()
+        self._changed.set()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+
+def _chat_of(update: Update) -> int | None:
+    chat = update.effective_chat
+    return chat.id if chat is not None else None

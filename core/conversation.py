@@ -30,6 +30,7 @@ from core.store.base import (
     Store,
     UnknownSession,
 )
+from core.store.errors import storage_action
 from core.tools import ToolContext, ToolRegistry
 
 log = logging.getLogger("kept.conversation")
@@ -44,6 +45,11 @@ class MessageNotStored(Exception):
     busy timeout, disk full, I/O error). Nothing was answered; the channel
     must not confirm the message to its platform, and should offer it again
     once storage recovers. The store's own error is the `__cause__`."""
+
+    @property
+    def action(self) -> str:
+        """What the operator should do, for the log line."""
+        return storage_action(self.__cause__ or self)
 
 
 class ChatModel(Protocol):

@@ -13,8 +13,10 @@ import pytest
 
 from core.llm import Completion
 from tests.fakes.scripted_model import text
+from tests.fakes.store_faults import DiskFull
 from tests.fakes.telegram_server import Script
 from tests.test_telegram_harness import TelegramHarness, telegram_harness
+from tests.test_telegram_storage_faults import until
 
 PRIVATE = "agent:main:telegram:private:42"
 
@@ -46,22 +48,31 @@ async def stored_users(tg: TelegramHarness) -> list[str]:
 async def test_an_update_is_confirmed_only_after_its_message_is_stored(
     tg: TelegramHarness,
 ) -> None:
-    seen_at_confirmation: list[list[str]] = []
-
-    async def on_confirm(ids: list[int]) -> None:
-        seen_at_confirmation.append(await stored_users(tg))
-
-    tg.fake.on_confirm = on_confirm
+    # The first tries to store fail, and the fake holds any confirmation:
+    # a bot that confirmed before storing is caught every time, because the
+    # row cannot exist yet whatever the timing.
+    full = DiskFull(tg.store)
+    gate = tg.fake.hold_confirmations()
     in_model = block_model(tg)
     await tg.start()
-    await tg.fake.push_message("remember this", chat_id=42)
-    await asyncio.wait_for(in_model.wait(), 5)
-    # The fake records the confirmation, then runs on_confirm (a store read).
-    await tg.fake.wait_for(lambda: seen_at_confirmation)
+    update = await tg.fake.push_message("remember this", chat_id=42)
+    await until(tg, lambda: full.failures >= 1 or gate.arrived.is_set())
+    polls = len(tg.fake.calls_to("getUpdates"))
+    # The bot asks Telegram again while the message is held (other chats
+    # must go on), without confirming it.
+    await until(tg, lambda: len(tg.fake.calls_to("getUpdates")) > polls or gate.arrived.is_set())
+    assert not gate.arrived.is_set(), "confirmed before the message was stored"
+    assert max(tg.fake.offsets()) <= update["update_id"]
 
-    # Confirmed while the model was still thinking, but never before the row existed.
-    assert seen_at_confirmation == [["remember this"]]
-    assert tg.fake.sent == []
+    full.active = False
+    await until(tg, gate.arrived.is_set)
+    # The confirming request is on its way and held: the row is there already.
+    assert gate.waiting == [[update["update_id"]]]
+    assert await stored_users(tg) == ["remember this"]
+    gate.release()
+    await asyncio.wait_for(in_model.wait(), 5)
+    await tg.fake.wait_for(lambda: tg.fake.confirmed)
+    assert tg.fake.sent == []  # confirmed while the model was still thinking
 
 
 async def test_stop_mid_turn_after_confirmation_then_restart_answers_once(

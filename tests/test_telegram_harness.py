@@ -18,7 +18,7 @@ from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config import KeptConfig
-from core.store import Store, open_store
+from core.store import SqliteStore, Store, open_store
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 
@@ -131,10 +131,16 @@ async def drive(clock: TestClock, work: Awaitable[T], *, step: float = 1.0) -> T
 
 @asynccontextmanager
 async def telegram_harness(
-    tmp_path: Path, telegram: dict[str, Any] | None = None, **config: Any
+    tmp_path: Path,
+    telegram: dict[str, Any] | None = None,
+    *,
+    busy_timeout: float | None = None,
+    **config: Any,
 ) -> AsyncIterator[TelegramHarness]:
     fake = await FakeTelegram().start()
-    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    store: Store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    if busy_timeout is not None:
+        store = SqliteStore(tmp_path / "kept.sqlite", busy_timeout=busy_timeout)
     await store.open()
     clock = TestClock()
     model = ScriptedModel()

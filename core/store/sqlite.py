@@ -67,9 +67,11 @@ T = TypeVar("T")
 # a live message waits at most about a tenth of a second for the write lock.
 IMPORT_BATCH = 5000
 
+# How long a statement waits for another connection's lock before failing
+# with "database is locked" (set first, so switching to WAL waits it out too).
+BUSY_TIMEOUT = 5.0
+
 _PRAGMAS = (
-    # First, so that switching to WAL also waits out another process's lock.
-    "PRAGMA busy_timeout = 5000",
     "PRAGMA journal_mode = WAL",
     "PRAGMA foreign_keys = ON",
     # With WAL, NORMAL only risks the last commits on power loss, never corruption.
@@ -148,8 +150,15 @@ def _is_constraint(exc: sqlite3.IntegrityError, name: str) -> bool:
 
 
 class SqliteStore(Store):
-    def __init__(self, path: str | Path, *, migrations: Sequence[Migration] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        migrations: Sequence[Migration] | None = None,
+        busy_timeout: float = BUSY_TIMEOUT,
+    ) -> None:
         self._path = str(path)
+        self._busy_timeout_ms = int(busy_timeout * 1000)
         self._migrations = list(migrations) if migrations is not None else load_migrations()
         self._db: aiosqlite.Connection | None = None
         # Bulk jobs' own connection, opened on first use (see _bulk_write).
@@ -176,6 +185,7 @@ class SqliteStore(Store):
     async def _connect(self) -> aiosqlite.Connection:
         db = await aiosqlite.connect(self._path, isolation_level=None)
         try:
+            await db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             for pragma in _PRAGMAS:
                 await db.execute(pragma)
         except BaseException:

@@ -7,6 +7,11 @@ forgotten once a later request's offset is past it), read every recorded
 call, and script failures: status codes with Telegram's descriptions, 429
 with `parameters.retry_after`, delays (a reply that outlives the client's
 timeout after the message was already "sent") and 401 for a wrong token.
+
+Confirmation can be gated: `hold_confirmations()` makes a getUpdates whose
+offset would confirm updates wait, before Telegram forgets them, until the
+test releases it. The bot has made its decision by then (the request is
+sent), so whatever the test checks meanwhile is the state at confirmation.
 """
 
 from __future__ import annotations
@@ -36,6 +41,19 @@ class Call:
     method: str
     params: JSON
     at: float = field(default_factory=time.monotonic)
+    returned: list[int] = field(default_factory=list)  # getUpdates: the update ids answered
+
+
+@dataclass
+class Gate:
+    """Holds calls until `release()`; `waiting` lists what each held call would do."""
+
+    waiting: list[list[int]] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def release(self) -> None:
+        self.released.set()
 
 
 @dataclass
@@ -71,6 +89,7 @@ class FakeTelegram:
         self.confirmed: list[int] = []
         self.members: dict[tuple[int, int], str] = {}
         self.on_confirm: Callable[[list[int]], Awaitable[None]] | None = None
+        self.confirmation_gate: Gate | None = None
         self._pending: list[JSON] = []
         self._scripts: dict[str, deque[Script]] = {}
         self._chats: dict[int, JSON] = {}
@@ -116,6 +135,16 @@ class FakeTelegram:
         self, method: str, status: int, description: str, *, retry_after: int | None = None
     ) -> None:
         self.script(method, Script(status, description, retry_after))
+
+    def hold_confirmations(self) -> Gate:
+        """From now on, a getUpdates that would confirm updates waits for the
+        returned gate's release before it confirms them."""
+        self.confirmation_gate = Gate()
+        return self.confirmation_gate
+
+    def offsets(self) -> list[int]:
+        """The offset of every getUpdates so far (0 when none was given)."""
+        return [int(c.params.get("offset") or 0) for c in self.calls_to("getUpdates")]
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -217,7 +246,8 @@ class FakeTelegram:
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params = await _params(request)
-        self.calls.append(Call(method, params))
+        call = Call(method, params)
+        self.calls.append(call)
         if request.match_info["token"] != self.token:
             return _error(401, "Unauthorized")
         steps = self._scripts.get(method)
@@ -230,6 +260,8 @@ class FakeTelegram:
         if handler is None:
             return _error(404, "Not Found: method not found")
         result = await handler(params)
+        if method == "getUpdates":
+            call.returned = [u["update_id"] for u in result]
         if step.delay and step.apply:
             await asyncio.sleep(step.delay)
         return web.json_response({"ok": True, "result": result})
@@ -249,6 +281,12 @@ class FakeTelegram:
         offset = int(params.get("offset") or 0)
         if offset:
             done = [u["update_id"] for u in self._pending if u["update_id"] < offset]
+            gate = self.confirmation_gate
+            if done and gate is not None:
+                gate.waiting.append(done)
+                gate.arrived.set()
+                await gate.released.wait()
+                done = [u["update_id"] for u in self._pending if u["update_id"] < offset]
             self._pending = [u for u in self._pending if u["update_id"] >= offset]
             self.confirmed.extend(done)
             if done and self.on_confirm is not None:

@@ -1,0 +1,29 @@
+"""What an operator should do about a storage error, in one line.
+
+Backends raise their driver's errors; channels and services that must wait
+out a storage outage log this hint with them instead of a traceback.
+"""
+
+from __future__ import annotations
+
+_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("locked", "busy"),
+        "another process holds the database's write lock: run one kept per SQLite file "
+        "(several workers need PostgreSQL); kept retries on its own",
+    ),
+    (("full", "no space"), "free disk space where storage.url points; kept retries on its own"),
+    (
+        ("readonly", "read-only", "permission", "access"),
+        "make the database file and its directory writable by kept; kept retries on its own",
+    ),
+)
+_DEFAULT = "check the database at storage.url and its disk; kept retries on its own"
+
+
+def storage_action(error: BaseException) -> str:
+    text = str(error).lower()
+    for words, hint in _HINTS:
+        if any(word in text for word in words):
+            return hint
+    return _DEFAULT

@@ -1,0 +1,33 @@
+"""Storage failures injected at the store boundary, for the tests that show
+a message nobody could store is never confirmed and never lost."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection
+
+from core.store import MessageRecord, NewMessage, Store
+
+DISK_FULL = "database or disk is full"
+
+
+class DiskFull:
+    """While `active`, storing a user message (of `sessions`, or any) fails as
+    SQLite fails on a full disk; `failures` counts the refusals."""
+
+    def __init__(self, store: Store, *, sessions: Collection[str] | None = None) -> None:
+        self.active = True
+        self.failures = 0
+        self._sessions = sessions
+        real = store.add_message
+
+        async def add_message(message: NewMessage) -> MessageRecord:
+            if self.active and message.role == "user" and self._matches(message.session_key):
+                self.failures += 1
+                raise sqlite3.OperationalError(DISK_FULL)
+            return await real(message)
+
+        store.add_message = add_message  # type: ignore[method-assign]
+
+    def _matches(self, session_key: str) -> bool:
+        return self._sessions is None or session_key in self._sessions
