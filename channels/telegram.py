@@ -387,12 +387,16 @@ class TelegramAdapter(ChannelAdapter):
         text = message.text or message.caption
         if user is None or not text or not self.is_allowed(str(user.id), user.username):
             return
-        record = await self._ctx.store.edit_message(
-            platform=self.platform,
-            chat_id=str(message.chat.id),
-            platform_message_id=str(message.message_id),
-            text=text,
-        )
+        try:
+            record = await self._ctx.store.edit_message(
+                platform=self.platform,
+                chat_id=str(message.chat.id),
+                platform_message_id=str(message.message_id),
+                text=text,
+            )
+        except Exception as exc:
+            # An edit is something the user said too: held and retried like a message.
+            raise MessageNotStored(f"edit of message {message.message_id}: {exc!r}") from exc
         if record is not None:
             event(
                 log,

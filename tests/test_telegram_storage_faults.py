@@ -148,3 +148,19 @@ async def test_webhook_answers_503_while_a_message_cannot_be_stored(tmp_path: Pa
 
         assert tg.fake.texts() == ["echo: by webhook"]
         assert await users(tg) == ["by webhook"]
+
+
+async def test_an_edit_that_cannot_be_stored_is_held_too(tmp_path: Path) -> None:
+    async with telegram_harness(tmp_path) as tg:
+        await tg.start()
+        update = await tg.fake.push_message("my interview is on Tuesday", chat_id=42)
+        await until(tg, lambda: tg.fake.sent)
+        full = DiskFull(tg.store)
+        edit = await tg.fake.push_edit(update["message"], "my interview is on Wednesday")
+        await until(tg, lambda: full.failures >= 2)
+        assert edit["update_id"] not in tg.fake.confirmed
+        assert await users(tg) == ["my interview is on Tuesday"]
+
+        full.active = False
+        await until(tg, lambda: edit["update_id"] in tg.fake.confirmed)
+        assert await users(tg) == ["my interview is on Wednesday"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Collection
+from typing import Any
 
 from core.store import MessageRecord, NewMessage, Store
 
@@ -12,8 +13,8 @@ DISK_FULL = "database or disk is full"
 
 
 class DiskFull:
-    """While `active`, storing a user message (of `sessions`, or any) fails as
-    SQLite fails on a full disk; `failures` counts the refusals."""
+    """While `active`, storing a user message (of `sessions`, or any) or an
+    edit fails as SQLite fails on a full disk; `failures` counts the refusals."""
 
     def __init__(self, store: Store, *, sessions: Collection[str] | None = None) -> None:
         self.active = True
@@ -27,7 +28,16 @@ class DiskFull:
                 raise sqlite3.OperationalError(DISK_FULL)
             return await real(message)
 
+        real_edit = store.edit_message
+
+        async def edit_message(**fields: Any) -> MessageRecord | None:
+            if self.active and self._sessions is None:
+                self.failures += 1
+                raise sqlite3.OperationalError(DISK_FULL)
+            return await real_edit(**fields)
+
         store.add_message = add_message  # type: ignore[method-assign]
+        store.edit_message = edit_message  # type: ignore[method-assign]
 
     def _matches(self, session_key: str) -> bool:
         return self._sessions is None or session_key in self._sessions
