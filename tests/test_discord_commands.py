@@ -132,9 +132,7 @@ async def test_moderators_see_whose_each_follow_up_is(rig: Rig, answers: Respons
     assert "<@" not in said(answers)  # a member's own list needs no names
 
 
-async def test_another_members_closed_follow_up_is_not_found(
-    rig: Rig, answers: Responses
-) -> None:
+async def test_another_members_closed_follow_up_is_not_found(rig: Rig, answers: Responses) -> None:
     channel, alice, bob = rig.channel(0), rig.member(0), rig.member(1)
     c = await rig.seed(channel, alice)
     await rig.services.commitments.dismiss([c.id])
