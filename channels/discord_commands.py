@@ -222,7 +222,7 @@ class RemindersGroup(app_commands.Group):
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         return await self._s.check(interaction)
 
-    @app_commands.command(name="list", description="This chat's active reminders")
+    @app_commands.command(name="list", description="Your active reminders in this chat")
     async def list_(self, interaction: discord.Interaction) -> None:
         where = await self._s.where(interaction)
         if where is None:

@@ -32,10 +32,10 @@ log = logging.getLogger("kept.telegram")
 
 COMMANDS: list[tuple[str, str]] = [
     ("help", "What kept does and the commands"),
-    ("commitments", "This chat's open follow-ups"),
+    ("commitments", "Your open follow-ups in this chat"),
     ("dismiss", "Drop a follow-up: /dismiss ID"),
     ("snooze", "Postpone a follow-up: /snooze ID 2h"),
-    ("reminders", "This chat's reminders"),
+    ("reminders", "Your reminders in this chat"),
     ("cancel", "Cancel a reminder: /cancel ID"),
 ]
 BOT_COMMANDS = [BotCommand(name, description) for name, description in COMMANDS]

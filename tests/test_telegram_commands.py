@@ -355,3 +355,17 @@ async def test_an_anonymous_group_admin_may_dismiss(tg: TelegramHarness) -> None
 
     assert tg.fake.texts() == [f"Dismissed {c.id}: I won't follow up on it."]
     assert (await tg.commitment(c.id)).status == "dismissed"
+
+
+async def test_an_anonymous_group_admin_sees_every_members_follow_ups(tg: TelegramHarness) -> None:
+    c = await tg.seed(scope(GROUP, sender=OWNER), "Did you manage to sleep better?")
+    await tg.start()
+    message = tg.fake.message("/commitments", **in_group(1087968824))  # type: ignore[arg-type]
+    message["from"] = {"id": 1087968824, "is_bot": True, "first_name": "Group"}
+    message["sender_chat"] = message["chat"]
+    await tg.fake.push({"message": message})
+    await tg.fake.wait_for(lambda: tg.fake.sent)
+
+    [answer] = tg.fake.texts()
+    assert c.id in answer and "sleep better" in answer and f"user {OWNER}" in answer
+    assert tg.fake.calls_to("getChatMember") == []  # posting as the group already says so
