@@ -104,9 +104,7 @@ class CommandSupport:
             return False
         return True
 
-    async def manageable(
-        self, interaction: discord.Interaction, where: Where, current: str
-    ) -> list[app_commands.Choice[str]]:
+    async def manageable(self, where: Where, current: str) -> list[app_commands.Choice[str]]:
         """Autocomplete: this chat's active commitments the user may change."""
         found = await self.commitments.visible(where.access, limit=200)
         needle = current.strip().lower()
@@ -211,7 +209,7 @@ class CommitmentsGroup(app_commands.Group):
         where = await self._s.where(interaction)
         if where is None:
             return []
-        return await self._s.manageable(interaction, where, current)
+        return await self._s.manageable(where, current)
 
 
 class RemindersGroup(app_commands.Group):
