@@ -22,7 +22,7 @@ from rich import box
 from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
-from bot.output import print_table, scope_label
+from bot.output import member_label, print_table, scope_label
 from bot.store_access import load_or_fail, opened_store
 from core.clock import SystemClock, iso_utc
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
@@ -144,7 +144,8 @@ def _due(c: Commitment) -> str:
 def _table(found: list[Commitment], *, detailed: bool) -> Table:
     table = Table(
         title=f"{len(found)} commitment{'s' if len(found) != 1 else ''}",
-        caption="scope: agent / platform / chat \\[#thread]; times in UTC",
+        caption="scope: agent / platform / chat \\[#thread]; member: the user id whose message "
+        "it came from, who alone (or a chat admin) sees it in a group; times in UTC",
         box=box.SIMPLE_HEAD,
     )
     table.add_column("id", no_wrap=True)
@@ -152,6 +153,7 @@ def _table(found: list[Commitment], *, detailed: bool) -> Table:
     table.add_column("kind", overflow="fold")
     table.add_column("due")
     table.add_column("scope")
+    table.add_column("member", overflow="fold")
     table.add_column("suggested text", ratio=1)
     if detailed:
         table.add_column("tries", justify="right")
@@ -163,6 +165,7 @@ def _table(found: list[Commitment], *, detailed: bool) -> Table:
             c.kind,
             _due(c),
             scope_label(c.agent_id, c.platform, c.chat_id, c.thread_id),
+            member_label(c.sender_id),
             c.suggested_text,
         ]
         if detailed:

@@ -13,6 +13,12 @@ def scope_label(agent_id: str, platform: str, chat_id: str, thread_id: str | Non
     return where + (f" #{thread_id}" if thread_id else "")
 
 
+def member_label(sender_id: str | None) -> str:
+    """Whose a follow-up is: the platform user id of the member whose message
+    it came from (several members share a group chat's scope)."""
+    return sender_id if sender_id else "-"
+
+
 def print_table(table: RenderableType) -> None:
     # A terminal gets its own width; a pipe or file gets room for whole rows.
     width = None if sys.stdout.isatty() else 200

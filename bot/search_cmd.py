@@ -70,7 +70,10 @@ def search_command(
     if answer["indexing"]:
         console.print("[yellow]the index is catching up: results may be incomplete[/]")
     if answer["truncated"]:
-        console.print("[yellow]results were cut to fit 32 KiB[/]")
+        console.print(
+            f"[yellow]more matches exist than shown: narrow the query or raise --limit "
+            f"(at most {MAX_LIMIT})[/]"
+        )
 
 
 class ImportLine(BaseModel):

@@ -2,27 +2,28 @@
 
 Every answer is ephemeral (only the person who asked sees it), and a command
 is never a conversation turn. A command sees exactly its chat's session (the
-channel, the thread, or the DM it was used in): an id from any other chat is
-answered "not found", like an id that never existed. In servers only the
-commitment's sender (the reminder's creator), or a member with Manage
-Messages, may dismiss, snooze or cancel it.
+channel, the thread, or the DM it was used in), and in servers only the
+asker's own follow-ups and reminders unless they have Manage Messages there
+(core/commitments/visibility.py): an id from any other chat, or another
+member's, is answered "not found", like an id that never existed.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import discord
 from discord import app_commands
 
-from channels.discord_scope import ChatRef, Gate, interaction_chat, may_manage
+from channels.discord_scope import ChatRef, Gate, chat_access, interaction_chat
 from core.clock import Clock
-from core.commitments.model import STATUSES, Commitment
-from core.commitments.service import CommitmentService, SnoozeError, chat_filter
+from core.commitments.model import Commitment
+from core.commitments.service import CommitmentService, SnoozeError
 from core.commitments.store import Filter
+from core.commitments.visibility import ChatAccess
 from core.config import KeptConfig, parse_duration
 from core.logs import event
 from core.reminders import ReminderService
@@ -47,16 +48,13 @@ NO_CHAT = "This command works in a server channel, a thread or a DM with me."
 
 @dataclass(frozen=True, slots=True)
 class Where:
-    """The chat a command was used in, and its session."""
+    """The chat a command was used in, its session, and what the user who
+    asked may see there."""
 
     ref: ChatRef
     agent_id: str
     session_key: str
-
-    @property
-    def commitments(self) -> Filter:
-        # The whole chat: who may change what is checked per commitment.
-        return chat_filter(self.agent_id, self.session_key, None)
+    access: ChatAccess
 
 
 class CommandSupport:
@@ -85,7 +83,9 @@ class CommandSupport:
         if not await self.gate.allowed(interaction.user, interaction.guild_id, interaction.client):
             return None
         agent_id = self.config().channels.discord.agent
-        return Where(ref, agent_id, ref.session_key(agent_id))
+        return Where(
+            ref, agent_id, ref.session_key(agent_id), chat_access(interaction, ref, agent_id)
+        )
 
     async def check(self, interaction: discord.Interaction) -> bool:
         """A group's interaction_check: refuses (and says so) outside the allow-lists."""
@@ -104,41 +104,29 @@ class CommandSupport:
             return False
         return True
 
-    async def manageable(
-        self, interaction: discord.Interaction, where: Where, current: str
-    ) -> list[app_commands.Choice[str]]:
+    async def manageable(self, where: Where, current: str) -> list[app_commands.Choice[str]]:
         """Autocomplete: this chat's active commitments the user may change."""
-        found = await self.commitments.list(where.commitments, limit=200)
-        mine = [c for c in found if may_manage(interaction, where.ref, c.sender_id)]
+        found = await self.commitments.visible(where.access, limit=200)
         needle = current.strip().lower()
         return [
             app_commands.Choice(name=_choice_label(c), value=c.id)
-            for c in mine
+            for c in found
             if needle in c.id.lower() or needle in c.suggested_text.lower()
         ][:MAX_CHOICES]
 
-    async def find(
-        self, interaction: discord.Interaction, where: Where, commitment_id: str
-    ) -> Commitment | str:
-        """The active commitment of this chat, or the answer to give instead."""
+    async def find(self, where: Where, commitment_id: str) -> tuple[Commitment, Filter] | str:
+        """The active commitment and the filter to change it through, or the
+        answer to give instead."""
         wanted = commitment_id.strip()
-        current = next(
-            (c for c in await self.commitments.list(where.commitments) if c.id == wanted), None
-        )
-        if current is None:
-            # Not active: an id of this chat already closed says so; any other
-            # id (another chat's included) is simply unknown here.
-            every = replace(where.commitments, statuses=STATUSES)
-            closed = next((c for c in await self.commitments.list(every) if c.id == wanted), None)
-            if closed is not None:
-                return f"`{closed.id}` is already {closed.status}."
+        found = await self.commitments.find(where.access, wanted)
+        if found is None:
+            # Another chat's id, or another member's for someone without
+            # Manage Messages, is simply unknown here.
             return f"`{_code(wanted)}`: not found in this chat (see `/commitments list`)."
-        if not may_manage(interaction, where.ref, current.sender_id):
-            return (
-                f"`{current.id}` is someone else's follow-up: only they, or someone with "
-                "Manage Messages, can change it."
-            )
-        return current
+        current = found[0]
+        if not current.active:
+            return f"`{current.id}` is already {current.status}."
+        return found
 
 
 class CommitmentsGroup(app_commands.Group):
@@ -157,15 +145,14 @@ class CommitmentsGroup(app_commands.Group):
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
         # In a server a follow-up may be about someone's private life, said in
-        # passing: members see their own, moderators (Manage Messages) all.
-        found = [
-            c
-            for c in await self._s.commitments.list(where.commitments)
-            if may_manage(interaction, where.ref, c.sender_id)
-        ]
+        # passing: members see their own, moderators (Manage Messages) all,
+        # and whose each one is.
+        found = await self._s.commitments.visible(where.access)
         if not found:
             return await reply(interaction, "No pending follow-ups for you in this chat.")
-        await reply(interaction, _listing([_commitment_line(c) for c in found]))
+        everyones = await where.access.admin()
+        lines = [_commitment_line(c, owner=everyones) for c in found]
+        await reply(interaction, _listing(lines))
 
     @app_commands.command(name="dismiss", description="Drop a follow-up: I won't bring it up")
     @app_commands.rename(commitment_id="id")
@@ -174,10 +161,11 @@ class CommitmentsGroup(app_commands.Group):
         where = await self._s.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
-        found = await self._s.find(interaction, where, commitment_id)
+        found = await self._s.find(where, commitment_id)
         if isinstance(found, str):
             return await reply(interaction, found)
-        outcome = await self._s.commitments.dismiss([found.id], where.commitments)
+        found, scope = found
+        outcome = await self._s.commitments.dismiss([found.id], scope)
         if outcome.failed:
             return await reply(interaction, f"`{found.id}`: {outcome.failed[0][1]}.")
         _log_change("dismissed", interaction, where, found.id)
@@ -199,12 +187,13 @@ class CommitmentsGroup(app_commands.Group):
             seconds = parse_duration(duration)
         except ValueError as exc:
             return await reply(interaction, str(exc))
-        found = await self._s.find(interaction, where, commitment_id)
+        found = await self._s.find(where, commitment_id)
         if isinstance(found, str):
             return await reply(interaction, found)
+        found, scope = found
         try:
             done = await self._s.commitments.snooze(
-                found.id, duration=timedelta(seconds=seconds), where=where.commitments
+                found.id, duration=timedelta(seconds=seconds), where=scope
             )
         except SnoozeError as exc:
             return await reply(interaction, f"Could not snooze `{found.id}`: {exc}.")
@@ -220,7 +209,7 @@ class CommitmentsGroup(app_commands.Group):
         where = await self._s.where(interaction)
         if where is None:
             return []
-        return await self._s.manageable(interaction, where, current)
+        return await self._s.manageable(where, current)
 
 
 class RemindersGroup(app_commands.Group):
@@ -231,13 +220,17 @@ class RemindersGroup(app_commands.Group):
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         return await self._s.check(interaction)
 
-    @app_commands.command(name="list", description="This chat's active reminders")
+    @app_commands.command(name="list", description="Your active reminders in this chat")
     async def list_(self, interaction: discord.Interaction) -> None:
         where = await self._s.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
-        found = await self._s.reminders.list_for_session(where.agent_id, where.session_key)
+        # Reminders follow the follow-ups' rule: a member sees their own.
+        every = await self._s.reminders.list_for_session(where.agent_id, where.session_key)
+        found = [r for r in every if await where.access.may_manage(r.created_by)]
         if not found:
+            if every:
+                return await reply(interaction, "No reminders of yours in this chat.")
             return await reply(interaction, "No reminders in this chat.")
         lines = [
             f"`{r.id}` {_when(r.next_fire_at)}"
@@ -257,14 +250,8 @@ class RemindersGroup(app_commands.Group):
         wanted = reminder_id.strip()
         scope = {"agent_id": where.agent_id, "session_key": where.session_key}
         current = await self._s.reminders.store.get(wanted, **scope)
-        if current is None:
+        if current is None or not await where.access.may_manage(current.created_by):
             return await reply(interaction, f"`{_code(wanted)}`: not found in this chat.")
-        if not may_manage(interaction, where.ref, current.created_by):
-            return await reply(
-                interaction,
-                f"`{current.id}` was set by someone else: only they, or someone with "
-                "Manage Messages, can cancel it.",
-            )
         done = await self._s.reminders.cancel(current.id, **scope)
         if done is None:
             return await reply(interaction, f"`{current.id}` is already {current.status}.")
@@ -283,8 +270,8 @@ class RemindersGroup(app_commands.Group):
         return [
             app_commands.Choice(name=_label(r.id, r.text), value=r.id)
             for r in found
-            if may_manage(interaction, where.ref, r.created_by)
-            and (needle in r.id.lower() or needle in r.text.lower())
+            if (needle in r.id.lower() or needle in r.text.lower())
+            and await where.access.may_manage(r.created_by)
         ][:MAX_CHOICES]
 
 
@@ -319,9 +306,11 @@ async def reply(interaction: discord.Interaction, text: str) -> None:
         await interaction.response.send_message(text, ephemeral=True)
 
 
-def _commitment_line(c: Commitment) -> str:
+def _commitment_line(c: Commitment, *, owner: bool = False) -> str:
     state = " (snoozed)" if c.status == "snoozed" else ""
-    return f"`{c.id}` {_when(c.due_earliest)}{state}: {_quote(c.suggested_text)}"
+    # A mention in an ephemeral answer shows the member's name and pings nobody.
+    whose = (f" for <@{c.sender_id}>" if c.sender_id else " for nobody") if owner else ""
+    return f"`{c.id}`{whose} {_when(c.due_earliest)}{state}: {_quote(c.suggested_text)}"
 
 
 def _choice_label(c: Commitment) -> str:

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 import discord
 
 from core.clock import Clock
+from core.commitments.visibility import Asker, ChatAccess
 from core.config import DiscordConfig
 from core.logs import event
 from core.messages import ChatKind, Target, session_key
@@ -87,15 +88,18 @@ def _ref(chat_id: str, kind: ChatKind, thread: str | None = None) -> ChatRef:
     return ChatRef(Target(PLATFORM, chat_id, thread), kind)
 
 
-def may_manage(interaction: discord.Interaction, ref: ChatRef, owner_id: str | None) -> bool:
-    """Whether the user of an interaction may dismiss or snooze something of
-    this chat: in a DM it is their own; elsewhere only its owner or a member
-    with Manage Messages."""
-    if ref.chat_kind == "private":
-        return True
-    if owner_id is not None and owner_id == str(interaction.user.id):
-        return True
-    return interaction.guild_id is not None and interaction.permissions.manage_messages
+def chat_access(interaction: discord.Interaction, ref: ChatRef, agent_id: str) -> ChatAccess:
+    """What the user of an interaction may see and change in this chat
+    (core/commitments/visibility.py): in a DM everything, elsewhere their own,
+    and every member's with Manage Messages in this channel
+    (`interaction.permissions` are their resolved permissions there,
+    overwrites included)."""
+    asker = Asker(agent_id, ref.session_key(agent_id), ref.chat_kind, str(interaction.user.id))
+
+    async def is_admin() -> bool:
+        return interaction.guild_id is not None and interaction.permissions.manage_messages
+
+    return ChatAccess(asker, is_admin)
 
 
 class Gate:

@@ -7,9 +7,10 @@ items). A click on a follow-up sent before a restart therefore still reaches
 `FollowUpActions`, with no per-message state in memory.
 
 A click is never a conversation turn. What it may touch is re-checked on
-every click: the commitments must belong to the chat the click came from
-(an id from elsewhere is "not found"), and in servers only the person the
-follow-up is for, or a member with Manage Messages, may act on it.
+every click: the commitments must belong to the chat the click came from,
+and in servers to the member who clicks unless they have Manage Messages
+(core/commitments/visibility.py). Anything else is "not found", so a click
+never confirms that another member's follow-up exists.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import discord
 
-from channels.discord_scope import Gate, interaction_chat, may_manage
-from core.commitments.model import STATUSES, Commitment
-from core.commitments.service import CommitmentService, chat_filter
+from channels.discord_scope import ChatRef, Gate, chat_access, interaction_chat
+from core.commitments.model import Commitment
+from core.commitments.service import CommitmentService
+from core.commitments.store import Filter
 from core.config import KeptConfig
 from core.logs import event
 
@@ -48,7 +49,6 @@ _LABELS: dict[Action, tuple[str, discord.ButtonStyle]] = {
 
 NOT_ALLOWED = "Sorry, you can't use this bot here."
 NOT_FOUND = "That follow-up was not found in this chat."
-NOT_YOURS = "Only the person this follow-up is for, or someone with Manage Messages, can change it."
 
 
 def custom_id(action: Action, ids: Sequence[str]) -> str:
@@ -139,13 +139,11 @@ class FollowUpActions:
             return
         agent_id = self._config().channels.discord.agent
         key = ref.session_key(agent_id)
-        found = await self._lookup(agent_id, key, ids)
-        if not found:
-            await _ephemeral(interaction, NOT_FOUND)
+        found = await self._lookup(interaction, ref, agent_id, ids)
+        if isinstance(found, str):
+            await _ephemeral(interaction, found)
             return
-        if not all(may_manage(interaction, ref, c.sender_id) for c in found):
-            await _ephemeral(interaction, NOT_YOURS)
-            return
+        found, scope = found
         message_id = interaction.message.id if interaction.message is not None else 0
         if message_id in self._done:
             await _ephemeral(interaction, self._done[message_id])
@@ -156,9 +154,9 @@ class FollowUpActions:
         self._busy.add(message_id)
         try:
             if action == "dismiss":
-                note, problem = await self._dismiss(interaction, agent_id, key, found)
+                note, problem = await self._dismiss(interaction, scope, found)
             else:
-                note, problem = await self._snooze(interaction, agent_id, key, found)
+                note, problem = await self._snooze(interaction, agent_id, scope, found)
             if problem is not None:
                 await _ephemeral(interaction, problem)
                 return
@@ -176,31 +174,45 @@ class FollowUpActions:
         )
         await _show(interaction, note)
 
-    async def _lookup(self, agent_id: str, key: str, ids: Sequence[str]) -> list[Commitment]:
+    async def _lookup(
+        self, interaction: discord.Interaction, ref: ChatRef, agent_id: str, ids: Sequence[str]
+    ) -> tuple[list[Commitment], Filter] | str:
+        """The button's commitments and the filter to change them through, or
+        the answer to give: NOT_FOUND unless the clicker may see every one."""
+        access = chat_access(interaction, ref, agent_id)
+        found: list[Commitment] = []
         # Every status: by the time anyone clicks, the heartbeat has marked
         # the follow-up's commitments `sent`.
-        where = replace(chat_filter(agent_id, key, None), statuses=STATUSES)
-        wanted = set(ids)
-        return [c for c in await self._commitments.list(where) if c.id in wanted]
+        for commitment_id in dict.fromkeys(ids):
+            one = await self._commitments.find(access, commitment_id)
+            if one is None:
+                return NOT_FOUND
+            found.append(one[0])
+        if not found:
+            return NOT_FOUND
+        # Only the owner's own, or an admin's whole chat, got this far.
+        return found, await access.visible()
 
     async def _dismiss(
-        self, interaction: discord.Interaction, agent_id: str, key: str, found: list[Commitment]
+        self, interaction: discord.Interaction, scope: Filter, found: list[Commitment]
     ) -> tuple[str, str | None]:
         # Core decides what a click means, on a delivered (`sent`) follow-up
         # as on an active one.
-        outcome = await self._commitments.followup_dismiss(
-            [c.id for c in found], chat_filter(agent_id, key, None)
-        )
+        outcome = await self._commitments.followup_dismiss([c.id for c in found], scope)
         if not outcome.dismissed:
             return "", f"Nothing changed: {outcome.failed[0][1]}."
         return f"Dismissed by {_name(interaction)}. I won't follow up on this.", None
 
     async def _snooze(
-        self, interaction: discord.Interaction, agent_id: str, key: str, found: list[Commitment]
+        self,
+        interaction: discord.Interaction,
+        agent_id: str,
+        scope: Filter,
+        found: list[Commitment],
     ) -> tuple[str, str | None]:
         # The heartbeat brings the topic up again then, in a new check-in.
         outcome = await self._commitments.followup_snooze(
-            [c.id for c in found], duration=SNOOZE_FOR, where=chat_filter(agent_id, key, None)
+            [c.id for c in found], duration=SNOOZE_FOR, where=scope
         )
         if not outcome.snoozed:
             return "", f"Nothing changed: {outcome.failed[0][1]}."

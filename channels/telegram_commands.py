@@ -2,9 +2,9 @@
 
 None of this is a conversation turn: nothing here reaches the model or the
 transcript. Every lookup is scoped to the chat (agent + session key) the
-command came from, so an id from another chat is "not found" exactly like an
-id that never existed. In groups, changing a commitment or reminder also
-needs the person it belongs to or a chat administrator.
+command came from, and in groups to the member who asks unless they are a
+chat administrator (core/commitments/visibility.py): an id from another chat,
+or another member's, is "not found" exactly like an id that never existed.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from telegram.error import TelegramError
 
 from channels.base import ChannelContext
 from channels.telegram_send import DISMISS, unpack_callback
-from core.commitments.model import STATUSES, Commitment
-from core.commitments.service import Filter, SnoozeError
+from core.commitments.model import Commitment
+from core.commitments.service import SnoozeError
+from core.commitments.store import Filter
+from core.commitments.visibility import Asker, ChatAccess
 from core.config import parse_duration
 from core.logs import event
 from core.messages import ChatKind, Target
@@ -30,10 +32,10 @@ log = logging.getLogger("kept.telegram")
 
 COMMANDS: list[tuple[str, str]] = [
     ("help", "What kept does and the commands"),
-    ("commitments", "This chat's open follow-ups"),
+    ("commitments", "Your open follow-ups in this chat"),
     ("dismiss", "Drop a follow-up: /dismiss ID"),
     ("snooze", "Postpone a follow-up: /snooze ID 2h"),
-    ("reminders", "This chat's reminders"),
+    ("reminders", "Your reminders in this chat"),
     ("cancel", "Cancel a reminder: /cancel ID"),
 ]
 BOT_COMMANDS = [BotCommand(name, description) for name, description in COMMANDS]
@@ -48,7 +50,6 @@ HELP = (
 )
 SNOOZE_BUTTON = timedelta(days=1)
 MAX_TEXT = 4096
-REFUSED = "only the person it is about or a chat admin can change it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,15 +108,26 @@ class TelegramCommands:
         return HELP
 
     async def _commitments(self, args: list[str], where: Where) -> str:
-        found = await self._ctx.commitments.list(self._scope(where))
+        access = self._access(where)
+        found = await self._ctx.commitments.visible(access)
+        everyones = await access.admin()
         if not found:
+            if access.shared and not everyones:
+                return "You have no open follow-ups in this chat."
             return "No open follow-ups in this chat."
         tz = self._timezone()
-        lines = ["Open follow-ups in this chat:"]
+        if not access.shared:
+            lines = ["Open follow-ups in this chat:"]
+        elif everyones:
+            lines = ["Open follow-ups in this chat, everyone's (you are an admin):"]
+        else:
+            lines = ["Your open follow-ups in this chat:"]
         for c in found:
             snoozed = ", snoozed" if c.status == "snoozed" else ""
+            owner = f", {_owner(c.sender_id, where)}" if everyones else ""
             lines.append(
-                f"• {c.id} — {c.kind.replace('_', ' ')}, due {when(c.due_earliest, tz)}{snoozed}\n"
+                f"• {c.id} — {c.kind.replace('_', ' ')}{owner}, "
+                f"due {when(c.due_earliest, tz)}{snoozed}\n"
                 f"  {c.suggested_text}"
             )
         lines.append("Drop one with /dismiss ID, postpone it with /snooze ID 2h.")
@@ -128,10 +140,10 @@ class TelegramCommands:
         return "\n".join(lines)
 
     async def _dismiss_one(self, commitment_id: str, where: Where) -> str:
-        refusal = await self._refusal(commitment_id, where)
-        if refusal is not None:
-            return refusal
-        outcome = await self._ctx.commitments.dismiss([commitment_id], self._scope(where))
+        found = await self._find(commitment_id, where)
+        if found is None:
+            return f"{commitment_id}: not found"
+        outcome = await self._ctx.commitments.dismiss([commitment_id], found[1])
         if outcome.dismissed:
             return f"Dismissed {commitment_id}: I won't follow up on it."
         return f"{commitment_id}: {outcome.failed[0][1]}"
@@ -144,20 +156,26 @@ class TelegramCommands:
             duration = timedelta(seconds=parse_duration(duration_text))
         except ValueError:
             return f"{duration_text!r} is not a duration; try 30m, 2h or 3d."
-        refusal = await self._refusal(commitment_id, where)
-        if refusal is not None:
-            return refusal
+        found = await self._find(commitment_id, where)
+        if found is None:
+            return f"{commitment_id}: not found"
         try:
             done = await self._ctx.commitments.snooze(
-                commitment_id, duration=duration, where=self._scope(where)
+                commitment_id, duration=duration, where=found[1]
             )
         except SnoozeError as exc:
             return str(exc) if str(exc).startswith(commitment_id) else f"{commitment_id}: {exc}"
         return f"Snoozed {commitment_id} until {when(done.due_earliest, self._timezone())}."
 
     async def _reminders(self, args: list[str], where: Where) -> str:
-        found = await self._ctx.reminders.list_for_session(self._agent_id, where.session_key)
+        # Reminders follow the follow-ups' rule: in groups a member sees and
+        # cancels the ones they asked for, an admin every one.
+        access = self._access(where)
+        every = await self._ctx.reminders.list_for_session(self._agent_id, where.session_key)
+        found = [r for r in every if await access.may_manage(r.created_by)]
         if not found:
+            if every:
+                return "You have no reminders in this chat."
             return "No reminders in this chat."
         lines = ["Reminders in this chat:"]
         for r in found:
@@ -172,10 +190,8 @@ class TelegramCommands:
         reminder_id = args[0]
         found = await self._ctx.reminders.list_for_session(self._agent_id, where.session_key)
         reminder = next((r for r in found if r.id == reminder_id), None)
-        if reminder is None:
+        if reminder is None or not await self._access(where).may_manage(reminder.created_by):
             return f"{reminder_id}: not found"
-        if not await self._may_change(reminder.created_by, where):
-            return f"{reminder_id}: {REFUSED}"
         done = await self._ctx.reminders.cancel(
             reminder_id, agent_id=self._agent_id, session_key=where.session_key
         )
@@ -195,7 +211,8 @@ class TelegramCommands:
             await _answer(query, "This button no longer works.")
             return
         action, ids = parsed
-        results = [await self._button_one(action, i, where) for i in ids]
+        access = self._access(where)
+        results = [await self._button_one(action, i, where, access) for i in ids]
         changed = [line for ok, line in results if ok]
         event(
             log,
@@ -219,16 +236,16 @@ class TelegramCommands:
         except TelegramError as exc:
             event(log, logging.WARNING, "telegram_edit_failed", error=type(exc).__name__)
 
-    async def _button_one(self, action: str, commitment_id: str, where: Where) -> tuple[bool, str]:
-        current = await self._find(commitment_id, where)
-        if current is None:
+    async def _button_one(
+        self, action: str, commitment_id: str, where: Where, access: ChatAccess
+    ) -> tuple[bool, str]:
+        found = await self._ctx.commitments.find(access, commitment_id)
+        if found is None:  # also another member's, for a non-admin
             return False, "Not found in this chat."
-        if not await self._may_change(current.sender_id, where):
-            return False, f"Sorry, {REFUSED}."
         # Core decides what a press means, on a delivered (`sent`) follow-up
         # as on an active one: Dismiss closes it, Snooze brings it up again
         # through the heartbeat a day later.
-        scope = self._scope(where)
+        scope = found[1]
         if action == DISMISS:
             dismissed = await self._ctx.commitments.followup_dismiss([commitment_id], scope)
             if dismissed.dismissed:
@@ -244,31 +261,19 @@ class TelegramCommands:
 
     # --- scope and permission ------------------------------------------------
 
-    def _scope(self, where: Where) -> Filter:
-        return Filter(agent_id=self._agent_id, session_key=where.session_key)
+    def _access(self, where: Where) -> ChatAccess:
+        asker = Asker(self._agent_id, where.session_key, where.chat_kind, where.user_id)
 
-    async def _find(self, commitment_id: str, where: Where) -> Commitment | None:
-        scope = Filter(agent_id=self._agent_id, session_key=where.session_key, statuses=STATUSES)
-        found = await self._ctx.commitments.list(scope)
-        return next((c for c in found if c.id == commitment_id), None)
+        async def is_admin() -> bool:
+            return where.anonymous_admin or await self._is_admin(where)
 
-    async def _refusal(self, commitment_id: str, where: Where) -> str | None:
-        """Why this user may not change this commitment here, or None.
-        "Not found" comes first, so a refusal never confirms an id exists
-        elsewhere; and only once it exists here is the admin asked about."""
-        current = await self._find(commitment_id, where)
-        if current is None:
-            return f"{commitment_id}: not found"
-        if not await self._may_change(current.sender_id, where):
-            return f"{commitment_id}: {REFUSED}"
-        return None
+        return ChatAccess(asker, is_admin)
 
-    async def _may_change(self, owner_id: str | None, where: Where) -> bool:
-        if where.chat_kind == "private":
-            return True  # the session is this user's own
-        if owner_id is not None and owner_id == where.user_id:
-            return True
-        return where.anonymous_admin or await self._is_admin(where)
+    async def _find(self, commitment_id: str, where: Where) -> tuple[Commitment, Filter] | None:
+        """The commitment and the filter to change it through; None when it is
+        not this chat's or, in a group, neither the asker's nor are they an
+        admin. The admin is asked only about another member's commitment."""
+        return await self._ctx.commitments.find(self._access(where), commitment_id)
 
     def _timezone(self) -> str:
         try:
@@ -291,6 +296,14 @@ def when(moment: datetime, timezone: str) -> str:
     except (ValueError, KeyError):
         zone, timezone = ZoneInfo("UTC"), "UTC"
     return f"{moment.astimezone(zone):%a %d %b %H:%M} ({timezone})"
+
+
+def _owner(sender_id: str | None, where: Where) -> str:
+    """Whose a follow-up is, for an admin's listing (Telegram gives a bot no
+    names for user ids it has not been sent, so the id it is)."""
+    if sender_id is None:
+        return "nobody's"
+    return "yours" if sender_id == where.user_id else f"user {sender_id}"
 
 
 def _unchanged(reason: str) -> str:

@@ -256,3 +256,32 @@ def test_scope_fields_come_back_as_stored(cfg: Path, tmp_path: Path) -> None:
     seed(tmp_path)
     [exam] = listed(cfg, "--agent", "helper")
     assert replace(DISCORD).thread_id == exam["threadId"]
+
+
+def test_a_group_listing_says_whose_each_follow_up_is(cfg: Path, tmp_path: Path) -> None:
+    group = Scope("main", "agent:main:telegram:group:-1007", "telegram", "-1007", None, "1001")
+
+    async def go() -> None:
+        store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+        await store.open()
+        try:
+            cs = commitment_store_for(store)
+            await cs.apply_extraction(group, [new(group, "sleep")], [], now=SOON)
+            other = replace(group, sender_id="2002")
+            await cs.apply_extraction(other, [new(other, "dentist", 1)], [], now=SOON)
+        finally:
+            await store.close()
+
+    asyncio.run(go())
+    result = kept(cfg)
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.stdout.splitlines() if "suggested text" in line)
+    assert header.split()[:6] == ["id", "status", "kind", "due", "scope", "member"]
+    lines = result.stdout.splitlines()
+    sleep = next(line for line in lines if "How did sleep" in line)
+    dentist = next(line for line in lines if "How did dentist" in line)
+    assert "1001" in sleep.split() and "2002" not in sleep.split()
+    assert "2002" in dentist.split() and "1001" not in dentist.split()
+    # --json keeps its documented shape: the member is senderId.
+    assert {c["senderId"] for c in listed(cfg)} == {"1001", "2002"}
+    assert all(list(c) == JSON_KEYS for c in listed(cfg))

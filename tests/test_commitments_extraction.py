@@ -35,7 +35,7 @@ from core.config import (
 )
 from core.conversation import ConversationManager
 from core.llm import LLMClient
-from core.messages import Inbound, Outbound, SendResult, Target
+from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
 from core.store import SqliteStore, open_store
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, error, hang, reply
 
@@ -93,13 +93,20 @@ class Harness:
     def commitments(self):  # type: ignore[no-untyped-def]
         return commitment_store_for(self.store)
 
-    async def say(self, text: str, chat: str = "42", settle: bool = True) -> None:
+    async def say(
+        self,
+        text: str,
+        chat: str = "42",
+        settle: bool = True,
+        chat_kind: ChatKind = "private",
+        sender: str | None = None,
+    ) -> None:
         await self.manager.handle(
             Inbound(
                 agent_id="main",
                 target=Target("telegram", chat),
-                chat_kind="private",
-                sender_id=f"u{chat}",
+                chat_kind=chat_kind,
+                sender_id=sender or f"u{chat}",
                 text=text,
                 ts=self.clock.now(),
             )
@@ -275,6 +282,37 @@ async def test_nothing_is_stored_and_the_log_says_why(
     assert await h.stored() == []
     assert logged in caplog.text
     assert [o.text for _, o in h.sender.sent] == ["Good luck, you'll do great!"]
+
+
+async def test_a_group_chat_stores_no_personal_or_care_follow_up(make_harness, caplog) -> None:
+    caplog.set_level(logging.INFO, logger=LOG)
+    h = await make_harness()
+    care = interview(
+        kind="care_check_in",
+        sensitivity="care",
+        reason="user had a panic attack and slept badly",
+        suggestedText="Did you manage to sleep better after the panic attack?",
+        dedupeKey="sleep",
+        confidence=0.97,
+    )
+    h.extraction.append(answer(care, interview(confidence=0.9)))
+    await h.say(
+        "panic attack last night, and the interview is tomorrow",
+        chat="-1007",
+        chat_kind="group",
+        sender="u9",
+    )
+
+    [c] = await h.stored()  # the routine one only
+    assert c.kind == "event_check_in" and c.session_key == "agent:main:telegram:group:-1007"
+    assert c.sender_id == "u9"
+    assert "commitment_candidates_rejected" in caplog.text
+    assert "sleep: care_check_in / care in a group chat" in caplog.text
+
+    # The same answer in a private chat keeps the care check-in.
+    h.extraction.append(answer(care))
+    await h.say("panic attack last night", chat="42")
+    assert {x.kind for x in await h.stored()} == {"event_check_in", "care_check_in"}
 
 
 async def test_same_candidate_twice_is_one_row_widened(make_harness) -> None:

@@ -24,6 +24,7 @@ from core.commitments.rules import (
     merge_fields,
     says_reminder_scheduled,
 )
+from core.messages import ChatKind
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 SCOPE = Scope("main", "agent:main:telegram:private:1", "telegram", "1", None, "u1")
@@ -52,7 +53,12 @@ def answer(*candidates: dict[str, Any], resolved: list[str] | None = None) -> st
     return json.dumps({"candidates": list(candidates), "resolved": resolved or []})
 
 
-def run_rules(text: str, user: str = "I have an interview tomorrow", reply: str = "Good luck!"):
+def run_rules(
+    text: str,
+    user: str = "I have an interview tomorrow",
+    reply: str = "Good luck!",
+    chat_kind: ChatKind = "private",
+):
     parsed = parse_answer(text)
     return evaluate(
         parsed.candidates,
@@ -62,6 +68,7 @@ def run_rules(text: str, user: str = "I have an interview tomorrow", reply: str 
         created_at=NOW,
         heartbeat_seconds=1800,
         timezone="Europe/Paris",
+        chat_kind=chat_kind,
     )
 
 
@@ -216,6 +223,33 @@ def test_good_candidate_is_accepted_with_scope_and_timezone() -> None:
 def test_weak_confidence_is_rejected(over: dict[str, Any]) -> None:
     accepted, rejected = run_rules(answer(candidate(**over)))
     assert accepted == [] and "confidence" in rejected[0].reason
+
+
+PRIVATE_MATTERS = [
+    {"kind": "care_check_in", "sensitivity": "routine"},
+    {"kind": "event_check_in", "sensitivity": "personal"},
+    {"kind": "open_loop", "sensitivity": "care"},
+]
+
+
+@pytest.mark.parametrize("chat_kind", ["group", "channel"])
+@pytest.mark.parametrize("over", PRIVATE_MATTERS)
+def test_no_personal_or_care_follow_up_in_a_group_or_channel(
+    chat_kind: ChatKind, over: dict[str, Any]
+) -> None:
+    # Confident enough for any bar: only the chat kind rejects it.
+    text = answer(candidate(confidence=0.99, **over), candidate(dedupeKey="talk", confidence=0.9))
+    accepted, rejected = run_rules(text, chat_kind=chat_kind)
+    assert [n.dedupe_key for n in accepted] == ["talk"]  # a routine one still passes
+    [why] = rejected
+    assert why.dedupe_key == "interview:2026-12-01"
+    assert f"in a {chat_kind} chat" in why.reason and "public" in why.reason
+
+
+@pytest.mark.parametrize("over", PRIVATE_MATTERS)
+def test_personal_and_care_follow_ups_stay_allowed_in_private_chats(over: dict[str, Any]) -> None:
+    accepted, rejected = run_rules(answer(candidate(confidence=0.99, **over)))
+    assert rejected == [] and len(accepted) == 1
 
 
 def test_reminder_exchange_stores_nothing_even_if_the_model_returns_it() -> None:

@@ -88,8 +88,10 @@ async def test_another_member_is_refused_unless_they_manage_messages(
     channel, alice, bob = rig.channel(0), rig.member(0), rig.member(1)
     c = await rig.seed(channel, alice)
 
+    # Answered like an id that never existed: nothing says it is alice's.
+    not_found = f"`{c.id}`: not found in this chat (see `/commitments list`)."
     await slash(rig.bot, "commitments dismiss", channel=channel, user=bob, options={"id": c.id})
-    assert "someone else's follow-up" in said(answers)
+    assert said(answers) == not_found
     assert await rig.status(c.id) == "pending"
 
     await slash(
@@ -99,7 +101,7 @@ async def test_another_member_is_refused_unless_they_manage_messages(
         user=bob,
         options={"id": c.id, "duration": "2h"},
     )
-    assert "someone else's follow-up" in said(answers)
+    assert said(answers) == not_found
     assert await rig.status(c.id) == "pending"
 
     moderator = discord.Permissions(manage_messages=True)
@@ -113,6 +115,32 @@ async def test_another_member_is_refused_unless_they_manage_messages(
     )
     assert said(answers).startswith(f"Dismissed `{c.id}`")
     assert await rig.status(c.id) == "dismissed"
+
+
+async def test_moderators_see_whose_each_follow_up_is(rig: Rig, answers: Responses) -> None:
+    here, alice, bob = rig.channel(0), rig.member(0), rig.member(1)
+    alices = await rig.seed(here, alice, "Did you manage to sleep better?")
+    bobs = await rig.seed(here, bob, "How was the dentist?")
+
+    moderator = discord.Permissions(manage_messages=True)
+    await slash(rig.bot, "commitments list", channel=here, user=bob, permissions=moderator)
+    lines = said(answers).splitlines()
+    assert any(alices.id in line and f"<@{alice.id}>" in line for line in lines)
+    assert any(bobs.id in line and f"<@{bob.id}>" in line for line in lines)
+
+    await slash(rig.bot, "commitments list", channel=here, user=bob)
+    assert "<@" not in said(answers)  # a member's own list needs no names
+
+
+async def test_another_members_closed_follow_up_is_not_found(rig: Rig, answers: Responses) -> None:
+    channel, alice, bob = rig.channel(0), rig.member(0), rig.member(1)
+    c = await rig.seed(channel, alice)
+    await rig.services.commitments.dismiss([c.id])
+
+    await slash(rig.bot, "commitments dismiss", channel=channel, user=bob, options={"id": c.id})
+    assert said(answers) == f"`{c.id}`: not found in this chat (see `/commitments list`)."
+    await slash(rig.bot, "commitments dismiss", channel=channel, user=alice, options={"id": c.id})
+    assert said(answers) == f"`{c.id}` is already dismissed."
 
 
 async def test_an_id_from_another_scope_is_not_found(rig: Rig, answers: Responses) -> None:
@@ -287,8 +315,14 @@ async def test_reminders_list_and_cancel(rig: Rig, answers: Responses) -> None:
 
     await slash(rig.bot, "reminders cancel", channel=here, user=alice, options={"id": other})
     assert said(answers) == f"`{other}`: not found in this chat."
+    # Another member's reminder is not shown to bob, nor cancellable by him.
+    await slash(rig.bot, "reminders list", channel=here, user=bob)
+    assert said(answers) == "No reminders of yours in this chat."
     await slash(rig.bot, "reminders cancel", channel=here, user=bob, options={"id": water})
-    assert "set by someone else" in said(answers)
+    assert said(answers) == f"`{water}`: not found in this chat."
+    moderator = discord.Permissions(manage_messages=True)
+    await slash(rig.bot, "reminders list", channel=here, user=bob, permissions=moderator)
+    assert water in said(answers)
 
     await slash(rig.bot, "reminders cancel", channel=here, user=alice, options={"id": water})
     assert said(answers) == f"Cancelled `{water}`: Water the plants"

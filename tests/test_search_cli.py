@@ -124,3 +124,21 @@ def test_search_table_output(tmp_path):
     assert "budget review" in out and "thursday" in out
     code, out, _ = run("search", "zzzunfound", "--config", str(config))
     assert "no results" in out
+
+
+def test_truncated_when_more_matches_exist_than_the_limit(tmp_path):
+    config, data = setup(tmp_path)
+    run("import", str(data), "--config", str(config))  # four indexed "budget" matches
+    code, out, err = run("search", "budget", "--limit", "3", "--json", "--config", str(config))
+    assert code == 0, err
+    answer = json.loads(out)
+    assert len(answer["results"]) == 3 and answer["truncated"] is True
+    assert set(answer) == {"results", "indexing", "truncated"}
+    code, out, _ = run("search", "budget", "--limit", "4", "--json", "--config", str(config))
+    answer = json.loads(out)
+    assert len(answer["results"]) == 4 and answer["truncated"] is False
+
+    code, out, _ = run("search", "budget", "--limit", "3", "--config", str(config))
+    assert code == 0 and "more matches exist than shown" in out
+    code, out, _ = run("search", "budget", "--limit", "4", "--config", str(config))
+    assert code == 0 and "more matches" not in out

@@ -118,10 +118,9 @@ async def test_in_groups_only_the_sender_or_an_admin_may_change_a_commitment(
     c = await tg.seed(scope(GROUP, sender=OWNER), "c")
     await tg.start()
 
-    refused = await command(tg, f"/dismiss {a.id}", **in_group(MEMBER))
-    assert "only the person it is about or a chat admin" in refused
-    refused = await command(tg, f"/snooze {a.id} 1h", **in_group(MEMBER))
-    assert "only the person it is about or a chat admin" in refused
+    # Another member's id is answered like one that never existed.
+    assert await command(tg, f"/dismiss {a.id}", **in_group(MEMBER)) == f"{a.id}: not found"
+    assert await command(tg, f"/snooze {a.id} 1h", **in_group(MEMBER)) == f"{a.id}: not found"
     assert (await tg.commitment(a.id)).status == "pending"
 
     assert "Dismissed" in await command(tg, f"/dismiss {a.id}", **in_group(OWNER))
@@ -132,6 +131,69 @@ async def test_in_groups_only_the_sender_or_an_admin_may_change_a_commitment(
         "dismissed",
         "snoozed",
     ]
+
+
+async def test_in_groups_commitments_lists_only_the_askers_own_unless_admin(
+    tg: TelegramHarness,
+) -> None:
+    owners = await tg.seed(scope(GROUP, sender=OWNER), "Did you manage to sleep better?")
+    members = await tg.seed(scope(GROUP, sender=MEMBER), "How was the dentist?")
+    await tg.start()
+
+    answer = await command(tg, "/commitments", **in_group(MEMBER))
+    assert answer.startswith("Your open follow-ups in this chat:")
+    assert members.id in answer and "dentist" in answer
+    assert owners.id not in answer and "sleep" not in answer
+
+    answer = await command(tg, "/commitments", **in_group(ADMIN))
+    assert "everyone's" in answer
+    assert members.id in answer and owners.id in answer and "sleep" in answer
+    assert f"user {OWNER}" in answer and f"user {MEMBER}" in answer  # whose each one is
+
+    await tg.services.commitments.dismiss([members.id])
+    answer = await command(tg, "/commitments", **in_group(MEMBER))
+    assert answer == "You have no open follow-ups in this chat."
+    # Private chats are unchanged: the whole chat is the user's, no admin check.
+    calls = len(tg.fake.calls_to("getChatMember"))
+    mine = await tg.seed(scope(42), "How did the interview go?")
+    answer = await command(tg, "/commitments", chat_id=42)
+    assert answer.startswith("Open follow-ups in this chat:") and mine.id in answer
+    assert len(tg.fake.calls_to("getChatMember")) == calls
+
+
+async def test_in_groups_another_members_closed_commitment_is_not_found(
+    tg: TelegramHarness,
+) -> None:
+    c = await tg.seed(scope(GROUP, sender=OWNER))
+    await tg.services.commitments.dismiss([c.id])
+    await tg.start()
+    # "already dismissed" would confirm it exists.
+    assert await command(tg, f"/dismiss {c.id}", **in_group(MEMBER)) == f"{c.id}: not found"
+    assert "already dismissed" in await command(tg, f"/dismiss {c.id}", **in_group(OWNER))
+    assert "already dismissed" in await command(tg, f"/dismiss {c.id}", **in_group(ADMIN))
+
+
+async def test_in_groups_reminders_follow_the_same_rule(tg: TelegramHarness) -> None:
+    target = Target("telegram", str(GROUP))
+    key = f"agent:main:telegram:group:{GROUP}"
+    schedule = parse_schedule(
+        at=None, after="2h", cron=None, timezone="Europe/Paris", now=tg.clock.now()
+    )
+    owners = await tg.services.reminders.schedule(
+        agent_id="main", session_key=key, target=target, created_by=str(OWNER),
+        text="take the pills", schedule=schedule,
+    )  # fmt: skip
+    await tg.start()
+
+    assert await command(tg, "/reminders", **in_group(MEMBER)) == (
+        "You have no reminders in this chat."
+    )
+    assert await command(tg, f"/cancel {owners.id}", **in_group(MEMBER)) == (
+        f"{owners.id}: not found"
+    )
+    assert "take the pills" in await command(tg, "/reminders", **in_group(OWNER))
+    assert "take the pills" in await command(tg, "/reminders", **in_group(ADMIN))
+    assert f"Cancelled {owners.id}" in await command(tg, f"/cancel {owners.id}", **in_group(ADMIN))
 
 
 async def test_group_commands_for_another_bot_are_ignored(tg: TelegramHarness) -> None:
@@ -254,7 +316,7 @@ async def test_a_group_member_who_is_not_the_sender_cannot_press_the_buttons(
     await tg.fake.push_callback(sent, data, user_id=MEMBER)
     await tg.fake.wait_for(lambda: tg.fake.calls_to("answerCallbackQuery"))
     refusal = tg.fake.calls_to("answerCallbackQuery")[0].params
-    assert "only the person it is about or a chat admin" in refusal["text"]
+    assert refusal["text"] == "Not found in this chat."  # never "someone else's"
     assert refusal["show_alert"] is True
     assert (await tg.commitment(c.id)).status == "pending" and sent.edits == []
 
@@ -293,3 +355,17 @@ async def test_an_anonymous_group_admin_may_dismiss(tg: TelegramHarness) -> None
 
     assert tg.fake.texts() == [f"Dismissed {c.id}: I won't follow up on it."]
     assert (await tg.commitment(c.id)).status == "dismissed"
+
+
+async def test_an_anonymous_group_admin_sees_every_members_follow_ups(tg: TelegramHarness) -> None:
+    c = await tg.seed(scope(GROUP, sender=OWNER), "Did you manage to sleep better?")
+    await tg.start()
+    message = tg.fake.message("/commitments", **in_group(1087968824))  # type: ignore[arg-type]
+    message["from"] = {"id": 1087968824, "is_bot": True, "first_name": "Group"}
+    message["sender_chat"] = message["chat"]
+    await tg.fake.push({"message": message})
+    await tg.fake.wait_for(lambda: tg.fake.sent)
+
+    [answer] = tg.fake.texts()
+    assert c.id in answer and "sleep better" in answer and f"user {OWNER}" in answer
+    assert tg.fake.calls_to("getChatMember") == []  # posting as the group already says so

@@ -9,6 +9,7 @@ per scope, listed / dismissed / snoozed by people, expired by time.
     pause.py       per-agent pauses after auth / unknown-model errors
     store.py       the CommitmentStore interface
     service.py     list / dismiss / snooze for the CLI and slash commands
+    visibility.py  who sees and manages which of a chat's follow-ups (groups)
     expiry.py      active past latest + grace → expired
 """
 
@@ -32,11 +33,14 @@ from core.commitments.service import (
     chat_filter,
 )
 from core.commitments.store import CommitmentStore, Filter, commitment_store_for
+from core.commitments.visibility import Asker, ChatAccess
 
 __all__ = [
     "ACTIVE_STATUSES",
     "KINDS",
     "STATUSES",
+    "Asker",
+    "ChatAccess",
     "Commitment",
     "CommitmentService",
     "CommitmentStore",

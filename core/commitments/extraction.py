@@ -32,6 +32,7 @@ from core.config import AgentConfig, KeptConfig
 from core.conversation import ChatModel, ReplyEvent
 from core.llm import LLMError
 from core.logs import event
+from core.messages import ChatKind
 
 log = logging.getLogger("kept.commitments")
 
@@ -49,6 +50,15 @@ def eligible(ev: ReplyEvent) -> bool:
         and bool(ev.user_message.text.strip())
         and bool(ev.reply.text.strip())
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One queued exchange, with where it happened."""
+
+    scope: Scope
+    chat_kind: ChatKind  # the stored session's, for the group privacy rule
+    exchange: Exchange
 
 
 def scope_of(ev: ReplyEvent) -> Scope:
@@ -70,7 +80,7 @@ class _Agent:
 class _Lane:
     """One agent's queue and the task that drains it."""
 
-    items: list[tuple[Scope, Exchange]] = field(default_factory=list)
+    items: list[_Item] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)  # something to do
     full: asyncio.Event = field(default_factory=asyncio.Event)  # no need to wait longer
     task: asyncio.Task[None] | None = None
@@ -145,7 +155,7 @@ class ExtractionWorker:
                 self._run_lane(agent_id, lane), name=f"extract-{agent_id}"
             )
         exchange = Exchange(ev.user_message.id, ev.user_message.text, ev.reply.text)
-        lane.items.append((scope_of(ev), exchange))
+        lane.items.append(_Item(scope_of(ev), ev.session.chat_kind, exchange))
         self._held += 1
         self.high_water = max(self.high_water, self._held)
         self._idle.clear()
@@ -224,7 +234,7 @@ class ExtractionWorker:
             for w in waits:
                 w.cancel()
 
-    async def _process(self, agent_id: str, batch: Sequence[tuple[Scope, Exchange]]) -> None:
+    async def _process(self, agent_id: str, batch: Sequence[_Item]) -> None:
         config = self._config()
         if not config.commitments.enabled or self._pauses.paused(agent_id):
             return
@@ -236,13 +246,15 @@ class ExtractionWorker:
         hb_seconds = agent_config.heartbeat.every_seconds
         agent = _Agent(agent_id, agent_config.timezone, hb_seconds)
         groups: dict[Scope, list[Exchange]] = {}
-        for scope, exchange in batch:
-            groups.setdefault(scope, []).append(exchange)
+        kinds: dict[Scope, ChatKind] = {}
+        for item in batch:
+            groups.setdefault(item.scope, []).append(item.exchange)
+            kinds[item.scope] = item.chat_kind  # one session key, one kind
         # One read and one write transaction per batch, however many scopes:
         # the connection is shared with the chat turns, so every trip counts.
         pending = await self._store.active_for_scopes(list(groups))
         per_scope = await asyncio.gather(
-            *(self._scope(agent, s, groups[s], pending.get(s, [])) for s in groups)
+            *(self._scope(agent, s, kinds[s], groups[s], pending.get(s, [])) for s in groups)
         )
         results = [r for rs in per_scope for r in rs]
         if not results:
@@ -264,7 +276,12 @@ class ExtractionWorker:
                 event(log, logging.ERROR, "extraction_wake_failed", agent=agent.id, error=repr(exc))
 
     async def _scope(
-        self, agent: _Agent, scope: Scope, exchanges: list[Exchange], pending: list[Commitment]
+        self,
+        agent: _Agent,
+        scope: Scope,
+        chat_kind: ChatKind,
+        exchanges: list[Exchange],
+        pending: list[Commitment],
     ) -> list[ScopeResult]:
         """The scope's exchanges, a few per model call, in order."""
         results: list[ScopeResult] = []
@@ -274,7 +291,7 @@ class ExtractionWorker:
             chunk = exchanges[start : start + self._per_call]
             try:
                 async with self._calls:
-                    result = await self._extract(agent, scope, chunk, pending)
+                    result = await self._extract(agent, scope, chat_kind, chunk, pending)
             except Exception as exc:
                 event(
                     log,
@@ -297,7 +314,12 @@ class ExtractionWorker:
         return results
 
     async def _extract(
-        self, agent: _Agent, scope: Scope, chunk: list[Exchange], pending: list[Commitment]
+        self,
+        agent: _Agent,
+        scope: Scope,
+        chat_kind: ChatKind,
+        chunk: list[Exchange],
+        pending: list[Commitment],
     ) -> ScopeResult | None:
         """One model call and the rules applied to its answer; None when
         there is nothing to write."""
@@ -341,6 +363,7 @@ class ExtractionWorker:
             created_at=self._clock.now(),
             heartbeat_seconds=agent.heartbeat_seconds,
             timezone=agent.timezone,
+            chat_kind=chat_kind,
         )
         if rejected:
             event(

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from core.commitments.candidates import Candidate
 from core.commitments.model import Commitment, NewCommitment, Scope, Sensitivity
+from core.messages import ChatKind
 
 # Confidence a candidate needs. Care check-ins ask about health or mood; an
 # unwelcome one does more harm than a missed one, so the bar is higher.
@@ -175,6 +176,11 @@ class Rejection:
     reason: str
 
 
+def private_matter(candidate: Candidate) -> bool:
+    """A care check-in, or anything the model rates personal or care."""
+    return candidate.kind == "care_check_in" or candidate.sensitivity in ("personal", "care")
+
+
 def min_confidence(candidate: Candidate) -> float:
     if candidate.kind == "care_check_in" or candidate.sensitivity == "care":
         return CARE_MIN_CONFIDENCE
@@ -233,8 +239,13 @@ def evaluate(
     created_at: datetime,
     heartbeat_seconds: float,
     timezone: str,
+    chat_kind: ChatKind,
 ) -> tuple[list[NewCommitment], list[Rejection]]:
-    """Apply every rule; returns the accepted candidates and the rejections."""
+    """Apply every rule; returns the accepted candidates and the rejections.
+
+    `chat_kind` is the stored session's: in group and channel chats a
+    check-in is read by everyone, so nothing personal or care is stored
+    there, whatever the model says (DESIGN.md, "Privacy in groups")."""
     rejected: list[Rejection] = []
     if not candidates:
         return [], rejected  # the usual answer; the text checks below are not free
@@ -254,6 +265,8 @@ def evaluate(
         why = None
         if not key or not reason or not suggested:
             why = "empty reason, suggested text or dedupe key"
+        elif chat_kind != "private" and private_matter(c):
+            why = f"{c.kind} / {c.sensitivity} in a {chat_kind} chat, where a check-in is public"
         elif c.confidence < min_confidence(c):
             why = f"confidence {c.confidence:.2f} below {min_confidence(c):.2f}"
         elif is_reminder_candidate(c):

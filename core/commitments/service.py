@@ -2,21 +2,24 @@
 Discord / Telegram slash commands, and the buttons under a follow-up.
 
 Callers say what they may see with a Filter. The admin CLI sees everything;
-a chat command passes `chat_filter(agent, session key, sender)`, so an id
-from another chat or user is reported exactly like an id that never
-existed: "not found". Nothing here reveals that it exists elsewhere.
+a chat command or button gets its filter from a ChatAccess
+(core/commitments/visibility.py: its own chat; in groups only the asker's
+own follow-ups unless they are an admin), so an id from another chat or
+member is reported exactly like an id that never existed: "not found".
+Nothing here reveals that it exists elsewhere.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from core.clock import Clock
-from core.commitments.model import ACTIVE_STATUSES, Commitment
+from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, Status
 from core.commitments.rules import MAX_HORIZON, MAX_WINDOW
 from core.commitments.store import CommitmentStore, Filter
+from core.commitments.visibility import ChatAccess
 
 # A snoozed follow-up keeps its window width, but at least this much, so a
 # check-in snoozed into a quiet hour still has time to go out.
@@ -60,6 +63,25 @@ class CommitmentService:
         if where.statuses is None:
             where = replace(where, statuses=ACTIVE_STATUSES)
         return await self._store.list(where, limit=limit)
+
+    async def visible(self, access: ChatAccess, *, limit: int | None = None) -> list[Commitment]:
+        """The chat's active commitments the asker may see, soonest due first."""
+        return await self.list(await access.visible(ACTIVE_STATUSES), limit=limit)
+
+    async def find(
+        self,
+        access: ChatAccess,
+        commitment_id: str,
+        statuses: Collection[Status] = STATUSES,
+    ) -> tuple[Commitment, Filter] | None:
+        """The commitment with this id in the asker's chat and the filter to
+        change it through; None when it does not exist there or the asker
+        may not see it (the two are never told apart)."""
+        current = await self._store.get(commitment_id.strip(), access.chat(statuses))
+        if current is None:
+            return None
+        where = await access.filter_for(current)
+        return None if where is None else (current, where)
 
     async def dismiss(self, ids: Sequence[str], where: Filter | None = None) -> DismissOutcome:
         outcome = DismissOutcome()

@@ -46,6 +46,8 @@ class Caller:
 class SearchAnswer:
     results: list[dict[str, Any]] = field(default_factory=list)
     indexing: bool = False
+    # More matches exist than `results` holds: the limit was reached (one
+    # more row was found), or the size budget cut the list.
     truncated: bool = False
 
     def as_json(self) -> dict[str, Any]:
@@ -105,9 +107,14 @@ class SessionSearch:
         return SearchScope(agent_id=caller.agent_id)
 
     async def search(self, query: str, scope: SearchScope, limit: int) -> SearchAnswer:
-        hits = await self._store.search(query, scope=scope, limit=limit, redactor=self.redactor)
+        """The best `limit` matches; `truncated` says more exist. One row past
+        the limit is fetched to know that, and dropped."""
+        hits = await self._store.search(query, scope=scope, limit=limit + 1, redactor=self.redactor)
+        more = len(hits) > limit
         answer = SearchAnswer(indexing=await self.indexing())
-        answer.results, answer.truncated = _fit([_hit_json(h) for h in hits], answer.as_json())
+        results = [_hit_json(h) for h in hits[:limit]]
+        answer.results, cut = _fit(results, answer.as_json())
+        answer.truncated = more or cut
         return answer
 
     async def history(

@@ -82,7 +82,8 @@ def register_search_tools(registry: ToolRegistry, search: SessionSearch) -> None
         Tool(
             "sessions_search",
             "Search past conversations by exact words. Returns snippets with the "
-            "conversation, time and role.",
+            "conversation, time and role; truncated: true means more matches exist "
+            "(narrow the query or raise the limit).",
             SEARCH_PARAMETERS,
             sessions_search,
         )
