@@ -20,6 +20,8 @@ from core.messages import Outbound, SendResult
 from core.store import Store, open_store
 from tests.fakes.scripted_model import ScriptedModel
 
+WORKER = "test-worker"
+
 SCOPE = Scope("main", "agent:main:telegram:private:42", "telegram", "42", None, "42")
 OTHER = Scope("main", "agent:main:telegram:private:77", "telegram", "77", None, "77")
 
@@ -55,13 +57,14 @@ class Harness:
     def lock(self, key: str) -> asyncio.Lock:
         return self.locks.setdefault(key, asyncio.Lock())
 
-    def scheduler(self) -> HeartbeatScheduler:
+    def scheduler(self, *, worker: str = WORKER) -> HeartbeatScheduler:
         turn = HeartbeatTurn(
             store=self.heartbeat,
             transcript=self.store,
             llm=self.model,
             sender=self.sender,
             clock=self.clock,
+            worker=worker,
         )
         return HeartbeatScheduler(
             config=lambda: self.config,
@@ -125,6 +128,9 @@ class Harness:
 
 
 async def make_harness(tmp_path: Path, config: dict[str, Any] | None = None) -> Harness:
+    """`config` is a config document; commitments are on unless it says otherwise."""
+    config = {**(config or {})}
+    config["commitments"] = {"enabled": True, **config.get("commitments", {})}
     store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
     await store.open()
     return Harness(
@@ -134,5 +140,5 @@ async def make_harness(tmp_path: Path, config: dict[str, Any] | None = None) -> 
         heartbeat=heartbeat_store_for(store),
         model=ScriptedModel(),
         sender=ScriptedSender(),
-        config=KeptConfig.model_validate(config or {}),
+        config=KeptConfig.model_validate(config),
     )
