@@ -17,6 +17,7 @@ from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.store import HeartbeatStore, heartbeat_store_for
 from core.heartbeat.turn import HeartbeatTurn
 from core.messages import Outbound, SendResult
+from core.reminders import ReminderService, make_reminder_store
 from core.store import Store, open_store
 from tests.fakes.scripted_model import ScriptedModel
 
@@ -57,7 +58,19 @@ class Harness:
     def lock(self, key: str) -> asyncio.Lock:
         return self.locks.setdefault(key, asyncio.Lock())
 
-    def scheduler(self, *, worker: str = WORKER) -> HeartbeatScheduler:
+    def reminder_service(self) -> ReminderService:
+        return ReminderService(
+            make_reminder_store(self.store),
+            self.store,
+            self.sender,
+            self.clock,
+            platforms=lambda: self.platforms,
+            worker=WORKER,
+        )
+
+    def scheduler(
+        self, *, worker: str = WORKER, reminders: ReminderService | None = None
+    ) -> HeartbeatScheduler:
         turn = HeartbeatTurn(
             store=self.heartbeat,
             transcript=self.store,
@@ -74,6 +87,7 @@ class Harness:
             clock=self.clock,
             platforms=lambda: self.platforms,
             session_lock=self.lock,
+            reminders=reminders,
         )
 
     async def seed(
