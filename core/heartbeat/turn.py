@@ -242,6 +242,14 @@ class HeartbeatTurn:
         # fail anyway, the lease ends the claim the same way later.
         try:
             await settle_despite_cancel(work)
+            outcome = "released" if progress.phase == "claimed" else "failed"
+            log_decision(
+                claimed[0].scope,
+                len(claimed),
+                outcome,
+                commitments=",".join(c.id for c in claimed),
+                reason=f"{why} {'before' if outcome == 'released' else 'while'} sending",
+            )
         except Exception as err:
             event(
                 log,
