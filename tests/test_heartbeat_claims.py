@@ -15,10 +15,14 @@ from typing import Any
 import pytest
 
 from core.commitments.model import Commitment
+from core.commitments.store import commitment_store_for
 from core.config import KeptConfig
 from core.heartbeat.lease import turn_lease
+from core.heartbeat.store import heartbeat_store_for
 from core.llm import Completion
 from core.messages import Outbound, SendResult
+from core.store.migrations import load_migrations
+from core.store.sqlite import SqliteStore, to_ms
 from tests.fakes.scripted_model import text
 from tests.heartbeat_harness import WORKER, Harness, make_harness
 
@@ -233,3 +237,51 @@ async def test_the_lease_outlasts_the_model_call_and_the_send() -> None:
     llm = KeptConfig.model_validate({"llm": {"timeoutSeconds": 60, "maxRetries": 2}}).llm
     # Three attempts of up to 121 s each, plus the send's retries.
     assert turn_lease(llm) > timedelta(seconds=3 * 121 + 4 * 60)
+
+
+async def test_a_claim_written_before_the_upgrade_is_failed_not_resent(tmp_path: Path) -> None:
+    """Older code claimed before the model call and may have been mid-send:
+    migration 0007 keeps such a claim as an expired `sending` one."""
+    async with SqliteStore(tmp_path / "kept.sqlite", migrations=load_migrations()[:6]) as v6:
+        old = await make_harness_on(v6, tmp_path)
+        c = await old.seed()
+        sql = "UPDATE commitments SET claimed_at = ? WHERE id = ?"
+        params = (to_ms(old.clock.now()), c.id)
+        await v6._write(lambda db: db.execute(sql, params))
+    hb = await make_harness(tmp_path)
+    try:
+        assert (await claim_columns(hb, c.id))[0] == "sending"
+        await hb.scheduler().start_up()
+        failed = await hb.status(c.id)
+        assert failed.status == "failed" and "not resent" in (failed.last_error or "")
+        assert await claim_columns(hb, c.id) == (None, None, None, None)
+    finally:
+        await hb.store.close()
+
+
+async def make_harness_on(store: SqliteStore, tmp_path: Path) -> Harness:
+    hb = await make_harness(tmp_path / "unused")
+    await hb.store.close()
+    hb.store = store
+    hb.commitments = commitment_store_for(store)
+    hb.heartbeat = heartbeat_store_for(store)
+    return hb
+
+
+async def test_finding_expired_claims_uses_the_lease_index(hb: Harness) -> None:
+    c = await hb.seed()
+    await dead_worker_claim(hb, c, sending=False)
+    statements: list[str] = []
+    db = hb.store._db  # type: ignore[attr-defined]
+    await db._execute(db._conn.set_trace_callback, statements.append)
+    try:
+        await hb.heartbeat.next_lease_expiry()
+        await hb.heartbeat.reap_expired_claims(now=hb.clock.now() + LEASE)
+    finally:
+        await db._execute(db._conn.set_trace_callback, None)
+    lease_queries = [s for s in statements if "lease_until" in s and "commitments" in s]
+    assert len(lease_queries) == 3
+    for sql in lease_queries:
+        rows = await hb.store.fetchall("EXPLAIN QUERY PLAN " + sql)  # type: ignore[attr-defined]
+        plan = " | ".join(str(row[3]) for row in rows)
+        assert "commitments_lease" in plan, (sql, plan)

@@ -24,7 +24,7 @@ from core.commitments.store import CommitmentStore
 from core.config import AgentConfig, KeptConfig
 from core.heartbeat.active_hours import is_active, next_window_start
 from core.heartbeat.lease import turn_lease
-from core.heartbeat.store import HeartbeatStore
+from core.heartbeat.store import HeartbeatStore, ReapedClaims
 from core.heartbeat.turn import HeartbeatTurn, log_decision
 from core.logs import event
 
@@ -160,7 +160,13 @@ class HeartbeatScheduler:
         return await self._next_wake(self._clock.now())
 
     async def _reap(self, *, startup: bool) -> None:
-        reaped = await self._store.reap_expired_claims(now=self._clock.now())
+        now = self._clock.now()
+        # An indexed read first: a tick with no expired lease writes nothing.
+        lease = await self._store.next_lease_expiry()
+        if lease is None or lease > now:
+            reaped = ReapedClaims()
+        else:
+            reaped = await self._store.reap_expired_claims(now=now)
         for c in reaped.released:
             log_decision(c.scope, 1, "released", commitment=c.id, reason="claim expired unsent")
         for c in reaped.failed:
