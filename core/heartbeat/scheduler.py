@@ -5,7 +5,13 @@ reminder and the earliest time a blocked scope may speak again — each found by
 an indexed query — and is woken early when something new is stored. Due
 commitments are grouped by exact scope; each scope gets at most one turn per
 `heartbeat.every`, only inside its active hours, only while its platform has a
-running adapter, and only while its rolling 24 h cap allows.
+running adapter, and only while its rolling 24 h cap allows. While
+`commitments.enabled` is false (read on every tick) no follow-up is claimed
+or delivered; reminders fire either way.
+
+Every tick (and start-up) first settles claims whose lease has expired, of
+any worker: unsent ones are released, ones caught mid-send fail (see turn.py).
+`stop(grace)` takes no new work and gives the running turn `grace` seconds.
 """
 
 from __future__ import annotations

@@ -125,7 +125,8 @@ class HeartbeatTurn:
         since = self._clock.now() - DUPLICATE_WINDOW
         recent = await self._store.recent_checkin_texts(scope.session_key, since)
         if any(same_text(text, old) for old in recent):
-            await self._finish(claimed, progress, "dismissed", error="same text sent in 24 h")
+            why = "same text sent in the last 24 h"
+            await self._finish(claimed, progress, "dismissed", error=why)
             return TurnResult("duplicate", ids)
         reply_to = await self._member_message(scope, claimed)
 
