@@ -40,6 +40,8 @@ from core.messages import Outbound, SendResult
 from core.store import open_store
 from core.store.sqlite import to_ms
 
+LEASE = timedelta(minutes=10)
+
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DUE = 10
 
@@ -110,23 +112,29 @@ async def measure(pending: int, repeat: int, tmp: Path) -> dict[str, Any]:
         groups: dict[Scope, list[str]] = {}
         for c in due:
             groups.setdefault(c.scope, []).append(c.id)
-        claimed = await hb.claim([i for ids in groups.values() for i in ids], now=NOW)
+        ids = [i for ids in groups.values() for i in ids]
+        claimed = await hb.claim(ids, worker="bench", now=NOW, lease_until=NOW + LEASE)
         find_claim.append((time.perf_counter() - t0) * 1000)
         assert len(claimed) == DUE, len(claimed)
-        await hb.release([c.id for c in claimed], now=NOW, error="bench")
+        await hb.release(claimed, worker="bench", now=NOW, error="bench")
     next_wake = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         await hb.next_due_after(NOW)
         next_wake.append((time.perf_counter() - t0) * 1000)
     clock = TestClock(NOW)
-    config = KeptConfig()
+    config = KeptConfig.model_validate({"commitments": {"enabled": True}})
     scheduler = HeartbeatScheduler(
         config=lambda: config,
         commitments=commitment_store_for(store),
         store=hb,
         turn=HeartbeatTurn(
-            store=hb, transcript=store, llm=InstantModel(), sender=NullSender(), clock=clock
+            store=hb,
+            transcript=store,
+            llm=InstantModel(),
+            sender=NullSender(),
+            clock=clock,
+            worker="bench",
         ),
         clock=clock,
         platforms=lambda: {"telegram"},

@@ -6,6 +6,9 @@ which event — reads in one place, top to bottom."""
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,6 +43,14 @@ class Services:
     reminders: ReminderService
     heartbeat: HeartbeatScheduler
     reconciler: IndexReconciler
+    worker: str
+
+
+def new_worker_id() -> str:
+    """This process's name on the claims it makes: host and pid for the
+    operator, a random part so a reused pid is never mistaken for its
+    predecessor (whose claims must expire, not be taken as ours)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def build_services(
@@ -50,13 +61,15 @@ def build_services(
     config: Callable[[], KeptConfig],
     clock: Clock,
     platforms: Callable[[], set[str]],
+    worker: str | None = None,
 ) -> Services:
+    worker = worker or new_worker_id()
     tools = ToolRegistry()
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
 
     reminders = ReminderService(
-        make_reminder_store(store), store, sender, clock, platforms=platforms
+        make_reminder_store(store), store, sender, clock, platforms=platforms, worker=worker
     )
     register_reminder_tools(
         tools, reminders, default_timezone=lambda agent_id: _timezone(config(), agent_id)
@@ -75,7 +88,12 @@ def build_services(
         commitments=commitment_store,
         store=heartbeat_store,
         turn=HeartbeatTurn(
-            store=heartbeat_store, transcript=store, llm=llm, sender=sender, clock=clock
+            store=heartbeat_store,
+            transcript=store,
+            llm=llm,
+            sender=sender,
+            clock=clock,
+            worker=worker,
         ),
         clock=clock,
         platforms=platforms,
@@ -96,6 +114,7 @@ def build_services(
         reminders=reminders,
         heartbeat=heartbeat,
         reconciler=IndexReconciler(store, clock),
+        worker=worker,
     )
 
 
@@ -105,7 +124,7 @@ def start_background(services: Services) -> list[asyncio.Task[None]]:
     services.extraction.start()
     return [
         asyncio.create_task(services.reconciler.run(), name="index-reconciler"),
-        asyncio.create_task(services.heartbeat.run(), name="heartbeat"),
+        services.heartbeat.start(),
     ]
 
 

@@ -9,8 +9,11 @@ repeated: a user gets at most one copy, even if that means none.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from core.clock import Clock
 from core.messages import Outbound, Sender, SendResult
@@ -20,6 +23,7 @@ BASE_BACKOFF = 2.0
 MAX_BACKOFF = 60.0
 
 Outcome = Literal["sent", "failed", "unknown"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +60,16 @@ async def deliver_once(
 
 def _backoff(attempt: int) -> float:
     return min(MAX_BACKOFF, BASE_BACKOFF * 2 ** (attempt - 1))
+
+
+async def settle_despite_cancel(work: Awaitable[T]) -> T:
+    """Run a claim's bookkeeping (release, fail) to its end even when the
+    caller is cancelled again meanwhile; that cancellation is then re-raised.
+    A claim's record must not stop half-way because a stop came twice."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await task
+        raise

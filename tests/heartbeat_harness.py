@@ -17,8 +17,11 @@ from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.store import HeartbeatStore, heartbeat_store_for
 from core.heartbeat.turn import HeartbeatTurn
 from core.messages import Outbound, SendResult
+from core.reminders import ReminderService, make_reminder_store
 from core.store import Store, open_store
 from tests.fakes.scripted_model import ScriptedModel
+
+WORKER = "test-worker"
 
 SCOPE = Scope("main", "agent:main:telegram:private:42", "telegram", "42", None, "42")
 OTHER = Scope("main", "agent:main:telegram:private:77", "telegram", "77", None, "77")
@@ -55,13 +58,26 @@ class Harness:
     def lock(self, key: str) -> asyncio.Lock:
         return self.locks.setdefault(key, asyncio.Lock())
 
-    def scheduler(self) -> HeartbeatScheduler:
+    def reminder_service(self) -> ReminderService:
+        return ReminderService(
+            make_reminder_store(self.store),
+            self.store,
+            self.sender,
+            self.clock,
+            platforms=lambda: self.platforms,
+            worker=WORKER,
+        )
+
+    def scheduler(
+        self, *, worker: str = WORKER, reminders: ReminderService | None = None
+    ) -> HeartbeatScheduler:
         turn = HeartbeatTurn(
             store=self.heartbeat,
             transcript=self.store,
             llm=self.model,
             sender=self.sender,
             clock=self.clock,
+            worker=worker,
         )
         return HeartbeatScheduler(
             config=lambda: self.config,
@@ -71,6 +87,7 @@ class Harness:
             clock=self.clock,
             platforms=lambda: self.platforms,
             session_lock=self.lock,
+            reminders=reminders,
         )
 
     async def seed(
@@ -125,6 +142,9 @@ class Harness:
 
 
 async def make_harness(tmp_path: Path, config: dict[str, Any] | None = None) -> Harness:
+    """`config` is a config document; commitments are on unless it says otherwise."""
+    config = {**(config or {})}
+    config["commitments"] = {"enabled": True, **config.get("commitments", {})}
     store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
     await store.open()
     return Harness(
@@ -134,5 +154,5 @@ async def make_harness(tmp_path: Path, config: dict[str, Any] | None = None) -> 
         heartbeat=heartbeat_store_for(store),
         model=ScriptedModel(),
         sender=ScriptedSender(),
-        config=KeptConfig.model_validate(config or {}),
+        config=KeptConfig.model_validate(config),
     )

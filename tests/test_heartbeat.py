@@ -200,18 +200,6 @@ async def test_permanent_platform_error_fails_at_once(hb: Harness):
     assert (await hb.status(c.id)).status == "failed"
 
 
-async def test_restart_with_claimed_unconfirmed_delivery_sends_nothing(hb: Harness):
-    c = await hb.seed()
-    # The previous process claimed it, then died before recording the outcome.
-    assert [x.id for x in await hb.heartbeat.claim([c.id], now=hb.clock.now())] == [c.id]
-    scheduler = hb.scheduler()
-    await scheduler.start_up()
-    await scheduler.tick()
-    assert hb.sender.attempts == [] and hb.model.requests == []
-    done = await hb.status(c.id)
-    assert done.status == "failed" and "not resent" in (done.last_error or "")
-
-
 async def test_restart_with_due_work_delivers_once(hb: Harness):
     c = await hb.seed()
     hb.model.steps.append(text("How did it go?"))

@@ -16,6 +16,8 @@ from core.reminders import make_reminder_store
 from core.reminders.model import NewReminder
 from core.store import open_store
 
+LEASE = timedelta(minutes=5)
+
 # Stored times are in the future of the real clock the CLI runs on.
 SOON = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1)
 
@@ -72,7 +74,8 @@ def seed(tmp_path: Path) -> dict[str, str]:
                     )
                 )  # fmt: skip
                 ids[text] = r.id
-            await rs.claim(ids["done one"], SOON + timedelta(hours=1))
+            fired_at = SOON + timedelta(hours=1)
+            await rs.claim(ids["done one"], fired_at, worker="w", lease_until=fired_at + LEASE)
             await rs.mark_fired(ids["done one"], now=SOON + timedelta(hours=1), next_fire_at=None)
             return ids
         finally:

@@ -14,6 +14,8 @@ from core.store.sqlite import to_ms
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 KEY = "agent:main:telegram:private:42"
+W = "test-worker"
+LEASE = timedelta(minutes=5)
 OTHER = "agent:main:telegram:private:77"
 
 
@@ -83,15 +85,17 @@ async def test_claim_once_then_fired_or_failed(sqlite_store: Store) -> None:
     rs = await reminders(sqlite_store)
     once = await rs.add(new("once", at=NOW))
     daily = await rs.add(new("daily", at=NOW, cron="0 9 * * *"))
-    assert await rs.claim(once.id, NOW - timedelta(seconds=1)) is None  # not due yet
-    claimed = await rs.claim(once.id, NOW)
+    early = NOW - timedelta(seconds=1)
+    assert await rs.claim(once.id, early, worker=W, lease_until=NOW + LEASE) is None  # not due
+    claimed = await rs.claim(once.id, NOW, worker=W, lease_until=NOW + LEASE)
     assert claimed is not None and claimed.attempts == 1 and claimed.claimed_at == NOW
-    assert await rs.claim(once.id, NOW) is None  # a second claimer loses
+    # A second claimer loses.
+    assert await rs.claim(once.id, NOW, worker="other", lease_until=NOW + LEASE) is None
     assert await rs.due(NOW) == [daily]  # in flight: not due again
     fired = await rs.mark_fired(once.id, now=NOW, next_fire_at=None)
     assert fired is not None and (fired.status, fired.claimed_at) == ("done", None)
 
-    await rs.claim(daily.id, NOW)
+    await rs.claim(daily.id, NOW, worker=W, lease_until=NOW + LEASE)
     tomorrow = NOW + timedelta(days=1)
     moved = await rs.mark_failed(daily.id, now=NOW, error="boom", next_fire_at=tomorrow)
     assert moved is not None
@@ -102,7 +106,7 @@ async def test_claim_once_then_fired_or_failed(sqlite_store: Store) -> None:
 async def test_a_reminder_cancelled_in_flight_stays_cancelled(sqlite_store: Store) -> None:
     rs = await reminders(sqlite_store)
     r = await rs.add(new(at=NOW, cron="0 9 * * *"))
-    await rs.claim(r.id, NOW)
+    await rs.claim(r.id, NOW, worker=W, lease_until=NOW + LEASE)
     await rs.cancel(r.id, now=NOW)
     after = await rs.mark_fired(r.id, now=NOW, next_fire_at=NOW + timedelta(days=1))
     assert after is not None and (after.status, after.next_fire_at) == ("cancelled", NOW)
@@ -170,7 +174,7 @@ async def test_due_work_is_found_through_indexes(sqlite_store: Store) -> None:
         await rs.due(NOW, platforms={"telegram"})
         await rs.due(NOW)
         await rs.list_for_session("main", KEY)
-        await rs.claim(r.id, NOW)
+        await rs.claim(r.id, NOW, worker=W, lease_until=NOW + LEASE)
         await rs.claimed()
     finally:
         await db._execute(db._conn.set_trace_callback, None)
@@ -178,7 +182,7 @@ async def test_due_work_is_found_through_indexes(sqlite_store: Store) -> None:
     expected = {
         "ORDER BY next_fire_at LIMIT": "reminders_due",  # next_due and due
         "session_key = ": "reminders_session",
-        "claimed_at IS NOT NULL": "reminders_claimed",
+        "claim_phase IS NOT NULL": "reminders_lease",
     }
     checked = 0
     for sql in queries:
@@ -206,7 +210,11 @@ async def test_finding_due_work_does_not_read_finished_rows(sqlite_store: Store)
              "UTC", base + 1000 * (i + 1), "active", None, None, 0, None, base, base)
             for i in range(20000)
         ]  # fmt: skip
-        conn.executemany(f"INSERT INTO reminders VALUES ({', '.join('?' * 19)})", rows)
+        columns = "id, agent_id, session_key, platform, chat_id, thread_id, created_by, text, "
+        columns += "kind, cron, timezone, next_fire_at, status, claimed_at, last_fired_at, "
+        columns += "attempts, last_error, created_at, updated_at"
+        sql = f"INSERT INTO reminders({columns}) VALUES ({', '.join('?' * 19)})"
+        conn.executemany(sql, rows)
 
     await sqlite_store._write(fill)  # type: ignore[attr-defined]
     due = await rs.add(new("due", at=NOW - timedelta(seconds=1)))

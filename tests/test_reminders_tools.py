@@ -43,6 +43,7 @@ class Tools:
             RecordingSender(),
             clock,
             platforms=lambda: {"telegram", "discord"},
+            worker="test-worker",
             on_stored=self._wake,
         )
         self.registry = ToolRegistry()

@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 import signal
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,11 @@ from bot.doctor import run_doctor
 from bot.runtime import Runtime, StartupError, serve
 from channels.base import ChannelAdapter
 from core.clock import TestClock
+from core.commitments.model import NewCommitment, Scope
 from core.config_file import load_config
 from core.messages import Inbound, SendResult, Target
-from tests.fakes.openai_server import FakeOpenAI, error
+from core.store import open_store
+from tests.fakes.openai_server import FakeOpenAI, error, hang
 
 
 class FakeTelegram(ChannelAdapter):
@@ -125,3 +128,121 @@ async def test_doctor_reports_invalid_config(tmp_path, capsys):
     path.write_text('{"storage": {"url": 5}}')
     assert await run_doctor(path, environ={}) == 1
     assert "storage.url" in capsys.readouterr().out
+
+
+# --- stop order: heartbeat work first (with grace), then the adapters ----------------------
+
+
+class OrderedAdapter(FakeTelegram):
+    """Records sends and its stop in one list, to read the order back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[str] = []
+
+    async def stop(self) -> None:
+        self.events.append("adapter stopped")
+        await super().stop()
+
+    async def send_text(self, target: Target, text: str, reply_to: str | None) -> SendResult:
+        self.events.append(f"sent {text}")
+        return SendResult(message_id="1")
+
+
+async def runtime_with_due_follow_up(
+    tmp_path: Path, fake: FakeOpenAI, adapter: OrderedAdapter, monkeypatch: pytest.MonkeyPatch
+) -> Runtime:
+    monkeypatch.setitem(runtime_module.ADAPTER_FACTORIES, "telegram", lambda rt: adapter)
+    path = write_config(
+        tmp_path,
+        channels={"telegram": {"enabled": True}},
+        llm={"baseUrl": fake.base_url, "maxRetries": 0},
+        commitments={"enabled": True},
+    )
+    runtime = Runtime(path, load_config(path), clock=TestClock(), environ={"OPENAI_API_KEY": "k"})
+    await runtime.start_core()
+    assert runtime.services is not None
+    store, now = runtime.store, runtime.clock.now()
+    where = Scope("main", "agent:main:telegram:private:42", "telegram", "42", None, "42")
+    await store.ensure_session(
+        where.session_key, agent_id="main", platform="telegram", chat_id="42",
+        chat_kind="private", thread_id=None, now=now,
+    )  # fmt: skip
+    new = NewCommitment(
+        scope=where, kind="event_check_in", sensitivity="routine",
+        source="inferred_user_context", reason="an interview", suggested_text="How did it go?",
+        dedupe_key="interview", confidence=0.9, due_earliest=now,
+        due_latest=now + timedelta(hours=36), due_timezone="UTC", source_message_id=None,
+        created_at=now,
+    )  # fmt: skip
+    await runtime.services.commitment_store.apply_extraction(where, [new], [], now=now)
+    return runtime
+
+
+async def commitment_state(tmp_path: Path) -> tuple[str, str | None]:
+    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    await store.open()
+    try:
+        sql = "SELECT status, claim_phase FROM commitments"
+        rows = await store.fetchall(sql)  # type: ignore[attr-defined]
+        [(status, phase)] = [tuple(r) for r in rows]
+        return status, phase
+    finally:
+        await store.close()
+
+
+async def test_stop_lets_the_heartbeat_turn_finish_before_the_adapters_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = asyncio.Event()
+
+    async def held(body: object) -> str:
+        await gate.wait()
+        return "How did it go?"
+
+    adapter = OrderedAdapter()
+    async with FakeOpenAI() as fake:
+        fake.set_default(held)
+        runtime = await runtime_with_due_follow_up(tmp_path, fake, adapter, monkeypatch)
+        await runtime.start_adapters([adapter])
+        await fake.wait_for_completions(1, within=2)
+        stopping = asyncio.create_task(runtime.stop())
+        for _ in range(20):
+            await asyncio.sleep(0.005)
+        assert adapter.events == []  # the model call is in flight: adapters still up
+        gate.set()
+        await asyncio.wait_for(stopping, 5)
+    assert adapter.events == ["sent How did it go?", "adapter stopped"]
+    assert await commitment_state(tmp_path) == ("sent", None)
+
+
+async def test_stop_past_the_grace_cancels_the_turn_and_releases_the_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = OrderedAdapter()
+    async with FakeOpenAI() as fake:
+        fake.set_default(hang())
+        runtime = await runtime_with_due_follow_up(tmp_path, fake, adapter, monkeypatch)
+        clock = runtime.clock
+        assert isinstance(clock, TestClock)
+        await runtime.start_adapters([adapter])
+        await fake.wait_for_completions(1, within=2)
+        stopping = asyncio.create_task(runtime.stop())
+        for _ in range(20):
+            await asyncio.sleep(0.005)
+        assert adapter.events == []
+        await clock.advance(runtime.stop_grace - 1)
+        await asyncio.sleep(0.01)
+        assert adapter.events == [] and not stopping.done()  # still within the grace
+        await clock.advance(1)
+        await asyncio.wait_for(stopping, 5)
+    assert adapter.events == ["adapter stopped"]
+    assert await commitment_state(tmp_path) == ("pending", None)
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "601"])
+async def test_a_bad_stop_grace_is_one_clear_line(tmp_path: Path, value: str) -> None:
+    path = write_config(tmp_path)
+    runtime = Runtime(path, load_config(path), environ={"KEPT_STOP_GRACE": value})
+    with pytest.raises(StartupError, match=r"KEPT_STOP_GRACE.*seconds from 0 to 600"):
+        await serve(runtime)

@@ -29,7 +29,7 @@ async def check_in(messages: list[dict[str, Any]], tools: Any) -> Completion:
 
 @pytest.fixture
 async def tg(tmp_path: Path) -> AsyncIterator[TelegramHarness]:
-    async with telegram_harness(tmp_path) as harness:
+    async with telegram_harness(tmp_path, commitments={"enabled": True}) as harness:
         yield harness
 
 

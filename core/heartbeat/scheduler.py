@@ -5,7 +5,13 @@ reminder and the earliest time a blocked scope may speak again — each found by
 an indexed query — and is woken early when something new is stored. Due
 commitments are grouped by exact scope; each scope gets at most one turn per
 `heartbeat.every`, only inside its active hours, only while its platform has a
-running adapter, and only while its rolling 24 h cap allows.
+running adapter, and only while its rolling 24 h cap allows. While
+`commitments.enabled` is false (read on every tick) no follow-up is claimed
+or delivered; reminders fire either way.
+
+Every tick (and start-up) first settles claims whose lease has expired, of
+any worker: unsent ones are released, ones caught mid-send fail (see turn.py).
+`stop(grace)` takes no new work and gives the running turn `grace` seconds.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from core.commitments.model import Commitment, Scope
 from core.commitments.store import CommitmentStore
 from core.config import AgentConfig, KeptConfig
 from core.heartbeat.active_hours import is_active, next_window_start
-from core.heartbeat.store import HeartbeatStore
+from core.heartbeat.lease import turn_lease
+from core.heartbeat.store import HeartbeatStore, ReapedClaims
 from core.heartbeat.turn import HeartbeatTurn, log_decision
 from core.logs import event
 
@@ -42,6 +49,9 @@ class Reminders(Protocol):
     async def next_due(self) -> datetime | None: ...
     async def fire_due(self) -> int: ...
     async def recover_missed(self) -> int: ...
+    async def reap_expired_claims(self) -> int: ...
+    async def next_lease_expiry(self) -> datetime | None: ...
+    def stop_taking_work(self) -> None: ...
 
 
 class HeartbeatScheduler:
@@ -70,6 +80,8 @@ class HeartbeatScheduler:
         # Only blocked due scopes live here, so it stays small.
         self._deferred: dict[Scope, datetime] = {}
         self._last_sweep: datetime | None = None
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
 
     def wake(self, *, reset: bool = False) -> None:
         """Look again now; `reset` forgets deferrals (config or adapters changed)."""
@@ -78,15 +90,51 @@ class HeartbeatScheduler:
         self._wake.set()
 
     async def start_up(self) -> None:
-        """Settle what a previous process left behind, before the first tick."""
-        for c in await self._store.fail_unconfirmed_claims(now=self._clock.now()):
-            log_decision(c.scope, 1, "failed", commitment=c.id, reason="unconfirmed at restart")
+        """Settle what a previous process left behind, before the first tick:
+        only claims whose lease has expired (a live one may be another
+        worker's); later ticks reap the rest as their leases run out."""
+        await self._reap(startup=True)
         if self._reminders is not None:
             await self._reminders.recover_missed()
 
+    def start(self) -> asyncio.Task[None]:
+        """Run the loop as a task that `stop` can end with grace."""
+        self._task = asyncio.create_task(self.run(), name="heartbeat")
+        return self._task
+
+    async def stop(self, grace: float) -> None:
+        """Take no new work, give the running turn or reminder sends `grace`
+        seconds (on the injected clock) to finish, then cancel them: a claim
+        that has not reached `sending` is then released, never failed."""
+        self._stopping = True
+        if self._reminders is not None:
+            self._reminders.stop_taking_work()
+        self._wake.set()
+        task = self._task
+        if task is None or task.done():
+            return
+        timer = asyncio.ensure_future(self._clock.sleep(grace))
+        try:
+            await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await timer
+        if not task.done():
+            event(
+                log,
+                logging.WARNING,
+                "heartbeat_stop_grace_exceeded",
+                grace_s=grace,
+                action="none: unsent claims were released, a send in flight is not repeated",
+            )
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
     async def run(self) -> None:
         await self.start_up()
-        while True:
+        while not self._stopping:
             try:
                 wake_at = await self.tick()
             except Exception as exc:  # the scheduler must outlive a bad tick
@@ -98,18 +146,47 @@ class HeartbeatScheduler:
                     action="check the database; the heartbeat retries on its own",
                 )
                 wake_at = self._clock.now() + timedelta(seconds=30)
+            if self._stopping:
+                break
             await self._sleep_until(wake_at)
 
     async def tick(self) -> datetime:
         """Do all work due now; return when to look next."""
         now = self._clock.now()
+        await self._reap(startup=False)
         if self._last_sweep is None or now - self._last_sweep >= SWEEP_EVERY:
             await sweep_expired(self._commitments, now=now)
             self._last_sweep = now
-        if self._reminders is not None:
+        if self._reminders is not None and not self._stopping:
             await self._reminders.fire_due()
-        await self._deliver_due(now)
+        # Read live: switched off, stored follow-ups stay as they are (not
+        # claimed, not consumed) until it is switched on again.
+        if self._config().commitments.enabled:
+            await self._deliver_due(now)
         return await self._next_wake(self._clock.now())
+
+    async def _reap(self, *, startup: bool) -> None:
+        now = self._clock.now()
+        # An indexed read first: a tick with no expired lease writes nothing.
+        lease = await self._store.next_lease_expiry()
+        if lease is None or lease > now:
+            reaped = ReapedClaims()
+        else:
+            reaped = await self._store.reap_expired_claims(now=now)
+        for c in reaped.released:
+            log_decision(c.scope, 1, "released", commitment=c.id, reason="claim expired unsent")
+        for c in reaped.failed:
+            log_decision(
+                c.scope,
+                1,
+                "failed",
+                commitment=c.id,
+                reason="claim expired mid-send: outcome unknown, not resent",
+                startup=startup or None,
+            )
+        if self._reminders is not None and not startup:
+            # At start-up recover_missed does this as its first step.
+            await self._reminders.reap_expired_claims()
 
     async def _deliver_due(self, now: datetime) -> None:
         self._deferred = {s: t for s, t in self._deferred.items() if t > now}
@@ -119,6 +196,8 @@ class HeartbeatScheduler:
             if c.scope not in self._deferred:
                 groups.setdefault(c.scope, []).append(c)
         for scope, items in groups.items():
+            if self._stopping:
+                return
             retry_at = await self._scope_turn(scope, items, now)
             if retry_at is not None:
                 self._deferred[scope] = retry_at
@@ -164,7 +243,13 @@ class HeartbeatScheduler:
         batch = items[: min(MAX_PER_TURN, room)]
         async with self._session_lock(scope.session_key):
             await self._store.record_turn(scope.agent_id, scope.session_key, now=now)
-            result = await self._turn.run(scope, batch, timezone=agent.timezone)
+            result = await self._turn.run(
+                scope,
+                batch,
+                timezone=agent.timezone,
+                lease=turn_lease(config.llm),
+                may_send=lambda: self._config().commitments.enabled,
+            )
         log_decision(
             scope,
             len(items),
@@ -182,6 +267,11 @@ class HeartbeatScheduler:
             candidates.append(nxt)
         if self._reminders is not None and (rem := await self._reminders.next_due()) is not None:
             candidates.append(max(rem, now))
+        # A claim left by a stopped worker is settled when its lease runs out.
+        if (lease := await self._store.next_lease_expiry()) is not None:
+            candidates.append(lease)
+        if self._reminders is not None and (lease := await self._reminders.next_lease_expiry()):
+            candidates.append(lease)
         candidates.extend(self._deferred.values())
         # A floor keeps a row that is due but cannot be taken (mid-send, say)
         # from turning the loop into a busy wait.

@@ -1,15 +1,32 @@
-"""What the heartbeat asks of persistence, beyond the CommitmentStore."""
+"""What the heartbeat asks of persistence, beyond the CommitmentStore.
+
+A delivery claim has two phases (see migration m0007): `claimed` while the
+model call runs, `sending` from just before the platform call. Every method
+that moves or ends a claim is fenced on the claimant: the worker id and the
+commitment's attempt count as returned by `claim`, so a claim that expired
+and was taken again by someone else is never touched by its first owner.
+"""
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
 from core.commitments.model import Commitment
 
 Final = Literal["sent", "dismissed", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReapedClaims:
+    """Claims whose lease had expired: `released` never reached `sending`
+    (back to active), `failed` did (outcome unknown, never re-sent)."""
+
+    released: list[Commitment] = field(default_factory=list)
+    failed: list[Commitment] = field(default_factory=list)
 
 
 class HeartbeatStore(abc.ABC):
@@ -22,29 +39,56 @@ class HeartbeatStore(abc.ABC):
         """The earliest due_earliest after `now` of any active commitment (indexed)."""
 
     @abc.abstractmethod
-    async def claim(self, ids: Sequence[str], *, now: datetime) -> list[Commitment]:
-        """In one transaction, claim those still active and unclaimed (attempt
-        counted); returns what was claimed."""
+    async def claim(
+        self, ids: Sequence[str], *, worker: str, now: datetime, lease_until: datetime
+    ) -> list[Commitment]:
+        """In one transaction, claim (phase `claimed`) those still active and
+        unclaimed, counting the attempt; returns what was claimed, with the
+        attempt count that fences the later steps."""
 
     @abc.abstractmethod
-    async def release(self, ids: Sequence[str], *, now: datetime, error: str) -> None:
-        """Drop the claim, keep the commitments active, record why."""
+    async def begin_sending(
+        self,
+        claimed: Sequence[Commitment],
+        *,
+        worker: str,
+        now: datetime,
+        lease_until: datetime,
+    ) -> bool:
+        """In one transaction: move every claim to `sending` (lease renewed),
+        only if each is still ours, in phase `claimed`, with a live lease, and
+        still active and due. False (and nothing changed) otherwise."""
+
+    @abc.abstractmethod
+    async def release(
+        self, claimed: Sequence[Commitment], *, worker: str, now: datetime, error: str
+    ) -> None:
+        """Drop our `claimed` claims (never a `sending` one); the commitments
+        stay as they are (active ones are due again); record why."""
 
     @abc.abstractmethod
     async def finish(
         self,
-        ids: Sequence[str],
+        claimed: Sequence[Commitment],
         status: Final,
         *,
+        worker: str,
         now: datetime,
         message_id: str | None = None,
         error: str | None = None,
     ) -> None:
-        """Record the outcome of a claimed delivery and drop the claim."""
+        """Record the outcome of our claim and drop it. The status changes only
+        while the commitment is active (a user's dismiss meanwhile stands); a
+        send is stamped either way, so it counts toward the daily cap."""
 
     @abc.abstractmethod
-    async def fail_unconfirmed_claims(self, *, now: datetime) -> list[Commitment]:
-        """At start-up: claims left by a crash become `failed` (never resent)."""
+    async def reap_expired_claims(self, *, now: datetime) -> ReapedClaims:
+        """Claims of any worker whose lease ended at or before `now`:
+        `claimed` ones are released, `sending` ones become `failed`."""
+
+    @abc.abstractmethod
+    async def next_lease_expiry(self) -> datetime | None:
+        """When the earliest live claim's lease ends (indexed)."""
 
     @abc.abstractmethod
     async def last_turn_at(self, agent_id: str, session_key: str) -> datetime | None: ...

@@ -1,11 +1,18 @@
 """One heartbeat turn for one scope: claim, ask the model, send once, record.
 
+The claim is `claimed` during the model call and becomes `sending` in its own
+fenced transaction just before the platform call. Stopped before that, the
+claim is released (nothing was sent); stopped after it, the commitment ends
+`failed` (the send may have happened, so it is never repeated).
+
 The destination is the scope stored with the commitments (platform, chat,
-thread) and nothing else; the model's text is only ever the message body.
+thread) and nothing else; the model's text is only ever the message body. In
+a group, the check-in replies to the member's own message it is about.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,19 +21,21 @@ from typing import Literal, Protocol
 
 from core.clock import Clock
 from core.commitments.model import Commitment, Scope
-from core.delivery import deliver_once
+from core.delivery import deliver_once, settle_despite_cancel
 from core.heartbeat.prompt import build_messages, clean_checkin, same_text
-from core.heartbeat.store import HeartbeatStore
+from core.heartbeat.store import Final, HeartbeatStore
 from core.llm import Completion, LLMError
 from core.logs import event
-from core.messages import Outbound, Sender, Target
+from core.messages import Outbound, Sender, Target, parse_session_key
 from core.store.base import NewMessage, Store
 
 log = logging.getLogger("kept.heartbeat")
 
 DUPLICATE_WINDOW = timedelta(hours=24)
 
-TurnOutcome = Literal["sent", "ok", "duplicate", "failed", "model_failed", "lost_claim"]
+TurnOutcome = Literal[
+    "sent", "ok", "duplicate", "failed", "model_failed", "lost_claim", "switched_off"
+]
 
 
 class HeartbeatModel(Protocol):
@@ -52,6 +61,7 @@ class HeartbeatTurn:
         llm: HeartbeatModel,
         sender: Sender,
         clock: Clock,
+        worker: str,
         on_sent: Callable[[Scope, str], None] | None = None,
     ) -> None:
         self._store = store
@@ -59,48 +69,96 @@ class HeartbeatTurn:
         self._llm = llm
         self._sender = sender
         self._clock = clock
+        self._worker = worker
         self._on_sent = on_sent
 
-    async def run(self, scope: Scope, due: Sequence[Commitment], *, timezone: str) -> TurnResult:
+    async def run(
+        self,
+        scope: Scope,
+        due: Sequence[Commitment],
+        *,
+        timezone: str,
+        lease: timedelta,
+        may_send: Callable[[], bool] = lambda: True,
+    ) -> TurnResult:
+        """Claim, ask, send once. `lease` covers the model call and the send;
+        `may_send` is asked again just before sending (config read live)."""
         now = self._clock.now()
-        claimed = await self._store.claim([c.id for c in due], now=now)
-        ids = tuple(c.id for c in claimed)
+        claimed = await self._store.claim(
+            [c.id for c in due], worker=self._worker, now=now, lease_until=now + lease
+        )
         if not claimed:
-            return TurnResult("lost_claim", ids)
+            return TurnResult("lost_claim", ())
+        progress = _Progress()
+        try:
+            return await self._claimed(scope, claimed, timezone, lease, may_send, progress)
+        except BaseException as exc:
+            # Stopped (cancelled) or broken mid-turn: a claim that never reached
+            # the platform goes back; one that did may have been sent.
+            await self._settle_interrupted(claimed, progress, exc)
+            raise
+
+    async def _claimed(
+        self,
+        scope: Scope,
+        claimed: list[Commitment],
+        timezone: str,
+        lease: timedelta,
+        may_send: Callable[[], bool],
+        progress: _Progress,
+    ) -> TurnResult:
+        ids = tuple(c.id for c in claimed)
+        now = self._clock.now()
         try:
             completion = await self._llm.complete(
                 "heartbeat", build_messages(claimed, now=now, timezone=timezone), tools=None
             )
         except LLMError as exc:
             # Nothing was sent: the commitments stay active for a later turn.
-            await self._store.release(ids, now=self._clock.now(), error=f"model: {exc.kind}")
+            await self._release(claimed, progress, f"model: {exc.kind}")
             return TurnResult("model_failed", ids, error=f"{exc.kind}: {exc}")
 
         text = clean_checkin(completion.text)
         if text is None:
-            await self._store.finish(ids, "dismissed", now=self._clock.now(), error="HEARTBEAT_OK")
+            await self._finish(claimed, progress, "dismissed", error="HEARTBEAT_OK")
             return TurnResult("ok", ids)
         since = self._clock.now() - DUPLICATE_WINDOW
         recent = await self._store.recent_checkin_texts(scope.session_key, since)
         if any(same_text(text, old) for old in recent):
-            await self._store.finish(
-                ids, "dismissed", now=self._clock.now(), error="same text sent in the last 24 h"
-            )
+            why = "same text sent in the last 24 h"
+            await self._finish(claimed, progress, "dismissed", error=why)
             return TurnResult("duplicate", ids)
+        reply_to = await self._member_message(scope, claimed)
+
+        if not may_send():
+            await self._release(claimed, progress, "commitments were switched off")
+            return TurnResult("switched_off", ids)
+        now = self._clock.now()
+        if not await self._store.begin_sending(
+            claimed, worker=self._worker, now=now, lease_until=now + lease
+        ):
+            # Dismissed, snoozed, expired or taken over while the model wrote:
+            # what it wrote is no longer ours to send.
+            await self._release(claimed, progress, "claim lost before sending")
+            return TurnResult("lost_claim", ids)
+        progress.phase = "sending"
 
         target = Target(scope.platform, scope.chat_id, scope.thread_id)
-        delivery = await deliver_once(
-            self._sender,
-            Outbound(target=target, text=text, extras={"commitments": ",".join(ids)}),
-            self._clock,
+        outbound = Outbound(
+            target=target,
+            text=text,
+            reply_to_platform_id=reply_to,
+            extras={"commitments": ",".join(ids)},
         )
+        delivery = await deliver_once(self._sender, outbound, self._clock)
         if delivery.outcome != "sent":
             error = delivery.result.error or "send failed"
             if delivery.outcome == "unknown":
                 error = f"outcome unknown, not resent: {error}"
-            await self._store.finish(ids, "failed", now=self._clock.now(), error=error)
+            await self._finish(claimed, progress, "failed", error=error)
             return TurnResult("failed", ids, error=error)
 
+        await self._finish(claimed, progress, "sent", message_id=delivery.message_id)
         # Written into the transcript (and its index), so the user's answer
         # arrives with its question.
         await self._transcript.add_message(
@@ -113,10 +171,102 @@ class HeartbeatTurn:
                 platform_message_id=delivery.message_id,
             )
         )
-        await self._store.finish(ids, "sent", now=self._clock.now(), message_id=delivery.message_id)
         if self._on_sent is not None:
             self._on_sent(scope, text)
         return TurnResult("sent", ids, message_id=delivery.message_id)
+
+    async def _member_message(self, scope: Scope, claimed: list[Commitment]) -> str | None:
+        """In a group or channel, the platform id of the member's message a
+        commitment came from, so the check-in replies to it (and is clearly
+        about them); None in a private chat or when there is none."""
+        try:
+            if parse_session_key(scope.session_key).chat_kind == "private":
+                return None
+        except ValueError:
+            return None
+        for c in claimed:
+            if c.source_message_id is None:
+                continue
+            message = await self._transcript.get_message(c.source_message_id)
+            # Only a message of this very session: a reply never points elsewhere.
+            if (
+                message is not None
+                and message.session_key == scope.session_key
+                and message.platform_message_id
+            ):
+                return message.platform_message_id
+        return None
+
+    async def _release(self, claimed: list[Commitment], progress: _Progress, why: str) -> None:
+        await self._store.release(claimed, worker=self._worker, now=self._clock.now(), error=why)
+        progress.phase = "settled"
+
+    async def _finish(
+        self,
+        claimed: list[Commitment],
+        progress: _Progress,
+        status: Final,
+        *,
+        message_id: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        await self._store.finish(
+            claimed,
+            status,
+            worker=self._worker,
+            now=self._clock.now(),
+            message_id=message_id,
+            error=error,
+        )
+        progress.phase = "settled"
+
+    async def _settle_interrupted(
+        self, claimed: list[Commitment], progress: _Progress, exc: BaseException
+    ) -> None:
+        why = "stopped" if isinstance(exc, asyncio.CancelledError) else repr(exc)
+        now = self._clock.now()
+        if progress.phase == "claimed":
+            work = self._store.release(
+                claimed, worker=self._worker, now=now, error=f"{why} before sending; released"
+            )
+        elif progress.phase == "sending":
+            work = self._store.finish(
+                claimed,
+                "failed",
+                worker=self._worker,
+                now=now,
+                error=f"{why} while sending: outcome unknown, not resent",
+            )
+        else:
+            return
+        # A second cancellation must not cut the bookkeeping short. Should it
+        # fail anyway, the lease ends the claim the same way later.
+        try:
+            await settle_despite_cancel(work)
+            outcome = "released" if progress.phase == "claimed" else "failed"
+            log_decision(
+                claimed[0].scope,
+                len(claimed),
+                outcome,
+                commitments=",".join(c.id for c in claimed),
+                reason=f"{why} {'before' if outcome == 'released' else 'while'} sending",
+            )
+        except Exception as err:
+            event(
+                log,
+                logging.ERROR,
+                "heartbeat_claim_settle_failed",
+                phase=progress.phase,
+                commitments=",".join(c.id for c in claimed),
+                error=repr(err),
+                action="none needed: the claim's lease ends it",
+            )
+
+
+@dataclass(slots=True)
+class _Progress:
+    # claimed -> sending -> settled; settled once the store has the outcome.
+    phase: Literal["claimed", "sending", "settled"] = "claimed"
 
 
 def log_decision(scope: Scope, due: int, outcome: str, **fields: object) -> None:

@@ -63,8 +63,8 @@ class Reminder:
     timezone: str
     next_fire_at: datetime
     status: Status
-    # Set while a delivery is in flight; found set at start-up it means the
-    # process died between send and confirm, so the send is never repeated.
+    # Set while a worker holds a claim on it (see migration m0007 for the
+    # claim's phase, owner and lease, which live in the database only).
     claimed_at: datetime | None
     last_fired_at: datetime | None
     attempts: int

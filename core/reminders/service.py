@@ -1,12 +1,14 @@
 """ReminderService: schedules reminders and fires them, each at most once per time.
 
 Firing one reminder: decide (fire / fire marked late / skip, see policy.py),
-claim it in a transaction (attempt counted), send its text with
+claim it in a transaction (attempt counted, this worker's id, a lease), move
+the claim to `sending` in its own fenced transaction, send its text with
 `deliver_once` to exactly the stored chat and thread, then record the
-outcome. The claim is what makes a send happen at most once: a claim still
-set at start-up means the process died between send and confirm, and that
-reminder is never sent again (one-shot: `failed` with the reason; recurring:
-moved on to its next time).
+outcome. The claim is what makes a send happen at most once: a `sending`
+claim whose lease ran out means the worker died between send and confirm,
+and that reminder is never sent again (one-shot: `failed` with the reason;
+recurring: moved on to its next time). A claim stopped before `sending` is
+released and fires as usual.
 
 A delivered reminder is written into its session's transcript as an
 assistant message of kind `reminder`: the user's answer then has its
@@ -25,7 +27,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core.clock import Clock
-from core.delivery import DEFAULT_ATTEMPTS, Delivery, deliver_once
+from core.delivery import DEFAULT_ATTEMPTS, Delivery, deliver_once, settle_despite_cancel
+from core.heartbeat.lease import SEND_LEASE
 from core.logs import event
 from core.messages import Outbound, Sender, SendResult, Target
 from core.reminders.model import NewReminder, Reminder
@@ -67,6 +70,7 @@ class ReminderService:
         clock: Clock,
         *,
         platforms: Callable[[], set[str]],
+        worker: str,
         on_stored: Callable[[], None] | None = None,
         max_attempts: int = DEFAULT_ATTEMPTS,
     ) -> None:
@@ -79,8 +83,12 @@ class ReminderService:
         # before the time it computed without this reminder.
         self.on_stored = on_stored
         self._max_attempts = max_attempts
-        # Ids claimed by this process and still being sent: a claim on any
-        # other id is a leftover from a crash (see recover_missed).
+        # Who claims (one id per process, see bot/services.py) and whether
+        # this process still takes new reminders (not while stopping).
+        self._worker = worker
+        self._stopping = False
+        # Ids this process is claiming or sending: a second pass of this
+        # process running meanwhile leaves them alone.
         self._in_flight: set[str] = set()
         self._slots = asyncio.Semaphore(CONCURRENCY)
 
@@ -160,18 +168,57 @@ class ReminderService:
         tally = await self._run_due(self._clock.now(), platforms)
         return tally.fired
 
+    def stop_taking_work(self) -> None:
+        """From now on claim nothing new; sends already claimed go on."""
+        self._stopping = True
+
+    async def next_lease_expiry(self) -> datetime | None:
+        return await self._store.next_lease_expiry()
+
+    async def reap_expired_claims(self) -> int:
+        """Settle claims of any worker whose lease has ended: one that never
+        reached `sending` is released (it fires as usual); one that did is
+        resolved without sending (one-shot: `failed` with the reason;
+        recurring: moved on to its next time). Returns how many."""
+        now = self._clock.now()
+        # An indexed read first: a pass with no expired lease writes nothing.
+        lease = await self._store.next_lease_expiry()
+        if lease is None or lease > now:
+            return 0
+        released = await self._store.release_expired_claims(now)
+        for r in released:
+            self._log(logging.INFO, "reminder_claim_released", r, reason="lease expired unsent")
+        resolved = 0
+        for r in await self._store.expired_sends(now):
+            following = self._after_unknown(r, now)
+            done = await self._store.fail_expired_send(
+                r, now=now, error=UNCONFIRMED, next_fire_at=following
+            )
+            if done is None:
+                continue  # settled by someone else meanwhile
+            resolved += 1
+            self._log(
+                logging.WARNING,
+                "reminder_unconfirmed",
+                r,
+                claimed_at=r.claimed_at,
+                next=following,
+                outcome="moved_on" if following is not None else "failed",
+            )
+        return len(released) + resolved
+
     async def recover_missed(self) -> int:
         """The start-up policy; returns how many reminders it acted on.
 
-        1. Claims left by a crash are resolved without sending (one-shot:
-           `failed` with the reason; recurring: moved on to its next time).
+        1. Claims whose lease has expired are settled (reap_expired_claims);
+           a live claim may be another worker's and is left alone.
         2. Every due reminder is decided (policy.py): a little late fires once
            now, a very late recurring one skips to its next time (even when
            its platform is not running), a very late one-shot fires once
            marked late. Each decision is logged.
         """
         now = self._clock.now()
-        resolved = await self._resolve_unconfirmed(now)
+        resolved = await self.reap_expired_claims()
         tally = await self._run_due(now, None, startup=True)
         return resolved + tally.fired + tally.skipped + tally.failed
 
@@ -248,18 +295,80 @@ class ReminderService:
             tally.waiting += 1
             self._log(logging.INFO, "reminder_waiting_for_platform", r, late_s=late)
             return
-        if r.id in self._in_flight:
-            return  # another pass of this process is sending it
-        # In flight from before the claim, so a concurrent recover_missed can
-        # never take this process's fresh claim for a crash leftover.
+        if r.id in self._in_flight or self._stopping:
+            return  # another pass of this process is sending it, or we are stopping
         self._in_flight.add(r.id)
         try:
-            claimed = await self._store.claim(r.id, now)
+            claimed = await self._store.claim(
+                r.id, now, worker=self._worker, lease_until=self._clock.now() + SEND_LEASE
+            )
             if claimed is None:
                 return  # cancelled, or claimed by a concurrent pass, since it was read
-            await self._deliver(claimed, decision, tally, startup)
+            await self._send_claimed(claimed, decision, tally, startup)
         finally:
             self._in_flight.discard(r.id)
+
+    async def _send_claimed(
+        self, claimed: Reminder, decision: Decision, tally: _Tally, startup: bool
+    ) -> None:
+        """`claimed` -> `sending` (fenced, own transaction) -> send -> record.
+        Interrupted before `sending`, the claim is released; after, the
+        reminder is settled as a send of unknown outcome."""
+        phase = "claimed"
+        try:
+            now = self._clock.now()
+            sending = await self._store.begin_sending(
+                claimed, worker=self._worker, now=now, lease_until=now + SEND_LEASE
+            )
+            if sending is None:
+                # Cancelled meanwhile (or the claim is no longer ours).
+                await self._store.release(
+                    claimed, worker=self._worker, now=now, error="claim lost before sending"
+                )
+                return
+            phase = "sending"
+            await self._deliver(sending, decision, tally, startup)
+            phase = "settled"
+        except BaseException as exc:
+            await self._settle_interrupted(claimed, phase, exc)
+            raise
+
+    async def _settle_interrupted(self, r: Reminder, phase: str, exc: BaseException) -> None:
+        why = "stopped" if isinstance(exc, asyncio.CancelledError) else repr(exc)
+        now = self._clock.now()
+        if phase == "claimed":
+            work = self._store.release(
+                r, worker=self._worker, now=now, error=f"{why} before sending; released"
+            )
+        elif phase == "sending":
+            following = self._after_unknown(r, now)
+            self._log(logging.WARNING, "reminder_outcome_unknown", r, error=why, next=following)
+            work = self._store.mark_failed(
+                r.id, now=now, error=f"{why} while sending; {UNCONFIRMED}", next_fire_at=following
+            )
+        else:
+            return
+        try:
+            await settle_despite_cancel(work)
+        except Exception as err:
+            self._log(
+                logging.ERROR,
+                "reminder_claim_settle_failed",
+                r,
+                phase=phase,
+                error=repr(err),
+                action="none needed: the claim's lease ends it",
+            )
+
+    def _after_unknown(self, r: Reminder, now: datetime) -> datetime | None:
+        """After a send of unknown outcome: a recurring reminder's next time,
+        None for a one-shot one (or an unusable schedule): it ends failed."""
+        if r.cron is None:
+            return None
+        try:
+            return next_cron(r.cron, r.timezone, max(now, r.next_fire_at))
+        except ScheduleError:
+            return None
 
     async def _deliver(self, r: Reminder, decision: Decision, tally: _Tally, startup: bool) -> None:
         text = decision.text(r)
@@ -339,29 +448,6 @@ class ReminderService:
             await self._store.mark_failed(r.id, now=now, error=error)
         except Exception as exc:
             self._log(logging.ERROR, "reminder_mark_failed_failed", r, error=repr(exc))
-
-    async def _resolve_unconfirmed(self, now: datetime) -> int:
-        resolved = 0
-        for r in await self._store.claimed():
-            if r.id in self._in_flight:
-                continue  # ours, and still being sent
-            following: datetime | None = None
-            if r.cron is not None:
-                try:
-                    following = next_cron(r.cron, r.timezone, max(now, r.next_fire_at))
-                except ScheduleError:
-                    following = None  # unusable: it ends as failed
-            await self._store.mark_failed(r.id, now=now, error=UNCONFIRMED, next_fire_at=following)
-            resolved += 1
-            self._log(
-                logging.WARNING,
-                "reminder_unconfirmed",
-                r,
-                claimed_at=r.claimed_at,
-                next=following,
-                outcome="moved_on" if following is not None else "failed",
-            )
-        return resolved
 
     def _log(self, level: int, name: str, r: Reminder, **fields: Any) -> None:
         times = {k: v.isoformat() for k, v in fields.items() if isinstance(v, datetime)}

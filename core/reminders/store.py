@@ -71,9 +71,50 @@ class ReminderStore(abc.ABC):
         `failed` and left out."""
 
     @abc.abstractmethod
-    async def claim(self, reminder_id: str, now: datetime) -> Reminder | None:
-        """Mark a due, active, unclaimed reminder as in flight and count the
-        attempt, in one transaction; None when it is no longer claimable."""
+    async def claim(
+        self, reminder_id: str, now: datetime, *, worker: str, lease_until: datetime
+    ) -> Reminder | None:
+        """Claim a due, active, unclaimed reminder for `worker` (phase
+        `claimed`, lease until `lease_until`) and count the attempt, in one
+        transaction; None when it is no longer claimable."""
+
+    @abc.abstractmethod
+    async def begin_sending(
+        self, claimed: Reminder, *, worker: str, now: datetime, lease_until: datetime
+    ) -> Reminder | None:
+        """Move our claim (worker and attempt as claimed, live lease, still
+        active) to `sending`, renewing the lease; None when the fence fails."""
+
+    @abc.abstractmethod
+    async def release(
+        self, claimed: Reminder, *, worker: str, now: datetime, error: str
+    ) -> Reminder | None:
+        """Drop our claim while it is still `claimed` (nothing was sent); the
+        reminder stays as it is and is due again."""
+
+    @abc.abstractmethod
+    async def release_expired_claims(self, now: datetime) -> list[Reminder]:
+        """Release every `claimed` claim (any worker) whose lease has ended."""
+
+    @abc.abstractmethod
+    async def expired_sends(self, now: datetime) -> list[Reminder]:
+        """Reminders whose `sending` claim's lease has ended: outcome unknown."""
+
+    @abc.abstractmethod
+    async def fail_expired_send(
+        self,
+        expired: Reminder,
+        *,
+        now: datetime,
+        error: str,
+        next_fire_at: datetime | None = None,
+    ) -> Reminder | None:
+        """End an expired `sending` claim without sending again, like
+        `mark_failed`; fenced on the attempt, so two reapers act once."""
+
+    @abc.abstractmethod
+    async def next_lease_expiry(self) -> datetime | None:
+        """When the earliest live claim's lease ends (indexed)."""
 
     @abc.abstractmethod
     async def mark_fired(
@@ -105,7 +146,8 @@ class ReminderStore(abc.ABC):
 
     @abc.abstractmethod
     async def claimed(self) -> list[Reminder]:
-        """Active reminders with a claim (in flight, or left by a crash)."""
+        """Active reminders with a claim of either phase (in flight, or left
+        by a stopped worker), soonest lease end first."""
 
 
 def make_reminder_store(store: Store) -> ReminderStore:

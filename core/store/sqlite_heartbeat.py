@@ -7,11 +7,20 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from core.commitments.model import Commitment
-from core.heartbeat.store import Final, HeartbeatStore
+from core.heartbeat.store import Final, HeartbeatStore, ReapedClaims
 from core.store.sqlite import SqliteStore, from_ms, to_ms
 from core.store.sqlite_commitments import _COLUMNS, ACTIVE, _row
 
 _UNKNOWN_AFTER_RESTART = "delivery outcome unknown (process stopped mid-send); not resent"
+_EXPIRED_BEFORE_SEND = "claim expired before sending (process stopped); released, nothing sent"
+# Ends a claim: every claim column goes, so no later statement sees a leftover.
+_NO_CLAIM = "claimed_at = NULL, claim_phase = NULL, claimed_by = NULL, lease_until = NULL"
+# The fence: the claimant and the attempt it claimed.
+_OURS = "claimed_by = ? AND attempts = ?"
+
+
+class _FenceLost(Exception):
+    """A claim is no longer ours (or no longer sendable): undo the transaction."""
 
 
 def _marks(ids: Sequence[str]) -> str:
@@ -40,15 +49,18 @@ class SqliteHeartbeatStore(HeartbeatStore):
         value = rows[0][0] if rows else None
         return None if value is None else from_ms(value)
 
-    async def claim(self, ids: Sequence[str], *, now: datetime) -> list[Commitment]:
+    async def claim(
+        self, ids: Sequence[str], *, worker: str, now: datetime, lease_until: datetime
+    ) -> list[Commitment]:
         if not ids:
             return []
         sql = (
-            "UPDATE commitments SET claimed_at = ?, attempts = attempts + 1, updated_at = ? "
+            "UPDATE commitments SET claimed_at = ?, claim_phase = 'claimed', claimed_by = ?, "
+            "lease_until = ?, attempts = attempts + 1, updated_at = ? "
             f"WHERE id IN ({_marks(ids)}) AND {ACTIVE} AND claimed_at IS NULL "
             f"RETURNING {_COLUMNS}"
         )
-        params = (to_ms(now), to_ms(now), *ids)
+        params = (to_ms(now), worker, to_ms(lease_until), to_ms(now), *ids)
 
         def work(db: sqlite3.Connection) -> list[Commitment]:
             return [_row(r) for r in db.execute(sql, params).fetchall()]
@@ -57,47 +69,105 @@ class SqliteHeartbeatStore(HeartbeatStore):
         order = {cid: i for i, cid in enumerate(ids)}
         return sorted(claimed, key=lambda c: order[c.id])
 
-    async def release(self, ids: Sequence[str], *, now: datetime, error: str) -> None:
-        if not ids:
+    async def begin_sending(
+        self,
+        claimed: Sequence[Commitment],
+        *,
+        worker: str,
+        now: datetime,
+        lease_until: datetime,
+    ) -> bool:
+        if not claimed:
+            return False
+        sql = (
+            "UPDATE commitments SET claim_phase = 'sending', lease_until = ?, updated_at = ? "
+            f"WHERE id = ? AND {_OURS} AND claim_phase = 'claimed' AND lease_until > ? "
+            f"AND {ACTIVE} AND due_earliest <= ?"
+        )
+        rows = [
+            (to_ms(lease_until), to_ms(now), c.id, worker, c.attempts, to_ms(now), to_ms(now))
+            for c in claimed
+        ]
+
+        def work(db: sqlite3.Connection) -> None:
+            for params in rows:
+                if db.execute(sql, params).rowcount != 1:
+                    raise _FenceLost  # rolls the whole move back: all or nothing
+
+        try:
+            await self._store._write(work)
+        except _FenceLost:
+            return False
+        return True
+
+    async def release(
+        self, claimed: Sequence[Commitment], *, worker: str, now: datetime, error: str
+    ) -> None:
+        if not claimed:
             return
         sql = (
-            "UPDATE commitments SET claimed_at = NULL, last_error = ?, updated_at = ? "
-            f"WHERE id IN ({_marks(ids)})"
+            f"UPDATE commitments SET {_NO_CLAIM}, last_error = ?, updated_at = ? "
+            f"WHERE id = ? AND {_OURS} AND claim_phase = 'claimed'"
         )
-        params = (error, to_ms(now), *ids)
-        await self._store._write(lambda db: db.execute(sql, params))
+        rows = [(error, to_ms(now), c.id, worker, c.attempts) for c in claimed]
+        await self._store._write(lambda db: db.executemany(sql, rows))
 
     async def finish(
         self,
-        ids: Sequence[str],
+        claimed: Sequence[Commitment],
         status: Final,
         *,
+        worker: str,
         now: datetime,
         message_id: str | None = None,
         error: str | None = None,
     ) -> None:
-        if not ids:
+        if not claimed:
             return
-        stamp = {"sent": "sent_at", "dismissed": "dismissed_at", "failed": "updated_at"}[status]
+        # A send is stamped even on a row the user dismissed meanwhile: it
+        # happened, and it counts toward the daily cap.
+        stamp = {
+            "sent": "sent_at = ?, ",
+            "dismissed": f"dismissed_at = CASE WHEN {ACTIVE} THEN ? ELSE dismissed_at END, ",
+            "failed": "",
+        }[status]
         sql = (
-            f"UPDATE commitments SET status = ?, {stamp} = ?, updated_at = ?, claimed_at = NULL, "
-            "sent_message_id = coalesce(?, sent_message_id), last_error = ? "
-            f"WHERE id IN ({_marks(ids)}) AND {ACTIVE}"
+            f"UPDATE commitments SET status = CASE WHEN {ACTIVE} THEN ? ELSE status END, "
+            f"{stamp}sent_message_id = coalesce(?, sent_message_id), {_NO_CLAIM}, "
+            f"last_error = ?, updated_at = ? WHERE id = ? AND {_OURS} AND claim_phase IS NOT NULL"
         )
-        params = (status, to_ms(now), to_ms(now), message_id, error, *ids)
-        await self._store._write(lambda db: db.execute(sql, params))
+        stamped = () if status == "failed" else (to_ms(now),)
+        rows = [
+            (status, *stamped, message_id, error, to_ms(now), c.id, worker, c.attempts)
+            for c in claimed
+        ]
+        await self._store._write(lambda db: db.executemany(sql, rows))
 
-    async def fail_unconfirmed_claims(self, *, now: datetime) -> list[Commitment]:
-        sql = (
-            "UPDATE commitments SET status = 'failed', claimed_at = NULL, last_error = ?, "
-            f"updated_at = ? WHERE claimed_at IS NOT NULL AND {ACTIVE} RETURNING {_COLUMNS}"
+    async def reap_expired_claims(self, *, now: datetime) -> ReapedClaims:
+        release = (
+            f"UPDATE commitments SET {_NO_CLAIM}, last_error = ?, updated_at = ? "
+            f"WHERE claim_phase = 'claimed' AND lease_until <= ? RETURNING {_COLUMNS}"
         )
-        params = (_UNKNOWN_AFTER_RESTART, to_ms(now))
+        fail = (
+            f"UPDATE commitments SET status = CASE WHEN {ACTIVE} THEN 'failed' ELSE status END, "
+            f"{_NO_CLAIM}, last_error = ?, updated_at = ? "
+            f"WHERE claim_phase = 'sending' AND lease_until <= ? RETURNING {_COLUMNS}"
+        )
 
-        def work(db: sqlite3.Connection) -> list[Commitment]:
-            return [_row(r) for r in db.execute(sql, params).fetchall()]
+        def work(db: sqlite3.Connection) -> ReapedClaims:
+            released = db.execute(release, (_EXPIRED_BEFORE_SEND, to_ms(now), to_ms(now)))
+            released_rows = [_row(r) for r in released.fetchall()]
+            failed = db.execute(fail, (_UNKNOWN_AFTER_RESTART, to_ms(now), to_ms(now)))
+            return ReapedClaims(released_rows, [_row(r) for r in failed.fetchall()])
 
         return await self._store._write(work)
+
+    async def next_lease_expiry(self) -> datetime | None:
+        rows = await self._store.fetchall(
+            "SELECT min(lease_until) FROM commitments WHERE claim_phase IS NOT NULL"
+        )
+        value = rows[0][0] if rows else None
+        return None if value is None else from_ms(value)
 
     async def last_turn_at(self, agent_id: str, session_key: str) -> datetime | None:
         rows = await self._store.fetchall(

@@ -43,6 +43,10 @@ _INSERT = (
 # planner always sees the reminders_due prefix.
 _READY = "status = 'active' AND claimed_at IS NULL"
 _ERROR_CHARS = 500
+# Ends a claim: every claim column goes (see migration m0007).
+_NO_CLAIM = "claimed_at = NULL, claim_phase = NULL, claimed_by = NULL, lease_until = NULL"
+# The fence: the claimant and the attempt it claimed.
+_OURS = "claimed_by = ? AND attempts = ?"
 
 
 def _row(row: Sequence[Any]) -> Reminder:
@@ -209,18 +213,86 @@ class SqliteReminderStore(ReminderStore):
             action="inspect or delete this row in the reminders table",
         )
         sql = (
-            "UPDATE reminders SET status = 'failed', claimed_at = NULL, last_error = ?, "
+            f"UPDATE reminders SET status = 'failed', {_NO_CLAIM}, last_error = ?, "
             "updated_at = ? WHERE id = ?"
         )
         params = (error[:_ERROR_CHARS], to_ms(now), reminder_id)
         await self._store._write(lambda conn: conn.execute(sql, params))
 
-    async def claim(self, reminder_id: str, now: datetime) -> Reminder | None:
+    async def claim(
+        self, reminder_id: str, now: datetime, *, worker: str, lease_until: datetime
+    ) -> Reminder | None:
         return await self._update_one(
-            "UPDATE reminders SET claimed_at = ?, attempts = attempts + 1, updated_at = ? "
+            "UPDATE reminders SET claimed_at = ?, claim_phase = 'claimed', claimed_by = ?, "
+            "lease_until = ?, attempts = attempts + 1, updated_at = ? "
             f"WHERE id = ? AND {_READY} AND next_fire_at <= ? RETURNING {_COLUMNS}",
-            (to_ms(now), to_ms(now), reminder_id, to_ms(now)),
+            (to_ms(now), worker, to_ms(lease_until), to_ms(now), reminder_id, to_ms(now)),
         )
+
+    async def begin_sending(
+        self, claimed: Reminder, *, worker: str, now: datetime, lease_until: datetime
+    ) -> Reminder | None:
+        return await self._update_one(
+            "UPDATE reminders SET claim_phase = 'sending', lease_until = ?, updated_at = ? "
+            f"WHERE id = ? AND {_OURS} AND claim_phase = 'claimed' AND lease_until > ? "
+            f"AND status = 'active' RETURNING {_COLUMNS}",
+            (to_ms(lease_until), to_ms(now), claimed.id, worker, claimed.attempts, to_ms(now)),
+        )
+
+    async def release(
+        self, claimed: Reminder, *, worker: str, now: datetime, error: str
+    ) -> Reminder | None:
+        return await self._update_one(
+            f"UPDATE reminders SET {_NO_CLAIM}, last_error = ?, updated_at = ? "
+            f"WHERE id = ? AND {_OURS} AND claim_phase = 'claimed' RETURNING {_COLUMNS}",
+            (error[:_ERROR_CHARS], to_ms(now), claimed.id, worker, claimed.attempts),
+        )
+
+    async def release_expired_claims(self, now: datetime) -> list[Reminder]:
+        return await self._write_rows(
+            f"UPDATE reminders SET {_NO_CLAIM}, updated_at = ? "
+            f"WHERE claim_phase = 'claimed' AND lease_until <= ? RETURNING {_COLUMNS}",
+            (to_ms(now), to_ms(now)),
+        )
+
+    async def expired_sends(self, now: datetime) -> list[Reminder]:
+        return await self._rows(
+            f"SELECT {_COLUMNS} FROM reminders WHERE claim_phase = 'sending' "
+            "AND lease_until <= ? ORDER BY lease_until",
+            (to_ms(now),),
+        )
+
+    async def fail_expired_send(
+        self,
+        expired: Reminder,
+        *,
+        now: datetime,
+        error: str,
+        next_fire_at: datetime | None = None,
+    ) -> Reminder | None:
+        next_ms = None if next_fire_at is None else to_ms(next_fire_at)
+        return await self._update_one(
+            f"UPDATE reminders SET {_NO_CLAIM}, last_error = ?, updated_at = ?, "
+            "status = CASE WHEN status <> 'active' THEN status "
+            "              WHEN ? IS NULL THEN 'failed' ELSE 'active' END, "
+            "next_fire_at = CASE WHEN status = 'active' AND ? IS NOT NULL THEN ? "
+            "                    ELSE next_fire_at END "
+            "WHERE id = ? AND attempts = ? AND claim_phase = 'sending' AND lease_until <= ? "
+            f"RETURNING {_COLUMNS}",
+            (error[:_ERROR_CHARS], to_ms(now), next_ms, next_ms, next_ms, expired.id,
+             expired.attempts, to_ms(now)),
+        )  # fmt: skip
+
+    async def next_lease_expiry(self) -> datetime | None:
+        rows = await self._select(
+            "SELECT min(lease_until) FROM reminders WHERE claim_phase IS NOT NULL"
+        )
+        value = rows[0][0] if rows else None
+        return None if value is None else from_ms(value)
+
+    async def _write_rows(self, sql: str, params: Sequence[Any]) -> list[Reminder]:
+        raw = await self._store._write(lambda conn: conn.execute(sql, params).fetchall())
+        return [_row(r) for r in raw]
 
     async def mark_fired(
         self, reminder_id: str, *, now: datetime, next_fire_at: datetime | None
@@ -229,7 +301,7 @@ class SqliteReminderStore(ReminderStore):
         # (and is not moved on), but the send is still recorded.
         next_ms = None if next_fire_at is None else to_ms(next_fire_at)
         return await self._update_one(
-            "UPDATE reminders SET claimed_at = NULL, last_fired_at = ?, last_error = NULL, "
+            f"UPDATE reminders SET {_NO_CLAIM}, last_fired_at = ?, last_error = NULL, "
             "updated_at = ?, "
             "status = CASE WHEN status <> 'active' THEN status "
             "              WHEN ? IS NULL THEN 'done' ELSE 'active' END, "
@@ -249,7 +321,7 @@ class SqliteReminderStore(ReminderStore):
     ) -> Reminder | None:
         next_ms = None if next_fire_at is None else to_ms(next_fire_at)
         return await self._update_one(
-            "UPDATE reminders SET claimed_at = NULL, last_error = ?, updated_at = ?, "
+            f"UPDATE reminders SET {_NO_CLAIM}, last_error = ?, updated_at = ?, "
             "status = CASE WHEN status <> 'active' THEN status "
             "              WHEN ? IS NULL THEN 'failed' ELSE 'active' END, "
             "next_fire_at = CASE WHEN status = 'active' AND ? IS NOT NULL THEN ? "
@@ -268,11 +340,11 @@ class SqliteReminderStore(ReminderStore):
         )
 
     async def claimed(self) -> list[Reminder]:
-        # `+status` keeps the planner on the small partial claims index
+        # `+status` keeps the planner on the small partial lease index
         # instead of walking every active row through reminders_due.
         return await self._rows(
-            f"SELECT {_COLUMNS} FROM reminders WHERE claimed_at IS NOT NULL "
-            "AND +status = 'active' ORDER BY claimed_at"
+            f"SELECT {_COLUMNS} FROM reminders WHERE claim_phase IS NOT NULL "
+            "AND +status = 'active' ORDER BY lease_until"
         )
 
 
