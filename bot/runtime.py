@@ -25,13 +25,6 @@ log = logging.getLogger("kept.runtime")
 
 AdapterFactory = Callable[["Runtime"], ChannelAdapter]
 
-# Seconds a heartbeat turn or reminder send in flight may take to finish at
-# stop, before it is cancelled (a model call is usually done well within it).
-# $KEPT_STOP_GRACE overrides it, e.g. to fit a service manager's stop timeout.
-STOP_GRACE = 10.0
-STOP_GRACE_ENV = "KEPT_STOP_GRACE"
-MAX_STOP_GRACE = 600.0
-
 
 def channel_context(runtime: Runtime) -> ChannelContext:
     services = runtime.services
@@ -96,7 +89,11 @@ class Runtime:
         self._llm: LLMClient | None = None
         self.services: Services | None = None
         self._background_started = False
-        self.stop_grace = STOP_GRACE
+
+    @property
+    def stop_grace(self) -> float:
+        """shutdown.graceSeconds, read when the stop begins."""
+        return self.config.shutdown.grace_seconds
 
     @property
     def store(self) -> Store:
@@ -109,7 +106,6 @@ class Runtime:
         return self.services.manager
 
     async def start_core(self) -> None:
-        self.stop_grace = _stop_grace(self.environ)
         self._store = open_store(self.config.storage.url)
         await self._store.open()
         self._llm = LLMClient(self.config.llm, environ=self.environ, clock=self.clock)
@@ -170,7 +166,7 @@ class Runtime:
     async def stop(self) -> None:
         """Stop in the order that loses nothing: 1) the heartbeat takes no
         new follow-ups or reminders, and its in-flight turn or sends get
-        STOP_GRACE seconds to finish (after that they are cancelled, and a
+        shutdown.graceSeconds to finish (after that they are cancelled, and a
         claim that had not reached `sending` is released); 2) the adapters
         stop (no new turns; they let theirs finish); 3) the rest of the
         running work ends, and the store closes, so no row is half-written."""
@@ -203,22 +199,6 @@ class Runtime:
         if self._store is not None:
             await self._store.close()
             self._store = None
-
-
-def _stop_grace(environ: Mapping[str, str]) -> float:
-    raw = environ.get(STOP_GRACE_ENV)
-    if raw is None or not raw.strip():
-        return STOP_GRACE
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= MAX_STOP_GRACE:
-        raise StartupError(
-            f"${STOP_GRACE_ENV} is {raw!r}; set it to a number of seconds from 0 to "
-            f"{MAX_STOP_GRACE:g}, or unset it for the default of {STOP_GRACE:g}"
-        )
-    return value
 
 
 async def serve(runtime: Runtime) -> None:

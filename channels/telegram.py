@@ -58,13 +58,14 @@ class TelegramAdapter(ChannelAdapter):
         *,
         poll_timeout: float = 25.0,
         request_timeout: float = 10.0,
-        stop_grace: float = 10.0,
+        stop_grace: float | None = None,
     ) -> None:
         tg = ctx.config().channels.telegram
         super().__init__(agent_id=tg.agent, allow_from=tg.allow_from, handler=ctx.handle)
         self._ctx = ctx
         self._poll_timeout = poll_timeout
         self._request_timeout = request_timeout
+        # None: shutdown.graceSeconds, read when the stop begins.
         self._stop_grace = stop_grace
         self._bot: Bot | None = None
         self._token = ""
@@ -177,13 +178,16 @@ class TelegramAdapter(ChannelAdapter):
         return "webhook"
 
     async def stop(self) -> None:
-        """Stop taking updates, let running work finish for `stop_grace`
+        """Stop taking updates, let running work finish for the grace period
         seconds, then cancel it: a cancelled turn's message is stored and is
         answered after the restart; an unprocessed update is not confirmed."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._stop_grace
+        grace = self._stop_grace
+        if grace is None:
+            grace = self._ctx.config().shutdown.grace_seconds
+        deadline = loop.time() + grace
         if self._intake is not None:
-            await self._intake.stop(self._stop_grace)
+            await self._intake.stop(grace)
             self._intake = None
         turns = list(self._turns)
         if turns:

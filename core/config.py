@@ -290,6 +290,13 @@ class SessionsConfig(Model):
     search: SearchConfig = SearchConfig()
 
 
+class ShutdownConfig(Model):
+    # Seconds in-flight work (a heartbeat turn, a reminder send, a chat
+    # turn) may take to finish on stop before it is cancelled; keep a
+    # service manager's stop timeout longer than this.
+    grace_seconds: Annotated[float, Field(ge=0, le=600)] = 10
+
+
 class KeptConfig(Model):
     storage: StorageConfig = StorageConfig()
     llm: LlmConfig = LlmConfig()
@@ -297,6 +304,7 @@ class KeptConfig(Model):
     channels: ChannelsConfig = ChannelsConfig()
     commitments: CommitmentsConfig = CommitmentsConfig()
     sessions: SessionsConfig = SessionsConfig()
+    shutdown: ShutdownConfig = ShutdownConfig()
 
     @model_validator(mode="after")
     def _agents_referenced_exist(self) -> KeptConfig:

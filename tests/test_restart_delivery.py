@@ -42,6 +42,8 @@ def write_config(tmp_path: Path, telegram: FakeTelegram, model: FakeOpenAI) -> P
         "llm": {"baseUrl": model.base_url, "maxRetries": 0},
         "commitments": {"enabled": True},
         "agents": [{"id": "main", "heartbeat": {"every": "1s"}}],
+        # The held model call outlives this grace: the stop must cancel it.
+        "shutdown": {"graceSeconds": 0.2},
     }
     path = tmp_path / "kept.json"
     path.write_text(json.dumps(doc))
@@ -86,8 +88,6 @@ async def start(cfg: Path, log: Path) -> asyncio.subprocess.Process:
         **os.environ,
         "TELEGRAM_BOT_TOKEN": TOKEN,
         "OPENAI_API_KEY": "sk-test",
-        # The held model call outlives this grace: the stop must cancel it.
-        "KEPT_STOP_GRACE": "0.2",
     }
     with log.open("ab") as out:
         return await asyncio.create_subprocess_exec(
