@@ -90,6 +90,8 @@ class CatchUp:
         self._list_wanted = False
         self._storage_failing = False
         self._task: asyncio.Task[None] | None = None
+        # Live messages waiting for their lane (read by tests and operators).
+        self.held = 0
 
     # --- what the adapter tells it -----------------------------------------------
 
@@ -116,17 +118,21 @@ class CatchUp:
     async def lane(self, channel_id: int) -> AsyncIterator[None]:
         """Hold `channel_id` for a live message: entered once the channel is
         caught up and no other message of it is being handled."""
-        await self._listed.wait()
         lock = self._lanes.setdefault(channel_id, asyncio.Lock())
-        while True:
-            behind = self._behind.get(channel_id)
-            if behind is not None:
-                await behind.caught_up.wait()
-                continue
-            await lock.acquire()
-            if channel_id not in self._behind:
-                break
-            lock.release()  # fell behind while we queued: wait for that first
+        self.held += 1
+        try:
+            await self._listed.wait()
+            while True:
+                behind = self._behind.get(channel_id)
+                if behind is not None:
+                    await behind.caught_up.wait()
+                    continue
+                await lock.acquire()
+                if channel_id not in self._behind:
+                    break
+                lock.release()  # fell behind while we queued: wait for that first
+        finally:
+            self.held -= 1
         try:
             yield
         finally:

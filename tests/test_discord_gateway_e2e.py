@@ -70,6 +70,8 @@ class DiscordHarness:
     services: Services
     environ: dict[str, str] = field(default_factory=lambda: {"DISCORD_TOKEN": TOKEN})
     adapters: list[DiscordAdapter] = field(default_factory=list)
+    # on_ready calls per adapter: a READY is handled once servers arrived.
+    readies: dict[int, int] = field(default_factory=dict)
 
     def context(self) -> ChannelContext:
         return ChannelContext(
@@ -86,11 +88,18 @@ class DiscordHarness:
         """Start an adapter as `kept run` does and wait for READY."""
         # Servers arrive right after READY here: no need to wait 2 s for more.
         adapter = DiscordAdapter(self.context(), guild_ready_timeout=0.01)
+        on_ready = adapter._on_ready
+
+        async def counted() -> None:
+            await on_ready()
+            self.readies[id(adapter)] = self.readies.get(id(adapter), 0) + 1
+
+        adapter._on_ready = counted  # type: ignore[method-assign]
         self.adapters.append(adapter)
         await adapter.start()
         self.router.add(adapter)
         await self.services.manager.recover_unanswered(platforms=self.router.platforms)
-        await self.fake.wait_for(adapter.bot.is_ready)
+        await self.fake.wait_for(lambda: self.readies.get(id(adapter)))
         return adapter
 
     async def reconnect(self, adapter: DiscordAdapter) -> None:
@@ -102,10 +111,9 @@ class DiscordHarness:
             return None
 
         adapter.bot.before_identify_hook = no_pause  # type: ignore[method-assign]
-        identified = len(self.fake.identifies)
+        readies = self.readies[id(adapter)]
         await self.fake.drop()
-        await self.fake.wait_for(lambda: len(self.fake.identifies) > identified)
-        await self.fake.wait_for(adapter.bot.is_ready)
+        await self.fake.wait_for(lambda: self.readies[id(adapter)] > readies)
 
     async def stop(self, adapter: DiscordAdapter) -> None:
         await adapter.stop()
