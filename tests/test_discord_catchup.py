@@ -288,11 +288,15 @@ async def test_other_channels_go_on_while_one_is_behind(harness: DiscordHarness)
     await fake.wait_for(lambda: storage.refused == 2 and clock.sleepers == 1)
     storage.down = False
 
-    # Storing works again, but the DM waits for its retry; Ben's DM is new.
+    # Storing works again, but Ana's DM waits for its retry: what she says
+    # now is held behind "two". Ben's DM goes on.
+    await fake.say("three")
+    await fake.wait_for(lambda: adapter.catchup.held == 1)
     await fake.say("hello", author=fake.ben)
     await answered(harness, 2)
     assert fake.texts()[1:] == ["echo: hello"]
 
     await clock.advance(1)
-    assert (await answered(harness, 3))[-1] == "echo: two"
+    await answered(harness, 4)
     await settled(harness, adapter)
+    assert fake.texts(fake.dm(fake.ana)) == ["echo: one", "echo: two", "echo: three"]
