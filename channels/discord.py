@@ -280,7 +280,9 @@ class DiscordAdapter(ChannelAdapter):
         inbound = await self._inbound(message, ref)
         if inbound is None:
             return
-        async with self.catchup.lane(ref.channel_id):
+        async with self.catchup.lane(ref.channel_id) as open_:
+            if not open_:
+                return  # stopping
             try:
                 await self._answer(inbound, message.channel)
             except MessageNotStored as exc:

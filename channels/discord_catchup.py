@@ -92,6 +92,7 @@ class CatchUp:
         self._task: asyncio.Task[None] | None = None
         # Live messages waiting for their lane (read by tests and operators).
         self.held = 0
+        self._stopped = False
 
     # --- what the adapter tells it -----------------------------------------------
 
@@ -99,6 +100,7 @@ class CatchUp:
         """A READY: every known channel may have missed messages. Live
         messages wait until the channels are listed (else a live message
         stored first would hide the older ones from the history read)."""
+        self._stopped = False
         self._listed.clear()
         self._list_wanted = True
         self._wake()
@@ -115,14 +117,16 @@ class CatchUp:
         self._wake()
 
     @asynccontextmanager
-    async def lane(self, channel_id: int) -> AsyncIterator[None]:
+    async def lane(self, channel_id: int) -> AsyncIterator[bool]:
         """Hold `channel_id` for a live message: entered once the channel is
-        caught up and no other message of it is being handled."""
+        caught up and no other message of it is being handled. Yields False
+        when the adapter stopped meanwhile: the message, never stored, is
+        left to the next start's catch-up."""
         lock = self._lanes.setdefault(channel_id, asyncio.Lock())
         self.held += 1
         try:
             await self._listed.wait()
-            while True:
+            while not self._stopped:
                 behind = self._behind.get(channel_id)
                 if behind is not None:
                     await behind.caught_up.wait()
@@ -133,8 +137,11 @@ class CatchUp:
                 lock.release()  # fell behind while we queued: wait for that first
         finally:
             self.held -= 1
+        if self._stopped:
+            yield False
+            return
         try:
-            yield
+            yield True
         finally:
             lock.release()
 
@@ -146,7 +153,8 @@ class CatchUp:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        # Nothing will catch up any more: let waiting live messages through.
+        # Nothing will catch up any more: waiting live messages give up.
+        self._stopped = True
         self._listed.set()
         for behind in self._behind.values():
             behind.caught_up.set()

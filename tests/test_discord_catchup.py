@@ -300,3 +300,28 @@ async def test_other_channels_go_on_while_one_is_behind(harness: DiscordHarness)
     await answered(harness, 4)
     await settled(harness, adapter)
     assert fake.texts(fake.dm(fake.ana)) == ["echo: one", "echo: two", "echo: three"]
+
+
+async def test_messages_held_at_a_stop_are_answered_after_the_restart(
+    harness: DiscordHarness,
+) -> None:
+    fake, clock, storage = harness.fake, harness.clock, harness.storage
+    adapter = await harness.start()
+    await fake.say("one")
+    await answered(harness, 1)
+    storage.down = True
+    await fake.say("two")
+    await fake.wait_for(lambda: storage.refused == 2 and clock.sleepers == 1)
+    await fake.say("three")
+    await fake.wait_for(lambda: adapter.catchup.held == 1)
+
+    await harness.stop(adapter)
+    await fake.wait_for(lambda: adapter.catchup.held == 0)
+    assert fake.texts() == ["echo: one"]
+    storage.down = False
+    adapter = await harness.start()
+    await answered(harness, 3)
+    await settled(harness, adapter)
+
+    assert fake.texts() == ["echo: one", "echo: two", "echo: three"]
+    assert await user_texts(harness, harness.dm_key()) == ["one", "two", "three"]
