@@ -11,6 +11,11 @@
   @everyone, @here, roles or users. discord.py keeps its own rate-limit
   handling (and its retries of 5xx answers); what it finally raises is
   mapped to a SendResult that says whether a retry is safe.
+- Discord re-delivers nothing: what was said while kept was down, or what
+  it could not store, is read back from channel history
+  (channels/discord_catchup.py).
+- `apiBaseUrl` points this client's REST and gateway elsewhere
+  (channels/discord_http.py).
 - Slash commands live in channels/discord_commands.py, the follow-up
   buttons in channels/discord_views.py.
 """

@@ -7,13 +7,15 @@ process at the new root, so this client rewrites URLs per instance instead:
 
 - REST calls and interaction callbacks (discord.py's webhook adapter sends
   those through this client's aiohttp session) go to the same path under
-  the configured root;
+  the configured root: `https://discord.com/api/v10/users/@me` becomes
+  `<apiBaseUrl>/api/v10/users/@me`;
 - the gateway URL comes from the root's `GET /gateway/bot` answer, as a
   REST proxy (nirn-proxy) or a fake server gives it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import aiohttp
@@ -46,7 +48,9 @@ class RootedHTTPClient(discord.http.HTTPClient):
     """An HTTPClient whose REST root and gateway come from `root`."""
 
     def __init__(self, root: str, template: discord.http.HTTPClient) -> None:
-        self._root = root.rstrip("/")
+        # "http://proxy:8080", "http://proxy:8080/api" and ".../api/v10" all
+        # name the same root: the path discord.py adds is kept as it is.
+        self._root = re.sub(r"(/api(/v\d+)?)?/*$", "", root)
         self._rerouted: Any = MISSING
         super().__init__(
             template.loop,

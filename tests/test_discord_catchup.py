@@ -17,6 +17,7 @@ import pytest
 
 from channels.discord import DiscordAdapter
 from channels.discord_catchup import HISTORY_LIMIT, HISTORY_WINDOW
+from core.store.base import NewMessage
 from tests.fakes.discord_server import Script
 from tests.test_discord_gateway_e2e import DiscordHarness, discord_harness
 
@@ -40,6 +41,46 @@ async def settled(harness: DiscordHarness, adapter: DiscordAdapter) -> None:
 
 async def user_texts(harness: DiscordHarness, key: str) -> list[str]:
     return [text for role, text in await harness.transcript(key) if role == "user"]
+
+
+# --- the store query -----------------------------------------------------------
+
+
+async def test_the_store_names_each_session_with_its_newest_user_message_id(
+    harness: DiscordHarness,
+) -> None:
+    store, now = harness.store, harness.clock.now()
+    keys = {
+        "dm": "agent:main:discord:private:111",
+        "quiet": "agent:main:discord:channel:222:thread:333",
+        "telegram": "agent:main:telegram:private:42",
+    }
+    for name, key in keys.items():
+        platform, kind, chat = key.split(":")[2:5]
+        await store.ensure_session(
+            key,
+            agent_id="main",
+            platform=platform,
+            chat_id=chat,
+            chat_kind=kind,  # type: ignore[arg-type]
+            thread_id="333" if name == "quiet" else None,
+            now=now,
+        )
+    # Ids compare as numbers ("999" < "1000"); the bot's own messages and
+    # messages without a platform id do not count.
+    for role, platform_id in [("user", "999"), ("user", "1000"), ("assistant", "5000")]:
+        await store.add_message(
+            NewMessage(keys["dm"], role, "x", now, platform_message_id=platform_id)  # type: ignore[arg-type]
+        )
+    await store.add_message(NewMessage(keys["dm"], "user", "imported", now))
+    await store.add_message(NewMessage(keys["telegram"], "user", "x", now, platform_message_id="7"))
+
+    found = await store.sessions_with_last_platform_id("discord")
+
+    assert [(s.key, s.thread_id, last) for s, last in found] == [
+        (keys["dm"], None, "1000"),
+        (keys["quiet"], "333", None),
+    ]
 
 
 # --- after downtime -------------------------------------------------------------

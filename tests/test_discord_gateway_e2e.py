@@ -199,6 +199,20 @@ async def test_api_base_url_is_per_client_and_validated(harness: DiscordHarness)
         KeptConfig.model_validate({"channels": {"discord": {"apiBaseUrl": "nirn:8080"}}})
 
 
+async def test_api_base_url_may_name_the_api_path_too(harness: DiscordHarness) -> None:
+    fake = harness.fake
+    harness.config.channels.discord.api_base_url = f"{fake.root}/api/v10/"
+    await harness.start()
+
+    await fake.say("hello")
+    await fake.wait_for(lambda: fake.texts())
+    assert [c.path for c in fake.calls[:3]] == [
+        "users/@me",
+        "oauth2/applications/@me",
+        "gateway/bot",
+    ]
+
+
 async def test_a_reconnect_identifies_again_and_keeps_answering(harness: DiscordHarness) -> None:
     fake = harness.fake
     adapter = await harness.start()
