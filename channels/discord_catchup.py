@@ -173,7 +173,19 @@ class CatchUp:
     async def _run(self) -> None:
         delay = RETRY_FIRST
         while self._list_wanted or self._behind:
-            if await self._pass():
+            try:
+                done = await self._pass()
+            except Exception as exc:
+                # Whatever it was, live messages wait on this loop: keep going.
+                event(
+                    log,
+                    logging.ERROR,
+                    "discord_catch_up_failed",
+                    error=repr(exc),
+                    action="none: retried with backoff; report it if it repeats",
+                )
+                done = False
+            if done:
                 delay = RETRY_FIRST
                 continue
             await self._clock.sleep(delay)

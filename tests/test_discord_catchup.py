@@ -366,3 +366,21 @@ async def test_messages_held_at_a_stop_are_answered_after_the_restart(
 
     assert fake.texts() == ["echo: one", "echo: two", "echo: three"]
     assert await user_texts(harness, harness.dm_key()) == ["one", "two", "three"]
+
+
+async def test_a_failed_history_read_is_retried_with_backoff(harness: DiscordHarness) -> None:
+    fake, clock = harness.fake, harness.clock
+    adapter = await harness.start()
+    await fake.say("one")
+    await answered(harness, 1)
+    await harness.stop(adapter)
+    await fake.say("two", live=False)
+    fake.script("history", Script(400, "Bad Request"))
+
+    adapter = await harness.start()
+    await fake.wait_for(lambda: len(fake.calls_to("history")) == 1 and clock.sleepers == 1)
+    assert fake.texts() == ["echo: one"]
+    await clock.advance(1)
+
+    assert await answered(harness, 2) == ["echo: one", "echo: two"]
+    await settled(harness, adapter)

@@ -179,8 +179,8 @@ async def test_the_real_client_logs_in_connects_and_gets_ready(
     assert fake.identifies[0]["token"] == TOKEN
     assert fake.identifies[0]["intents"] == adapter.bot.intents.value
     assert fake.ops[:2] == [1, 2]  # a heartbeat (acknowledged), then IDENTIFY
-    guild = adapter.bot.get_guild(fake.guild_id)
-    assert guild is not None and guild.get_channel(fake.general) is not None
+    guild = await fake.wait_for(lambda: adapter.bot.get_guild(fake.guild_id))
+    assert guild.get_channel(fake.general) is not None
     await fake.wait_for(lambda: fake.calls_to("commands"))
     assert "discord_connected name=kept" in caplog.text
     assert TOKEN not in caplog.text
