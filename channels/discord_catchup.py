@@ -87,6 +87,7 @@ class CatchUp:
         self._lanes: dict[int, asyncio.Lock] = {}
         self._listed = asyncio.Event()
         self._listed.set()
+        self._kick = asyncio.Event()
         self._list_wanted = False
         self._storage_failing = False
         self._task: asyncio.Task[None] | None = None
@@ -100,9 +101,15 @@ class CatchUp:
         """A READY: every known channel may have missed messages. Live
         messages wait until the channels are listed (else a live message
         stored first would hide the older ones from the history read)."""
-        self._stopped = False
+        if self._stopped:
+            # Started again after a stop, which released the waiters: what is
+            # still behind must hold live messages again.
+            self._stopped = False
+            for behind in self._behind.values():
+                behind.caught_up = asyncio.Event()
         self._listed.clear()
         self._list_wanted = True
+        self._kick.set()
         self._wake()
 
     def not_stored(self, ref: ChatRef, message_id: int, error: BaseException) -> None:
@@ -188,8 +195,20 @@ class CatchUp:
             if done:
                 delay = RETRY_FIRST
                 continue
-            await self._clock.sleep(delay)
+            await self._backoff(delay)
             delay = min(delay * 2, RETRY_MAX)
+
+    async def _backoff(self, delay: float) -> None:
+        """Sleep on the clock; a READY cuts it short, since live messages
+        wait for its listing."""
+        self._kick.clear()
+        sleep = asyncio.ensure_future(self._clock.sleep(delay))
+        kick = asyncio.ensure_future(self._kick.wait())
+        try:
+            await asyncio.wait({sleep, kick}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleep.cancel()
+            kick.cancel()
 
     async def _pass(self) -> bool:
         """One round over every channel behind; False when something must be

@@ -387,3 +387,23 @@ async def test_a_failed_history_read_is_retried_with_backoff(harness: DiscordHar
 
     assert await answered(harness, 2) == ["echo: one", "echo: two"]
     await settled(harness, adapter)
+
+
+async def test_a_reconnect_cuts_a_backoff_short(harness: DiscordHarness) -> None:
+    fake, clock = harness.fake, harness.clock
+    adapter = await harness.start()
+    await fake.say("one")
+    await answered(harness, 1)
+    await fake.say("two", live=False)
+    fake.script("history", Script(400, "Bad Request"))
+    await harness.reconnect(adapter)
+    await fake.wait_for(lambda: clock.sleepers == 1)
+
+    # Live messages wait for the listing a READY starts: not for the backoff.
+    await harness.reconnect(adapter)
+    await fake.say("hello", author=fake.ben)
+
+    await answered(harness, 3)
+    await settled(harness, adapter)
+    assert sorted(fake.texts()[1:]) == ["echo: hello", "echo: two"]  # two chats: any order
+    assert clock.sleepers == 0
