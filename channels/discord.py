@@ -11,6 +11,11 @@
   @everyone, @here, roles or users. discord.py keeps its own rate-limit
   handling (and its retries of 5xx answers); what it finally raises is
   mapped to a SendResult that says whether a retry is safe.
+- Discord re-delivers nothing: what was said while kept was down, or what
+  it could not store, is read back from channel history
+  (channels/discord_catchup.py).
+- `apiBaseUrl` points this client's REST and gateway elsewhere
+  (channels/discord_http.py).
 - Slash commands live in channels/discord_commands.py, the follow-up
   buttons in channels/discord_views.py.
 """
@@ -29,9 +34,11 @@ import discord
 from discord.ext import commands
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, split_message
+from channels.discord_catchup import HISTORY_LIMIT, CatchUp
 from channels.discord_commands import CommandSupport, command_groups, on_tree_error
 from channels.discord_errors import describe, send_failure
-from channels.discord_scope import PLATFORM, Gate, addressed, chat_of, clean_text
+from channels.discord_http import use_api_root
+from channels.discord_scope import PLATFORM, ChatRef, Gate, addressed, chat_of, clean_text
 from channels.discord_views import (
     FollowUpActions,
     FollowUpButton,
@@ -40,6 +47,7 @@ from channels.discord_views import (
 )
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
+from core.conversation import MessageNotStored
 from core.logs import event
 from core.messages import Inbound, Outbound, SendResult, Target
 
@@ -82,19 +90,26 @@ class KeptBot(commands.Bot):
     """discord.py's Bot with its events routed to the adapter. Prefix
     commands are never processed: slash commands are the only commands."""
 
-    def __init__(self, adapter: DiscordAdapter) -> None:
+    def __init__(self, adapter: DiscordAdapter, api_root: str | None, **options: Any) -> None:
         super().__init__(
             command_prefix=commands.when_mentioned,
             help_command=None,
             intents=intents(),
             allowed_mentions=SAFE_MENTIONS,
+            **options,
         )
+        use_api_root(self, api_root)
         self.kept_adapter = adapter
         self.kept_followups: FollowUpActions = adapter.followups
 
     async def setup_hook(self) -> None:
         # Registered on every start: buttons sent before a restart keep working.
         self.add_dynamic_items(FollowUpButton)
+
+    async def on_connect(self) -> None:
+        # Dispatched while READY is parsed, before any later event: the
+        # catch-up is in place before the first live message is handled.
+        self.kept_adapter.catchup.connected()
 
     async def on_ready(self) -> None:
         await self.kept_adapter._on_ready()
@@ -116,7 +131,9 @@ class DiscordAdapter(ChannelAdapter):
     platform = PLATFORM
     max_message_length = 2000
 
-    def __init__(self, ctx: ChannelContext) -> None:
+    def __init__(self, ctx: ChannelContext, **bot_options: Any) -> None:
+        """`bot_options` go to discord.py's client (tests shorten
+        guild_ready_timeout, the wait for servers after READY)."""
         settings = ctx.config().channels.discord
         super().__init__(
             agent_id=settings.agent, allow_from=settings.allow_from, handler=ctx.handle
@@ -126,7 +143,10 @@ class DiscordAdapter(ChannelAdapter):
         self.followups = FollowUpActions(
             commitments=ctx.commitments, config=ctx.config, gate=self.gate
         )
-        self._bot = KeptBot(self)
+        self.catchup = CatchUp(
+            store=ctx.store, clock=ctx.clock, fetch=self._history, deliver=self._deliver
+        )
+        self._bot = KeptBot(self, settings.api_base_url, **bot_options)
         support = CommandSupport(
             commitments=ctx.commitments,
             reminders=ctx.reminders,
@@ -203,6 +223,7 @@ class DiscordAdapter(ChannelAdapter):
 
     async def stop(self) -> None:
         task, self._task = self._task, None
+        await self.catchup.stop()
         if not self._bot.is_closed():
             await self._bot.close()
         if task is not None:
@@ -258,31 +279,49 @@ class DiscordAdapter(ChannelAdapter):
     # --- inbound ----------------------------------------------------------------
 
     async def _on_message(self, message: discord.Message) -> None:
-        if message.author.bot or message.webhook_id is not None:
-            return  # never answer a bot, this one included: no loops
-        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
-            return  # joins, pins, command replies: not something said to us
         ref = chat_of(message.channel)
+        if ref is None:
+            return
+        inbound = await self._inbound(message, ref)
+        if inbound is None:
+            return
+        async with self.catchup.lane(ref.channel_id) as open_:
+            if not open_:
+                return  # stopping
+            try:
+                await self._answer(inbound, message.channel)
+            except MessageNotStored as exc:
+                # Not confirmed anywhere: the catch-up reads it from the
+                # channel's history once storing works again.
+                self.catchup.not_stored(ref, message.id, exc)
+
+    async def _deliver(self, message: discord.Message, ref: ChatRef) -> None:
+        """A message read back from history takes the live path."""
+        inbound = await self._inbound(message, ref)
+        if inbound is not None:
+            await self._answer(inbound, message.channel)
+
+    async def _inbound(self, message: discord.Message, ref: ChatRef) -> Inbound | None:
+        """The turn a message is, or None when it is not one for us."""
+        if message.author.bot or message.webhook_id is not None:
+            return None  # never answer a bot, this one included: no loops
+        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
+            return None  # joins, pins, command replies: not something said to us
         me = self._bot.user
-        if ref is None or me is None:
-            return
+        if me is None:
+            return None
         if ref.chat_kind != "private" and not addressed(message, me):
-            return
-        if not await self.gate.allowed(
-            message.author, message.guild.id if message.guild else None, self._bot
-        ):
+            return None
+        guild_id = message.guild.id if message.guild else None
+        if not await self.gate.allowed(message.author, guild_id, self._bot):
             event(
-                log,
-                logging.INFO,
-                "discord_inbound_refused",
-                user=message.author.id,
-                guild=message.guild.id if message.guild else None,
+                log, logging.INFO, "discord_inbound_refused", user=message.author.id, guild=guild_id
             )
-            return
+            return None
         text = clean_text(message, me)
         if not text:
-            return
-        inbound = Inbound(
+            return None
+        return Inbound(
             agent_id=self._settings().agent,
             target=ref.target,
             chat_kind=ref.chat_kind,
@@ -292,18 +331,42 @@ class DiscordAdapter(ChannelAdapter):
             platform_message_id=str(message.id),
             sender_name=message.author.display_name,
         )
+
+    async def _answer(self, inbound: Inbound, channel: discord.abc.Messageable) -> None:
+        """One turn; raises MessageNotStored when the message was not stored."""
         try:
-            async with self._typing(message.channel):
+            async with self._typing(channel):
                 await self._ctx.handle(inbound)
+        except MessageNotStored:
+            raise
         except Exception as exc:
             event(
                 log,
                 logging.ERROR,
                 "discord_turn_failed",
                 session=inbound.session_key,
-                message=message.id,
+                message=inbound.platform_message_id,
                 error=repr(exc),
             )
+
+    async def _history(self, ref: ChatRef, after: int) -> list[discord.Message]:
+        """Messages of a chat after the id `after`, oldest first (bounded)."""
+        channel = self._bot.get_channel(ref.channel_id)
+        if channel is None and ref.chat_kind == "channel":
+            # Not cached (an archived thread): fetched, so that its messages
+            # know their server for allowGuilds.
+            channel = await self._bot.fetch_channel(ref.channel_id)
+        if channel is None:
+            kind = discord.ChannelType.private
+            if ref.chat_kind == "group":
+                kind = discord.ChannelType.group
+            channel = self._bot.get_partial_messageable(ref.channel_id, type=kind)
+        if not isinstance(channel, discord.abc.Messageable):
+            return []
+        history = channel.history(
+            limit=HISTORY_LIMIT, after=discord.Object(id=after), oldest_first=True
+        )
+        return [message async for message in history]
 
     @contextlib.asynccontextmanager
     async def _typing(self, channel: discord.abc.Messageable) -> AsyncIterator[None]:

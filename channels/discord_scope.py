@@ -23,6 +23,7 @@ from core.commitments.visibility import Asker, ChatAccess
 from core.config import DiscordConfig
 from core.logs import event
 from core.messages import ChatKind, Target, session_key
+from core.store.base import SessionRecord
 
 PLATFORM = "discord"
 
@@ -74,6 +75,15 @@ def chat_of(channel: object) -> ChatRef | None:
             return _ref(str(channel.id), kind)
         return _ref(str(channel.id), "channel")
     return None
+
+
+def ref_of_session(session: SessionRecord) -> ChatRef | None:
+    """The chat a stored Discord session is about; None for one whose ids
+    are not Discord's (an import, a typo in a hand-made key)."""
+    ids = [session.chat_id, session.thread_id or "0"]
+    if session.platform != PLATFORM or not all(i.isdigit() for i in ids):
+        return None
+    return _ref(session.chat_id, session.chat_kind, thread=session.thread_id)
 
 
 def interaction_chat(interaction: discord.Interaction) -> ChatRef | None:

@@ -229,6 +229,10 @@ class DiscordConfig(Model):
     allow_from: IdList = []
     dev_guild_id: str | None = None
     allow_guilds: IdList = []
+    # The REST root used instead of https://discord.com (requests go to
+    # <apiBaseUrl>/api/v10/...), e.g. a REST proxy such as nirn-proxy; the
+    # gateway URL then comes from its /gateway/bot answer. None: Discord's.
+    api_base_url: HttpUrl = None
 
 
 class TelegramWebhookConfig(Model):

@@ -184,6 +184,15 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
 
+    @abc.abstractmethod
+    async def sessions_with_last_platform_id(
+        self, platform: str
+    ) -> list[tuple[SessionRecord, str | None]]:
+        """Every session of `platform`, each with the greatest platform
+        message id of its stored user messages (ids compared as integers:
+        Discord snowflakes grow with time), or None when it has none. What a
+        channel reads to catch up on what was said while it was away."""
+
     # --- search ---------------------------------------------------------------
 
     @abc.abstractmethod

@@ -354,6 +354,20 @@ class SqliteStore(Store):
         )
         return [message_record(row) for row in rows]
 
+    async def sessions_with_last_platform_id(
+        self, platform: str
+    ) -> list[tuple[SessionRecord, str | None]]:
+        columns = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
+        rows = await self._fetch(
+            f"SELECT {columns}, (SELECT m.platform_message_id FROM messages m "
+            "WHERE m.session_id = s.id AND m.role = 'user' "
+            "AND m.platform_message_id IS NOT NULL "
+            "ORDER BY CAST(m.platform_message_id AS INTEGER) DESC LIMIT 1) "
+            "FROM sessions s WHERE s.platform = ? ORDER BY s.id",
+            (platform,),
+        )
+        return [(session_record(row), row[9]) for row in rows]
+
     async def get_message(self, message_id: int) -> MessageRecord | None:
         rows = await self._fetch(
             f"SELECT {MESSAGE_COLUMNS} FROM messages m "
