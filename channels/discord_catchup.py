@@ -35,7 +35,7 @@ import discord
 
 from channels.discord_errors import describe
 from channels.discord_scope import PLATFORM, ChatRef, ref_of_session
-from core.clock import Clock
+from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
 from core.logs import event
 from core.store import Store
@@ -202,13 +202,7 @@ class CatchUp:
         """Sleep on the clock; a READY cuts it short, since live messages
         wait for its listing."""
         self._kick.clear()
-        sleep = asyncio.ensure_future(self._clock.sleep(delay))
-        kick = asyncio.ensure_future(self._kick.wait())
-        try:
-            await asyncio.wait({sleep, kick}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleep.cancel()
-            kick.cancel()
+        await sleep_or_until_set(self._clock, delay, self._kick)
 
     async def _pass(self) -> bool:
         """One round over every channel behind; False when something must be

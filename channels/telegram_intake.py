@@ -38,7 +38,7 @@ from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter,
 from telegram.warnings import PTBUserWarning
 
 from channels.telegram_send import retry_after_seconds, scrub
-from core.clock import Clock
+from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
 from core.logs import event
 
@@ -212,19 +212,6 @@ class UpdateIntake:
             self._changed.clear()
             await self._changed.wait()
 
-    async def _changed_or(self, seconds: float) -> None:
-        """Wait for any job to change state, or `seconds` on the clock."""
-        self._changed.clear()
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        waker = asyncio.ensure_future(self._changed.wait())
-        try:
-            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sleeper, waker):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
     # --- polling ------------------------------------------------------------------
 
     def start_polling(self, bot: Bot, *, timeout: float, read_timeout: float) -> None:
@@ -304,7 +291,8 @@ class UpdateIntake:
                 await self._settled(jobs)
                 if any(job.held for job in self._open.values()):
                     # A held update comes back on every request: do not spin.
-                    await self._changed_or(HELD_POLL_EVERY)
+                    self._changed.clear()
+                    await sleep_or_until_set(self._clock, HELD_POLL_EVERY, self._changed)
                 continue
             failures += 1
             wait = wait if wait is not None else min(MAX_POLL_BACKOFF, 2.0 ** (failures - 1))

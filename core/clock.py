@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,20 @@ class Clock(Protocol):
         ...
 
     async def sleep(self, seconds: float) -> None: ...
+
+
+async def sleep_or_until_set(clock: Clock, seconds: float, event: asyncio.Event) -> None:
+    """Sleep `seconds` on `clock`, or less if `event` is set meanwhile (a
+    wake-up: new work, a state change). The event is left as it is."""
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    waker = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sleeper, waker):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class SystemClock:

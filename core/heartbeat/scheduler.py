@@ -23,7 +23,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from core.clock import Clock
+from core.clock import Clock, sleep_or_until_set
 from core.commitments.expiry import sweep_expired
 from core.commitments.model import Commitment, Scope
 from core.commitments.store import CommitmentStore
@@ -285,15 +285,7 @@ class HeartbeatScheduler:
         if seconds <= 0:
             await asyncio.sleep(0)
             return
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        waker = asyncio.ensure_future(self._wake.wait())
-        try:
-            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sleeper, waker):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await sleep_or_until_set(self._clock, seconds, self._wake)
         self._wake.clear()
 
 

@@ -48,6 +48,16 @@ _NO_CLAIM = "claimed_at = NULL, claim_phase = NULL, claimed_by = NULL, lease_unt
 # The fence: the claimant and the attempt it claimed.
 _OURS = "claimed_by = ? AND attempts = ?"
 
+# The outcome of a send: a one-shot reminder (no next time, the parameter
+# given twice more for next_fire_at) ends as {ended}, a recurring one moves on;
+# a reminder cancelled meanwhile keeps `cancelled` and its time.
+_MOVE_ON = (
+    "status = CASE WHEN status <> 'active' THEN status "
+    "              WHEN ? IS NULL THEN '{ended}' ELSE 'active' END, "
+    "next_fire_at = CASE WHEN status = 'active' AND ? IS NOT NULL THEN ? "
+    "                    ELSE next_fire_at END "
+)
+
 
 def _row(row: Sequence[Any]) -> Reminder:
     values = [from_ms(v) if i in _TIME_COLUMNS and v is not None else v for i, v in enumerate(row)]
@@ -273,10 +283,7 @@ class SqliteReminderStore(ReminderStore):
         next_ms = None if next_fire_at is None else to_ms(next_fire_at)
         return await self._update_one(
             f"UPDATE reminders SET {_NO_CLAIM}, last_error = ?, updated_at = ?, "
-            "status = CASE WHEN status <> 'active' THEN status "
-            "              WHEN ? IS NULL THEN 'failed' ELSE 'active' END, "
-            "next_fire_at = CASE WHEN status = 'active' AND ? IS NOT NULL THEN ? "
-            "                    ELSE next_fire_at END "
+            f"{_MOVE_ON.format(ended='failed')}"
             "WHERE id = ? AND attempts = ? AND claim_phase = 'sending' AND lease_until <= ? "
             f"RETURNING {_COLUMNS}",
             (error[:_ERROR_CHARS], to_ms(now), next_ms, next_ms, next_ms, expired.id,
@@ -303,10 +310,7 @@ class SqliteReminderStore(ReminderStore):
         return await self._update_one(
             f"UPDATE reminders SET {_NO_CLAIM}, last_fired_at = ?, last_error = NULL, "
             "updated_at = ?, "
-            "status = CASE WHEN status <> 'active' THEN status "
-            "              WHEN ? IS NULL THEN 'done' ELSE 'active' END, "
-            "next_fire_at = CASE WHEN status = 'active' AND ? IS NOT NULL THEN ? "
-            "                    ELSE next_fire_at END "
+            f"{_MOVE_ON.format(ended='done')}"
             f"WHERE id = ? RETURNING {_COLUMNS}",
             (to_ms(now), to_ms(now), next_ms, next_ms, next_ms, reminder_id),
         )
@@ -322,10 +326,7 @@ class SqliteReminderStore(ReminderStore):
         next_ms = None if next_fire_at is None else to_ms(next_fire_at)
         return await self._update_one(
             f"UPDATE reminders SET {_NO_CLAIM}, last_error = ?, updated_at = ?, "
-            "status = CASE WHEN status <> 'active' THEN status "
-            "              WHEN ? IS NULL THEN 'failed' ELSE 'active' END, "
-            "next_fire_at = CASE WHEN status = 'active' AND ? IS NOT NULL THEN ? "
-            "                    ELSE next_fire_at END "
+            f"{_MOVE_ON.format(ended='failed')}"
             f"WHERE id = ? RETURNING {_COLUMNS}",
             (error[:_ERROR_CHARS], to_ms(now), next_ms, next_ms, next_ms, reminder_id),
         )
