@@ -39,6 +39,7 @@ from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
 from core.logs import event
 from core.store import Store
+from core.store.errors import storage_action
 
 log = logging.getLogger("kept.discord")
 
@@ -46,10 +47,6 @@ HISTORY_WINDOW = timedelta(hours=24)
 HISTORY_LIMIT = 100
 RETRY_FIRST = 1.0  # seconds
 RETRY_MAX = 60.0
-STORAGE_ACTION = (
-    "check the database (free disk space, stop whatever holds a long write lock); "
-    "kept retries and then answers the held messages in order"
-)
 
 # A channel's history after a message id, oldest first.
 FetchHistory = Callable[[ChatRef, int], Awaitable[list[discord.Message]]]
@@ -301,5 +298,6 @@ class CatchUp:
             "discord_storage_failed",
             **fields,
             error=repr(error.__cause__ or error),
-            action=STORAGE_ACTION,
+            action=storage_action(error.__cause__ or error)
+            + "; then the held messages are answered in order",
         )

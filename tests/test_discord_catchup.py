@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -287,7 +288,7 @@ async def test_messages_not_stored_are_answered_once_in_order_when_storage_is_ba
     ]
     assert len(failures) == 1  # one line per outage, not one per retry
     assert "database is locked" in failures[0]
-    assert 'action="check the database' in failures[0]
+    assert "one kept per SQLite file" in failures[0]  # what the operator should do
     assert "discord_storage_recovered" in caplog.text
 
     await fake.say("four")
@@ -407,3 +408,30 @@ async def test_a_reconnect_cuts_a_backoff_short(harness: DiscordHarness) -> None
     await settled(harness, adapter)
     assert sorted(fake.texts()[1:]) == ["echo: hello", "echo: two"]  # two chats: any order
     assert clock.sleepers == 0
+
+
+async def test_a_real_write_lock_past_the_busy_timeout_is_caught_up_once_it_is_gone(
+    tmp_path: Path,
+) -> None:
+    async with discord_harness(tmp_path, busy_timeout=0.05) as harness:
+        fake, clock = harness.fake, harness.clock
+        adapter = await harness.start()
+        # Another process holds SQLite's write lock for longer than the busy timeout.
+        blocker = sqlite3.connect(tmp_path / "kept.sqlite", isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        try:
+            await fake.say("locked out")
+            await fake.wait_for(lambda: adapter.catchup.behind() and clock.sleepers)
+            assert fake.texts() == []
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        for _ in range(200):
+            if fake.texts():
+                break
+            await clock.advance(1)
+            await asyncio.sleep(0.01)
+        await settled(harness, adapter)
+
+        assert fake.texts() == ["echo: locked out"]
+        assert await user_texts(harness, harness.dm_key()) == ["locked out"]

@@ -24,7 +24,7 @@ from channels.discord import DiscordAdapter
 from channels.discord_http import RootedHTTPClient
 from core.clock import TestClock
 from core.config import KeptConfig
-from core.store import Store, open_store
+from core.store import SqliteStore, Store, open_store
 from core.store.base import MessageRecord, NewMessage
 from tests.fakes.discord_server import TOKEN, FakeDiscord, Script
 from tests.fakes.scripted_model import ScriptedModel
@@ -129,10 +129,14 @@ class DiscordHarness:
 
 
 @asynccontextmanager
-async def discord_harness(tmp_path: Path, **discord: Any) -> AsyncIterator[DiscordHarness]:
+async def discord_harness(
+    tmp_path: Path, *, busy_timeout: float | None = None, **discord: Any
+) -> AsyncIterator[DiscordHarness]:
     clock = TestClock()
     fake = await FakeDiscord(now=clock.now).start()
-    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    store: Store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    if busy_timeout is not None:
+        store = SqliteStore(tmp_path / "kept.sqlite", busy_timeout=busy_timeout)
     await store.open()
     storage = StorageSwitch(store)
     model = ScriptedModel()
