@@ -3,10 +3,10 @@
 Every store call is a round trip between the event loop thread and
 aiosqlite's worker thread: two thread wakeups. When the two threads sit on
 different CPUs each wakeup is an inter-processor interrupt, which on a
-virtual machine costs tens of microseconds; measured on a 2-CPU VM, an empty
-round trip took 105 µs across CPUs and 31 µs on one, and a message write
-(one round trip) went from ~2,300/s to ~3,500/s. The process gives nothing
-up: the GIL already runs its Python on one CPU at a time.
+virtual machine is expensive; on one CPU it is cheap. What pinning gives up
+is parallelism while SQLite runs a query (it releases the GIL): the trade is
+measured, not assumed (see the comment on StorageConfig.pin_cpu and
+bench/search.py --no-pin).
 
 Only the calling thread is pinned, and threads it starts afterwards (the
 store's worker, executor threads) inherit that, so pin before the store is

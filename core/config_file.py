@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from core.clock import Clock
 from core.config import ConfigError, KeptConfig, did_you_mean, validate_document
+from core.logs import event
 
 log = logging.getLogger("kept.config")
 
@@ -339,15 +340,23 @@ class ConfigWatcher:
         if config is None:
             return False
         self.current = config
-        log.debug("%s: config reloaded", self.path)
+        event(log, logging.DEBUG, "config_file_reloaded", path=self.path)
         try:
             result = self.on_change(config)
             if inspect.isawaitable(result):
                 await result
-        except Exception:
+        except Exception as exc:
             # The new config is valid and now current; a consumer that fails
             # to apply it must not stop future reloads.
-            log.exception("%s: applying the reloaded config failed", self.path)
+            event(
+                log,
+                logging.ERROR,
+                "config_apply_failed",
+                path=self.path,
+                error=repr(exc),
+                note="applying the reloaded config failed; it is current all the same",
+                action="report this bug; restart kept to apply the config everywhere",
+            )
         return True
 
     async def run(self) -> None:
@@ -355,8 +364,15 @@ class ConfigWatcher:
         while True:
             try:
                 await self.check_once()
-            except Exception:  # a watcher that dies quietly is worse than a noisy one
-                log.exception("%s: config check failed", self.path)
+            except Exception as exc:  # a watcher that dies quietly is worse than a noisy one
+                event(
+                    log,
+                    logging.ERROR,
+                    "config_check_failed",
+                    path=self.path,
+                    error=repr(exc),
+                    action="report this bug; the watcher tries again",
+                )
             await self.clock.sleep(self.interval)
 
     def _poll(self) -> KeptConfig | None:
@@ -385,7 +401,7 @@ class ConfigWatcher:
             return None
         if self._reported is not None:
             self._reported = None
-            log.info("%s: valid again", self.path)
+            event(log, logging.INFO, "config_valid_again", path=self.path)
         return None if config == self.current else config
 
     def _report(self, state: object, problems: list[str]) -> None:
@@ -394,4 +410,12 @@ class ConfigWatcher:
         self._reported = state
         prefix = f"{self.path}: "
         details = "; ".join(p.removeprefix(prefix).replace("\n", " ") for p in problems)
-        log.warning("%s: invalid, the previous config stays in force: %s", self.path, details)
+        event(
+            log,
+            logging.WARNING,
+            "config_invalid",
+            path=self.path,
+            problems=details,
+            note="the previous config stays in force",
+            action="fix the file; it is read again when it changes",
+        )

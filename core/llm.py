@@ -27,6 +27,7 @@ from openai.types.chat import ChatCompletion
 
 from core.clock import Clock, SystemClock
 from core.config import LlmConfig
+from core.logs import event
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,7 @@ class LLMClient:
             reason = "malformed"
         if reason:
             # Several OpenAI-compatible servers have no /models; a completion still proves it works.
-            log.info("listing models failed (%s); trying a completion instead", reason)
+            event(log, logging.INFO, "llm_model_list_failed", reason=reason, next="a completion")
             done = await self.complete("chat", [{"role": "user", "content": "Reply with OK."}])
             return f"{where}: reachable, model {done.model!r} answered (model list {reason})"
         missing = [m for m in wanted if m not in listed]
@@ -199,7 +200,14 @@ class LLMClient:
     def _build(self, config: LlmConfig) -> openai.AsyncOpenAI:
         key = (self._environ.get(config.api_key_env) or "").strip()
         if not key:
-            log.info("$%s is not set; sending a placeholder API key", config.api_key_env)
+            event(
+                log,
+                logging.INFO,
+                "llm_no_api_key",
+                variable=config.api_key_env,
+                note="sending a placeholder key (fine for a local endpoint)",
+                action=f"set ${config.api_key_env} if the endpoint needs a key",
+            )
         if key:
             self._secrets.add(key)
         return openai.AsyncOpenAI(
@@ -226,8 +234,15 @@ class LLMClient:
                     raise
                 wait = self._backoff(attempt, err.retry_after)
                 retry = f"retry {attempt + 1}/{config.max_retries}"
-                log.warning(
-                    "%s: %s (status %s); %s in %.2fs", what, err.kind, err.status, retry, wait
+                event(
+                    log,
+                    logging.WARNING,
+                    "llm_retry",
+                    call=what,
+                    kind=err.kind,
+                    status=err.status,
+                    retry=retry,
+                    retry_in_s=round(wait, 2),
                 )
                 await self._clock.sleep(wait)
                 attempt += 1

@@ -28,7 +28,7 @@ from core.commitments.pause import Pauses
 from core.commitments.prompt import build_messages
 from core.commitments.rules import Exchange, evaluate
 from core.commitments.store import CommitmentStore, ScopeResult
-from core.config import AgentConfig, KeptConfig
+from core.config import KeptConfig
 from core.conversation import ChatModel, ReplyEvent
 from core.llm import LLMError
 from core.logs import event
@@ -238,10 +238,7 @@ class ExtractionWorker:
         config = self._config()
         if not config.commitments.enabled or self._pauses.paused(agent_id):
             return
-        try:
-            agent_config = config.agent(agent_id)
-        except KeyError:
-            agent_config = AgentConfig(id=agent_id)  # removed from the config mid-flight
+        agent_config = config.agent_or_default(agent_id)
         # every_seconds parses the duration text; once per batch is enough.
         hb_seconds = agent_config.heartbeat.every_seconds
         agent = _Agent(agent_id, agent_config.timezone, hb_seconds)
