@@ -64,6 +64,10 @@ class CommitmentService:
             where = replace(where, statuses=ACTIVE_STATUSES)
         return await self._store.list(where, limit=limit)
 
+    async def get(self, commitment_id: str, where: Filter | None = None) -> Commitment | None:
+        """The commitment with this id within `where` (None: anywhere)."""
+        return await self._store.get(commitment_id.strip(), where)
+
     async def visible(self, access: ChatAccess, *, limit: int | None = None) -> list[Commitment]:
         """The chat's active commitments the asker may see, soonest due first."""
         return await self.list(await access.visible(ACTIVE_STATUSES), limit=limit)
