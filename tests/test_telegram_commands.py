@@ -272,6 +272,27 @@ async def test_follow_up_buttons_fit_and_dismiss_edits_the_message(tg: TelegramH
     assert tg.model.requests == []
 
 
+async def test_a_long_follow_up_carries_its_buttons_on_its_last_chunk(
+    tg: TelegramHarness,
+) -> None:
+    c = await tg.seed(scope(42))
+    await tg.start()
+    long_text = ("Para one. " * 300).strip() + "\n\n" + ("Para two. " * 300).strip()
+    outbound = Outbound(
+        Target("telegram", "42"),
+        long_text,
+        reply_to_platform_id="7",
+        actions=followup_actions([c.id]),
+    )
+    result = await tg.router.send(outbound)
+
+    first, last = tg.fake.sent[-2:]
+    assert result.ok and result.message_id == str(first.message_id)  # the one recorded
+    assert first.reply_markup is None
+    assert [b["text"] for b in buttons(last)] == ["Dismiss", "Snooze 1 day"]
+    assert from_compact(buttons(last)[0]["callback_data"]) == Action("dismiss", (c.id,))
+
+
 async def test_snooze_button_moves_the_commitment_a_day(tg: TelegramHarness) -> None:
     c = await tg.seed(scope(42))
     await tg.start()
