@@ -1,11 +1,11 @@
 """The slash commands: `/commitments list|dismiss|snooze` and `/reminders list|cancel`.
 
-Every answer is ephemeral (only the person who asked sees it), and a command
-is never a conversation turn. A command sees exactly its chat's session (the
-channel, the thread, or the DM it was used in), and in servers only the
-asker's own follow-ups and reminders unless they have Manage Messages there
-(core/commitments/visibility.py): an id from any other chat, or another
-member's, is answered "not found", like an id that never existed.
+Parse and render only: what a command does, and what the asker may see, is
+decided once for every platform in core/commands (the chat's session: the
+channel, the thread or the DM it was used in; in servers the asker's own
+follow-ups and reminders unless they have Manage Messages there). Every
+answer is ephemeral (only the person who asked sees it), and a command is
+never a conversation turn.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""Telegram's slash commands and the follow-up buttons.
+"""Telegram's slash commands and the follow-up buttons: parse and render.
 
-None of this is a conversation turn: nothing here reaches the model or the
-transcript. Every lookup is scoped to the chat (agent + session key) the
-command came from, and in groups to the member who asks unless they are a
-chat administrator (core/commitments/visibility.py): an id from another chat,
-or another member's, is "not found" exactly like an id that never existed.
+What a command or a press does, and what the asker may see, is decided once
+for every platform in core/commands (its chat; in groups the asker's own
+unless they are a chat administrator). This module turns `/snooze ID 2h` or
+a button's callback data into that call, and the typed result into
+Telegram's text, toast and edited message. None of it is a conversation
+turn: nothing here reaches the model or the transcript.
 """
 
 from __future__ import annotations
@@ -147,9 +148,7 @@ class TelegramCommands:
         return f"Snoozed {change.id} until {local_time(change.item.due, self._timezone())}."
 
     async def _reminders(self, args: list[str], where: Where) -> str:
-        listing = await ReminderCommands(
-            self._ctx.reminders.store, self._ctx.clock, self._access(where)
-        ).list()
+        listing = await self._reminder_commands(where).list()
         if not listing.items:
             if listing.others_hidden:
                 return "You have no reminders in this chat."
@@ -164,9 +163,7 @@ class TelegramCommands:
     async def _cancel(self, args: list[str], where: Where) -> str:
         if len(args) != 1:
             return "Usage: /cancel ID (the ids are in /reminders)"
-        change = await ReminderCommands(
-            self._ctx.reminders.store, self._ctx.clock, self._access(where)
-        ).cancel(args[0])
+        change = await self._reminder_commands(where).cancel(args[0])
         if change.outcome is Outcome.NOT_FOUND:
             return f"{change.id}: not found"
         if not change.done:  # fired or cancelled before
@@ -226,6 +223,9 @@ class TelegramCommands:
 
     def _followups(self, where: Where) -> FollowUpCommands:
         return FollowUpCommands(self._ctx.commitments, self._access(where))
+
+    def _reminder_commands(self, where: Where) -> ReminderCommands:
+        return ReminderCommands(self._ctx.reminders.store, self._ctx.clock, self._access(where))
 
     def _timezone(self) -> str:
         return agent_timezone(self._ctx.config(), self._agent_id)
