@@ -51,11 +51,12 @@ class FollowUpCommands:
         return Listing(items, shared=access.shared, everyones=everyones)
 
     async def dismiss(self, ids: Sequence[str]) -> list[Change]:
-        """One answer per id, in request order."""
+        """One answer per id, in request order (the operator's once per id)."""
         if self._access is None:
             outcome = await self._service.dismiss(ids)
-            done = [_done(c) for c in outcome.dismissed]
-            return done + [_refused(i, why) for i, why in outcome.failed]
+            answers = {c.id: _done(c) for c in outcome.dismissed}
+            answers |= {i: _refused(i, why) for i, why in outcome.failed}
+            return [answers[i] for i in dict.fromkeys(i.strip() for i in ids)]
         return [await self._dismiss_one(commitment_id.strip()) for commitment_id in ids]
 
     async def _dismiss_one(self, commitment_id: str) -> Change:
