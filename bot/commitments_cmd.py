@@ -15,7 +15,6 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
-from zoneinfo import ZoneInfo
 
 import click
 from rich import box
@@ -25,9 +24,10 @@ from bot.context import config_option, fail, resolve_config_path
 from bot.output import member_label, print_table, scope_label
 from bot.store_access import load_or_fail, opened_store
 from core.clock import SystemClock, iso_utc
+from core.commands import FollowUpCommands
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
-from core.commitments.service import CommitmentService, SnoozeError
-from core.commitments.store import CommitmentStore, Filter, commitment_store_for
+from core.commitments.service import CommitmentService
+from core.commitments.store import CommitmentStore, commitment_store_for
 from core.config import parse_duration
 
 T = TypeVar("T")
@@ -39,6 +39,11 @@ async def _opened(config_path: Path | None) -> AsyncIterator[CommitmentStore]:
     config = load_or_fail(resolve_config_path(config_path))
     async with opened_store(config) as store:
         yield commitment_store_for(store)
+
+
+def _commands(store: CommitmentStore) -> FollowUpCommands:
+    """The operator's commands: every agent and chat (core/commands)."""
+    return FollowUpCommands(CommitmentService(store, SystemClock()))
 
 
 def _run(config_path: Path | None, work: Callable[[CommitmentStore], Awaitable[T]]) -> T:
@@ -120,8 +125,8 @@ def _list(
     if unknown:
         fail(f"unknown status {unknown[0]!r}; valid statuses: {', '.join(STATUSES)}")
     wanted = tuple(statuses) if statuses else (STATUSES if show_all else ACTIVE_STATUSES)
-    where = Filter(agent_id=agent_id, statuses=wanted)
-    found = _run(config_path, lambda s: CommitmentService(s, SystemClock()).list(where))
+    listing = _run(config_path, lambda s: _commands(s).list(statuses=wanted, agent_id=agent_id))
+    found = [item.record for item in listing.items if isinstance(item.record, Commitment)]
     if as_json:
         _echo_json({"commitments": [to_json(c) for c in found]})
         return
@@ -183,20 +188,22 @@ def _table(found: list[Commitment], *, detailed: bool) -> Table:
 @config_option
 def dismiss_cmd(ids: tuple[str, ...], as_json: bool, config_path: Path | None) -> None:
     """Dismiss active commitments by id; exit 1 if any could not be dismissed."""
-    outcome = _run(config_path, lambda s: CommitmentService(s, SystemClock()).dismiss(ids))
+    changes = _run(config_path, lambda s: _commands(s).dismiss(ids))
+    failed = [c for c in changes if not c.done]
     if as_json:
         _echo_json(
             {
-                "dismissed": [c.id for c in outcome.dismissed],
-                "failed": [{"id": i, "reason": why} for i, why in outcome.failed],
+                "dismissed": [c.id for c in changes if c.done],
+                "failed": [{"id": c.id, "reason": c.reason} for c in failed],
             }
         )
     else:
-        for c in outcome.dismissed:
-            click.echo(f"dismissed {c.id}")
-        for commitment_id, why in outcome.failed:
-            click.echo(f"kept: cannot dismiss {commitment_id}: {why}", err=True)
-    if outcome.failed:
+        for change in changes:
+            if change.done:
+                click.echo(f"dismissed {change.id}")
+        for change in failed:
+            click.echo(f"kept: cannot dismiss {change.id}: {change.reason}", err=True)
+    if failed:
         raise SystemExit(1)
 
 
@@ -239,21 +246,12 @@ def snooze_cmd(
             fail(f"--for: {exc}")
     when = _parse_until(until) if until is not None else None
 
-    async def work(store: CommitmentStore) -> Commitment:
-        target = when
-        if target is not None and target.tzinfo is None:
-            current = await store.get(commitment_id.strip())
-            if current is None:
-                fail(f"cannot snooze {commitment_id}: not found")
-            target = target.replace(tzinfo=ZoneInfo(current.due_timezone))
-        try:
-            return await CommitmentService(store, SystemClock()).snooze(
-                commitment_id, until=target, duration=delta
-            )
-        except SnoozeError as exc:
-            fail(f"cannot snooze: {exc}")
-
-    done = _run(config_path, work)
+    change = _run(
+        config_path, lambda s: _commands(s).snooze(commitment_id, duration=delta, until=when)
+    )
+    if not change.done or change.item is None or not isinstance(change.item.record, Commitment):
+        fail(f"cannot snooze {change.id}: {change.reason}")
+    done = change.item.record
     if as_json:
         _echo_json({"commitment": to_json(done), "snoozedUntil": iso_utc(done.snoozed_until)})
     else:

@@ -11,7 +11,6 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +21,8 @@ from rich.table import Table
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import print_table, scope_label
 from bot.store_access import load_or_fail, opened_store
+from core.clock import SystemClock
+from core.commands import Outcome, ReminderCommands
 from core.reminders.model import Reminder, to_json
 from core.reminders.schedule import local_iso
 from core.reminders.store import ReminderStore, make_reminder_store
@@ -43,6 +44,11 @@ def _run(config_path: Path | None, work: Callable[[ReminderStore], Awaitable[T]]
     return asyncio.run(main())
 
 
+def _commands(store: ReminderStore) -> ReminderCommands:
+    """The operator's commands: every agent and chat (core/commands)."""
+    return ReminderCommands(store, SystemClock())
+
+
 def _echo_json(document: dict[str, Any]) -> None:
     click.echo(json.dumps(document, ensure_ascii=False, indent=2))
 
@@ -61,7 +67,8 @@ def reminders_group(
     if ctx.invoked_subcommand is not None:
         return
     statuses = None if show_all else ("active",)
-    found = _run(config_path, lambda store: store.list_all(statuses=statuses))
+    listing = _run(config_path, lambda store: _commands(store).list(statuses=statuses))
+    found = [item.record for item in listing.items if isinstance(item.record, Reminder)]
     if as_json:
         _echo_json({"reminders": [to_json(r) for r in found]})
         return
@@ -119,17 +126,12 @@ def cancel_cmd(
 ) -> None:
     """Cancel an active reminder; exit 1 if it is unknown or already finished."""
     path = config_path or (ctx.obj or {}).get("config_path")
-    wanted = reminder_id.strip()
-
-    async def work(store: ReminderStore) -> tuple[Reminder | None, Reminder | None]:
-        done = await store.cancel(wanted, now=datetime.now(UTC))
-        return done, (await store.get(wanted) if done is None else None)
-
-    done, current = _run(path, work)
-    if done is None:
-        if current is None:
-            fail(f"no reminder {wanted!r} (see `kept reminders --all`)")
-        fail(f"cannot cancel {wanted}: it is already {current.status}")
+    change = _run(path, lambda store: _commands(store).cancel(reminder_id))
+    if change.outcome is Outcome.NOT_FOUND:
+        fail(f"no reminder {change.id!r} (see `kept reminders --all`)")
+    if not change.done or change.item is None or not isinstance(change.item.record, Reminder):
+        fail(f"cannot cancel {change.id}: it is {change.reason}")
+    done = change.item.record
     if as_json:
         _echo_json({"cancelled": to_json(done)})
     else:

@@ -25,31 +25,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import aiohttp
 import discord
 from discord.ext import commands
 
-from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, split_message
+from channels.base import ChannelAdapter, ChannelContext, ChannelStartError
+from channels.chunked import send_with_actions
 from channels.discord_catchup import HISTORY_LIMIT, CatchUp
 from channels.discord_commands import CommandSupport, command_groups, on_tree_error
 from channels.discord_errors import describe, send_failure
 from channels.discord_http import use_api_root
 from channels.discord_scope import PLATFORM, ChatRef, Gate, addressed, chat_of, clean_text
-from channels.discord_views import (
-    FollowUpActions,
-    FollowUpButton,
-    commitment_ids,
-    followup_view,
-)
+from channels.discord_views import FollowUpActions, FollowUpButton, followup_view
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
 from core.conversation import MessageNotStored
 from core.logs import event
-from core.messages import Inbound, Outbound, SendResult, Target
+from core.messages import Action, Inbound, Outbound, SendResult, Target
 
 log = logging.getLogger("kept.discord")
 
@@ -69,21 +64,6 @@ def intents() -> discord.Intents:
     wanted.dm_messages = True
     wanted.message_content = True
     return wanted
-
-
-class _Chunks:
-    """The view a follow-up carries, attached to its last chunk."""
-
-    def __init__(self, view: discord.ui.View, count: int) -> None:
-        self.view = view
-        self.left = count
-
-    def take(self) -> discord.ui.View | None:
-        self.left -= 1
-        return self.view if self.left == 0 else None
-
-
-_FOLLOWUP: ContextVar[_Chunks | None] = ContextVar("kept_discord_followup", default=None)
 
 
 class KeptBot(commands.Bot):
@@ -454,20 +434,27 @@ class DiscordAdapter(ChannelAdapter):
     # --- outbound ---------------------------------------------------------------
 
     async def send(self, outbound: Outbound) -> SendResult:
-        """A heartbeat follow-up gets its buttons on its last chunk."""
-        view = followup_view(commitment_ids(outbound.extras))
-        if view is None:
+        """A heartbeat check-in gets its buttons on its last chunk
+        (channels/chunked.py)."""
+        if not outbound.actions:
             return await super().send(outbound)
-        count = len(split_message(outbound.text, self.max_message_length))
-        token = _FOLLOWUP.set(_Chunks(view, count))
-        try:
-            return await super().send(outbound)
-        finally:
-            _FOLLOWUP.reset(token)
+        return await send_with_actions(
+            outbound, self.max_message_length, self._send_chunk, platform=self.platform
+        )
 
-    async def send_text(self, target: Target, text: str, reply_to: str | None) -> SendResult:
-        chunks = _FOLLOWUP.get()
-        view = chunks.take() if chunks is not None else None
+    async def _send_chunk(
+        self, target: Target, text: str, reply_to: str | None, actions: Sequence[Action]
+    ) -> SendResult:
+        return await self.send_text(target, text, reply_to, view=followup_view(actions))
+
+    async def send_text(
+        self,
+        target: Target,
+        text: str,
+        reply_to: str | None,
+        *,
+        view: discord.ui.View | None = None,
+    ) -> SendResult:
         try:
             # A thread's messages go to the thread itself.
             channel_id = int(target.thread_id or target.chat_id)

@@ -1,11 +1,11 @@
 """The slash commands: `/commitments list|dismiss|snooze` and `/reminders list|cancel`.
 
-Every answer is ephemeral (only the person who asked sees it), and a command
-is never a conversation turn. A command sees exactly its chat's session (the
-channel, the thread, or the DM it was used in), and in servers only the
-asker's own follow-ups and reminders unless they have Manage Messages there
-(core/commitments/visibility.py): an id from any other chat, or another
-member's, is answered "not found", like an id that never existed.
+Parse and render only: what a command does, and what the asker may see, is
+decided once for every platform in core/commands (the chat's session: the
+channel, the thread or the DM it was used in; in servers the asker's own
+follow-ups and reminders unless they have Manage Messages there). Every
+answer is ephemeral (only the person who asked sees it), and a command is
+never a conversation turn.
 """
 
 from __future__ import annotations
@@ -13,18 +13,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import discord
 from discord import app_commands
 
 from channels.discord_scope import ChatRef, Gate, chat_access, interaction_chat
 from core.clock import Clock
-from core.commitments.model import Commitment
-from core.commitments.service import CommitmentService, SnoozeError
-from core.commitments.store import Filter
+from core.commands import Change, FollowUpCommands, Item, Listing, Outcome, ReminderCommands
+from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
-from core.config import KeptConfig, parse_duration
+from core.config import KeptConfig
 from core.logs import event
 from core.reminders import ReminderService
 
@@ -104,29 +103,16 @@ class CommandSupport:
             return False
         return True
 
+    def followups(self, where: Where) -> FollowUpCommands:
+        return FollowUpCommands(self.commitments, where.access)
+
+    def reminder_commands(self, where: Where) -> ReminderCommands:
+        return ReminderCommands(self.reminders.store, self.clock, where.access)
+
     async def manageable(self, where: Where, current: str) -> list[app_commands.Choice[str]]:
         """Autocomplete: this chat's active commitments the user may change."""
-        found = await self.commitments.visible(where.access, limit=200)
-        needle = current.strip().lower()
-        return [
-            app_commands.Choice(name=_choice_label(c), value=c.id)
-            for c in found
-            if needle in c.id.lower() or needle in c.suggested_text.lower()
-        ][:MAX_CHOICES]
-
-    async def find(self, where: Where, commitment_id: str) -> tuple[Commitment, Filter] | str:
-        """The active commitment and the filter to change it through, or the
-        answer to give instead."""
-        wanted = commitment_id.strip()
-        found = await self.commitments.find(where.access, wanted)
-        if found is None:
-            # Another chat's id, or another member's for someone without
-            # Manage Messages, is simply unknown here.
-            return f"`{_code(wanted)}`: not found in this chat (see `/commitments list`)."
-        current = found[0]
-        if not current.active:
-            return f"`{current.id}` is already {current.status}."
-        return found
+        listing = await self.followups(where).list(limit=200)
+        return _choices(listing, current)
 
 
 class CommitmentsGroup(app_commands.Group):
@@ -147,11 +133,10 @@ class CommitmentsGroup(app_commands.Group):
         # In a server a follow-up may be about someone's private life, said in
         # passing: members see their own, moderators (Manage Messages) all,
         # and whose each one is.
-        found = await self._s.commitments.visible(where.access)
-        if not found:
+        listing = await self._s.followups(where).list()
+        if not listing.items:
             return await reply(interaction, "No pending follow-ups for you in this chat.")
-        everyones = await where.access.admin()
-        lines = [_commitment_line(c, owner=everyones) for c in found]
+        lines = [_commitment_line(item, owner=listing.everyones) for item in listing.items]
         await reply(interaction, _listing(lines))
 
     @app_commands.command(name="dismiss", description="Drop a follow-up: I won't bring it up")
@@ -161,15 +146,12 @@ class CommitmentsGroup(app_commands.Group):
         where = await self._s.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
-        found = await self._s.find(where, commitment_id)
-        if isinstance(found, str):
-            return await reply(interaction, found)
-        found, scope = found
-        outcome = await self._s.commitments.dismiss([found.id], scope)
-        if outcome.failed:
-            return await reply(interaction, f"`{found.id}`: {outcome.failed[0][1]}.")
-        _log_change("dismissed", interaction, where, found.id)
-        await reply(interaction, f"Dismissed `{found.id}`: {_quote(found.suggested_text)}")
+        [change] = await self._s.followups(where).dismiss([commitment_id])
+        if change.done:
+            _log_change("dismissed", interaction, where, change.id)
+            assert change.item is not None
+            return await reply(interaction, f"Dismissed `{change.id}`: {_quote(change.item.text)}")
+        await reply(interaction, _unchanged(change))
 
     @app_commands.command(name="snooze", description="Bring a follow-up up later")
     @app_commands.rename(commitment_id="id")
@@ -183,22 +165,15 @@ class CommitmentsGroup(app_commands.Group):
         where = await self._s.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
-        try:
-            seconds = parse_duration(duration)
-        except ValueError as exc:
-            return await reply(interaction, str(exc))
-        found = await self._s.find(where, commitment_id)
-        if isinstance(found, str):
-            return await reply(interaction, found)
-        found, scope = found
-        try:
-            done = await self._s.commitments.snooze(
-                found.id, duration=timedelta(seconds=seconds), where=scope
-            )
-        except SnoozeError as exc:
-            return await reply(interaction, f"Could not snooze `{found.id}`: {exc}.")
-        _log_change("snoozed", interaction, where, found.id)
-        await reply(interaction, f"Snoozed `{done.id}` until {_when(done.due_earliest)}.")
+        change = await self._s.followups(where).snooze(commitment_id, duration=duration)
+        if change.done:
+            _log_change("snoozed", interaction, where, change.id)
+            assert change.item is not None
+            until = _when(change.item.due)
+            return await reply(interaction, f"Snoozed `{change.id}` until {until}.")
+        if change.outcome is Outcome.REFUSED:
+            return await reply(interaction, f"Could not snooze `{change.id}`: {change.reason}.")
+        await reply(interaction, _unchanged(change))
 
     @dismiss.autocomplete("commitment_id")
     @snooze.autocomplete("commitment_id")
@@ -226,17 +201,16 @@ class RemindersGroup(app_commands.Group):
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
         # Reminders follow the follow-ups' rule: a member sees their own.
-        every = await self._s.reminders.list_for_session(where.agent_id, where.session_key)
-        found = [r for r in every if await where.access.may_manage(r.created_by)]
-        if not found:
-            if every:
+        listing = await self._s.reminder_commands(where).list()
+        if not listing.items:
+            if listing.others_hidden:
                 return await reply(interaction, "No reminders of yours in this chat.")
             return await reply(interaction, "No reminders in this chat.")
         lines = [
-            f"`{r.id}` {_when(r.next_fire_at)}"
-            + (f" (repeats `{r.cron}`)" if r.cron else "")
+            f"`{r.id}` {_when(r.due)}"
+            + (f" (repeats `{r.repeats}`)" if r.repeats else "")
             + f": {_quote(r.text)}"
-            for r in found
+            for r in listing.items
         ]
         await reply(interaction, _listing(lines))
 
@@ -247,16 +221,14 @@ class RemindersGroup(app_commands.Group):
         where = await self._s.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
-        wanted = reminder_id.strip()
-        scope = {"agent_id": where.agent_id, "session_key": where.session_key}
-        current = await self._s.reminders.store.get(wanted, **scope)
-        if current is None or not await where.access.may_manage(current.created_by):
-            return await reply(interaction, f"`{_code(wanted)}`: not found in this chat.")
-        done = await self._s.reminders.cancel(current.id, **scope)
-        if done is None:
-            return await reply(interaction, f"`{current.id}` is already {current.status}.")
-        _log_change("reminder_cancelled", interaction, where, done.id)
-        await reply(interaction, f"Cancelled `{done.id}`: {_quote(done.text)}")
+        change = await self._s.reminder_commands(where).cancel(reminder_id)
+        if change.outcome is Outcome.NOT_FOUND:
+            return await reply(interaction, f"`{_code(change.id)}`: not found in this chat.")
+        if not change.done:
+            return await reply(interaction, f"`{change.id}` is {change.reason}.")
+        _log_change("reminder_cancelled", interaction, where, change.id)
+        assert change.item is not None
+        await reply(interaction, f"Cancelled `{change.id}`: {_quote(change.item.text)}")
 
     @cancel.autocomplete("reminder_id")
     async def _ids(
@@ -265,14 +237,7 @@ class RemindersGroup(app_commands.Group):
         where = await self._s.where(interaction)
         if where is None:
             return []
-        needle = current.strip().lower()
-        found = await self._s.reminders.list_for_session(where.agent_id, where.session_key)
-        return [
-            app_commands.Choice(name=_label(r.id, r.text), value=r.id)
-            for r in found
-            if (needle in r.id.lower() or needle in r.text.lower())
-            and await where.access.may_manage(r.created_by)
-        ][:MAX_CHOICES]
+        return _choices(await self._s.reminder_commands(where).list(), current)
 
 
 def command_groups(support: CommandSupport) -> list[app_commands.Group]:
@@ -306,20 +271,34 @@ async def reply(interaction: discord.Interaction, text: str) -> None:
         await interaction.response.send_message(text, ephemeral=True)
 
 
-def _commitment_line(c: Commitment, *, owner: bool = False) -> str:
-    state = " (snoozed)" if c.status == "snoozed" else ""
+def _unchanged(change: Change) -> str:
+    """Why a dismiss or snooze changed nothing."""
+    if change.outcome is Outcome.NOT_FOUND:
+        # Another chat's id, or another member's for someone without
+        # Manage Messages, is simply unknown here.
+        return f"`{_code(change.id)}`: not found in this chat (see `/commitments list`)."
+    if change.outcome is Outcome.INVALID_DURATION:
+        return change.reason
+    if change.item is not None:  # found closed before anything was tried
+        return f"`{change.id}` is {change.reason}."
+    return f"`{change.id}`: {change.reason}."
+
+
+def _commitment_line(item: Item, *, owner: bool = False) -> str:
+    state = " (snoozed)" if item.status == "snoozed" else ""
     # A mention in an ephemeral answer shows the member's name and pings nobody.
-    whose = (f" for <@{c.sender_id}>" if c.sender_id else " for nobody") if owner else ""
-    return f"`{c.id}`{whose} {_when(c.due_earliest)}{state}: {_quote(c.suggested_text)}"
+    whose = (f" for <@{item.owner}>" if item.owner else " for nobody") if owner else ""
+    return f"`{item.id}`{whose} {_when(item.due)}{state}: {_quote(item.text)}"
 
 
-def _choice_label(c: Commitment) -> str:
-    return _label(c.id, c.suggested_text)
-
-
-def _label(item_id: str, text: str) -> str:
-    # Choice names are limited to 100 characters.
-    return f"{item_id} — {text}"[:100]
+def _choices(listing: Listing, current: str) -> list[app_commands.Choice[str]]:
+    """Autocomplete: the listed items whose id or text contains what was typed."""
+    needle = current.strip().lower()
+    return [
+        app_commands.Choice(name=f"{item.id} — {item.text}"[:100], value=item.id)
+        for item in listing.items
+        if needle in item.id.lower() or needle in item.text.lower()
+    ][:MAX_CHOICES]  # choice names hold 100 characters
 
 
 def _quote(text: str, limit: int = 120) -> str:

@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 from telegram import Bot, CallbackQuery, InlineKeyboardMarkup, Message, ReplyParameters, Update
@@ -24,7 +23,8 @@ from telegram.constants import ChatAction, ChatMemberStatus
 from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
-from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, split_message
+from channels.base import ChannelAdapter, ChannelContext, ChannelStartError
+from channels.chunked import send_with_actions
 from channels.telegram_commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
 from channels.telegram_intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
 from channels.telegram_messages import (
@@ -39,7 +39,7 @@ from core.config import TelegramConfig
 from core.config_file import secret_from_env
 from core.conversation import MessageNotStored
 from core.logs import event
-from core.messages import ChatKind, Inbound, Outbound, SendResult, Target, session_key
+from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target, session_key
 
 log = logging.getLogger("kept.telegram")
 
@@ -211,24 +211,17 @@ class TelegramAdapter(ChannelAdapter):
     # --- sending --------------------------------------------------------------
 
     async def send(self, outbound: Outbound) -> SendResult:
-        markup = followup_keyboard(outbound.extras.get("commitments"))
-        if markup is None:
+        """A check-in's buttons ride on its last chunk (channels/chunked.py)."""
+        if not outbound.actions:
             return await super().send(outbound)
-        # A follow-up: its buttons ride on the first chunk, whose id is the one
-        # recorded (and follow-ups are short, so there is rarely a second).
-        chunks = split_message(outbound.text, self.max_message_length)
-        if not chunks:
-            return SendResult(error="nothing to send")
-        target, reply_to = outbound.target, outbound.reply_to_platform_id
-        first = await self.send_text(target, chunks[0], reply_to, markup=markup)
-        if not first.ok or len(chunks) == 1:
-            return first
-        rest = await super().send(
-            replace(outbound, text="\n\n".join(chunks[1:]), reply_to_platform_id=None, extras={})
+        return await send_with_actions(
+            outbound, self.max_message_length, self._send_chunk, platform=self.platform
         )
-        if rest.ok:
-            return first
-        return SendResult(message_id=first.message_id, error=rest.error, unknown=True)
+
+    async def _send_chunk(
+        self, target: Target, text: str, reply_to: str | None, actions: Sequence[Action]
+    ) -> SendResult:
+        return await self.send_text(target, text, reply_to, markup=followup_keyboard(actions))
 
     async def send_text(
         self,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 import httpx
@@ -38,9 +38,9 @@ from telegram.error import (
 from telegram.warnings import PTBDeprecationWarning
 
 from core.clock import Clock
-from core.commitments.model import ID_PREFIX
+from core.commands.buttons import to_compact
 from core.logs import event
-from core.messages import SendResult
+from core.messages import Action, FollowUpVerb, SendResult
 
 log = logging.getLogger("kept.telegram")
 
@@ -55,10 +55,7 @@ CONNECT_BACKOFF = 1.0
 # httpx failures that happen before a byte of the request left this process.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
-# Callback data is at most 64 bytes: "<action>:<ids without the cm_ prefix>".
-CALLBACK_LIMIT = 64
-DISMISS = "d"
-SNOOZE_DAY = "s"
+LABELS: dict[FollowUpVerb, str] = {"dismiss": "Dismiss", "snooze": "Snooze 1 day"}
 
 
 def retry_after_seconds(exc: RetryAfter) -> float:
@@ -144,46 +141,12 @@ def scrub(text: str, secret: str) -> str:
     return text.replace(secret, "<token>") if secret else text
 
 
-def followup_keyboard(ids_csv: str | None) -> InlineKeyboardMarkup | None:
-    """The "Dismiss" / "Snooze 1 day" buttons for a follow-up about these ids."""
-    ids = [i.strip() for i in (ids_csv or "").split(",") if i.strip()]
-    packed = pack_ids(ids)
-    if not packed:
-        return None
-    return InlineKeyboardMarkup(
-        [
-            [
-                InlineKeyboardButton("Dismiss", callback_data=f"{DISMISS}:{packed}"),
-                InlineKeyboardButton("Snooze 1 day", callback_data=f"{SNOOZE_DAY}:{packed}"),
-            ]
-        ]
-    )
-
-
-def pack_ids(ids: list[str]) -> str:
-    """Ids joined by commas without the fixed prefix, as many as fit the
-    64-byte callback data next to the action (four standard ids); a check-in
-    about more than that is rare, and the rest stay reachable by /dismiss."""
-    room = CALLBACK_LIMIT - len(f"{DISMISS}:")
-    packed = ""
-    for commitment_id in ids:
-        token = commitment_id.removeprefix(ID_PREFIX)
-        if "," in token or ":" in token or not token:
-            continue
-        candidate = f"{packed},{token}" if packed else token
-        if len(candidate.encode()) > room:
-            event(log, logging.WARNING, "telegram_buttons_truncated", ids=len(ids))
-            break
-        packed = candidate
-    return packed
-
-
-def unpack_callback(data: str | None) -> tuple[str, list[str]] | None:
-    """(action, commitment ids) from a button's callback data, or None."""
-    if not data or ":" not in data:
-        return None
-    action, _, packed = data.partition(":")
-    if action not in (DISMISS, SNOOZE_DAY):
-        return None
-    ids = [ID_PREFIX + token for token in packed.split(",") if token]
-    return (action, ids) if ids else None
+def followup_keyboard(actions: Sequence[Action]) -> InlineKeyboardMarkup | None:
+    """One row of buttons ("Dismiss", "Snooze 1 day") for a message's actions;
+    None when none can be encoded (core/commands/buttons.py)."""
+    row = [
+        InlineKeyboardButton(LABELS[action.verb], callback_data=data)
+        for action in actions
+        if (data := to_compact(action)) is not None
+    ]
+    return InlineKeyboardMarkup([row]) if row else None

@@ -8,7 +8,8 @@ the platform accepted the message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -76,6 +77,29 @@ class Inbound:
         return session_key(self.agent_id, self.target, self.chat_kind)
 
 
+FollowUpVerb = Literal["dismiss", "snooze"]
+FOLLOWUP_VERBS: tuple[FollowUpVerb, ...] = ("dismiss", "snooze")
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A button under a message: what pressing it asks core to do to the
+    follow-ups it names. Adapters render it (a Telegram inline button, a
+    Discord component) and parse a press back with core/commands/buttons.py."""
+
+    verb: FollowUpVerb
+    commitment_ids: tuple[str, ...]
+
+
+def followup_actions(commitment_ids: Iterable[str]) -> tuple[Action, ...]:
+    """The "Dismiss" and "Snooze 1 day" buttons of a check-in about these
+    follow-ups; none when it names none."""
+    ids = tuple(dict.fromkeys(i.strip() for i in commitment_ids if i.strip()))
+    if not ids:
+        return ()
+    return tuple(Action(verb, ids) for verb in FOLLOWUP_VERBS)
+
+
 @dataclass(frozen=True, slots=True)
 class Outbound:
     """One message core wants delivered."""
@@ -83,8 +107,8 @@ class Outbound:
     target: Target
     text: str
     reply_to_platform_id: str | None = None
-    # Free-form hints for adapters (e.g. follow-up buttons); never a destination.
-    extras: dict[str, str] = field(default_factory=dict)
+    # Buttons, rendered under the message's last chunk; never a destination.
+    actions: tuple[Action, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

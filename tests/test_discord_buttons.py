@@ -11,9 +11,10 @@ import discord
 import pytest
 from discord.ext.test import backend
 
-from channels.discord_views import custom_id, followup_view
+from channels.discord_views import followup_view
+from core.commands.buttons import to_full
 from core.commitments.model import Commitment
-from core.messages import Outbound, Target
+from core.messages import Action, Outbound, Target, followup_actions
 from tests.fakes.discord_helpers import (
     Responses,
     Rig,
@@ -46,9 +47,9 @@ def target(channel: Any) -> Target:
 
 async def follow_up(rig: Rig, channel: Any, *commitments: Commitment) -> discord.Message:
     """What the heartbeat does: send the check-in, then mark it sent."""
-    ids = ",".join(c.id for c in commitments)
+    ids = [c.id for c in commitments]
     result = await rig.adapter.send(
-        Outbound(target(channel), "How did the interview go?", extras={"commitments": ids})
+        Outbound(target(channel), "How did the interview go?", actions=followup_actions(ids))
     )
     assert result.ok and result.message_id is not None
     for c in commitments:
@@ -60,7 +61,7 @@ async def follow_up(rig: Rig, channel: Any, *commitments: Commitment) -> discord
 
 
 def components(ids: list[str]) -> list[dict[str, Any]]:
-    view = followup_view(ids)
+    view = followup_view(followup_actions(ids))
     assert view is not None
     return view.to_components()
 
@@ -77,7 +78,7 @@ async def press(
         rig.bot,
         message=message,
         components=components(ids),
-        custom_id=custom_id(action, ids),  # type: ignore[arg-type]
+        custom_id=to_full(Action(action, tuple(ids))),  # type: ignore[arg-type]
         user=user,
         permissions=permissions,
     )
@@ -101,9 +102,9 @@ async def test_a_follow_up_carries_both_buttons_on_its_last_chunk(rig: Rig) -> N
     c = await rig.seed(channel, alice)
     payloads = record_payloads(rig.bot)
 
-    await rig.adapter.send(Outbound(target(channel), "Hi!", extras={"commitments": c.id}))
+    await rig.adapter.send(Outbound(target(channel), "Hi!", actions=followup_actions([c.id])))
     long_text = ("Para one. " * 150).strip() + "\n\n" + ("Para two. " * 150).strip()
-    await rig.adapter.send(Outbound(target(channel), long_text, extras={"commitments": c.id}))
+    await rig.adapter.send(Outbound(target(channel), long_text, actions=followup_actions([c.id])))
     await rig.adapter.send(Outbound(target(channel), "A plain reply."))
 
     ids = [f"kept:fu:dismiss:{c.id}", f"kept:fu:snooze:{c.id}"]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from channels.telegram_send import unpack_callback
-from core.messages import Outbound, Target
+from core.commands.buttons import from_compact
+from core.messages import Action, Outbound, Target, followup_actions
 from core.reminders import parse_schedule
 from tests.fakes.telegram_server import Sent
 from tests.test_telegram_harness import TelegramHarness, scope, telegram_harness
@@ -240,7 +240,7 @@ async def follow_up(
     tg: TelegramHarness, *ids: str, chat: int = 42, thread: int | None = None
 ) -> Sent:
     target = Target("telegram", str(chat), str(thread) if thread else None)
-    outbound = Outbound(target, "How did the interview go?", extras={"commitments": ",".join(ids)})
+    outbound = Outbound(target, "How did the interview go?", actions=followup_actions(ids))
     result = await tg.router.send(outbound)
     assert result.ok
     return tg.fake.sent[-1]
@@ -259,7 +259,7 @@ async def test_follow_up_buttons_fit_and_dismiss_edits_the_message(tg: TelegramH
     dismiss, snooze = buttons(sent)
     assert (dismiss["text"], snooze["text"]) == ("Dismiss", "Snooze 1 day")
     assert all(len(b["callback_data"].encode()) <= 64 for b in (dismiss, snooze))
-    assert unpack_callback(dismiss["callback_data"]) == ("d", [c.id])
+    assert from_compact(dismiss["callback_data"]) == Action("dismiss", (c.id,))
 
     await tg.fake.push_callback(sent, dismiss["callback_data"], user_id=42, name="Ana")
     await tg.fake.wait_for(lambda: sent.edits)
@@ -270,6 +270,27 @@ async def test_follow_up_buttons_fit_and_dismiss_edits_the_message(tg: TelegramH
     answered = tg.fake.calls_to("answerCallbackQuery")
     assert answered and answered[0].params["text"] == "Dismissed by Ana."
     assert tg.model.requests == []
+
+
+async def test_a_long_follow_up_carries_its_buttons_on_its_last_chunk(
+    tg: TelegramHarness,
+) -> None:
+    c = await tg.seed(scope(42))
+    await tg.start()
+    long_text = ("Para one. " * 300).strip() + "\n\n" + ("Para two. " * 300).strip()
+    outbound = Outbound(
+        Target("telegram", "42"),
+        long_text,
+        reply_to_platform_id="7",
+        actions=followup_actions([c.id]),
+    )
+    result = await tg.router.send(outbound)
+
+    first, last = tg.fake.sent[-2:]
+    assert result.ok and result.message_id == str(first.message_id)  # the one recorded
+    assert first.reply_markup is None
+    assert [b["text"] for b in buttons(last)] == ["Dismiss", "Snooze 1 day"]
+    assert from_compact(buttons(last)[0]["callback_data"]) == Action("dismiss", (c.id,))
 
 
 async def test_snooze_button_moves_the_commitment_a_day(tg: TelegramHarness) -> None:

@@ -10,8 +10,9 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Time
 
 from channels.telegram_commands import command_of
 from channels.telegram_messages import addressed_to, chat_kind, target_of
-from channels.telegram_send import classify, followup_keyboard, pack_ids, unpack_callback
-from core.messages import Target
+from channels.telegram_send import classify, followup_keyboard
+from core.commands.buttons import from_compact, to_compact
+from core.messages import Action, Target, followup_actions
 from tests.fakes.telegram_server import BOT_ID, FakeTelegram
 
 
@@ -54,20 +55,20 @@ def test_errors_never_carry_the_token() -> None:
 
 def test_callback_data_fits_64_bytes_and_round_trips() -> None:
     ids = [f"cm_{n:012x}" for n in range(6)]
-    markup = followup_keyboard(",".join(ids))
+    markup = followup_keyboard(followup_actions(ids))
     assert markup is not None
     datas = [b.callback_data for b in markup.inline_keyboard[0]]
     assert all(isinstance(d, str) and len(d.encode()) <= 64 for d in datas)
-    action, unpacked = unpack_callback(datas[0])  # type: ignore[misc,arg-type]
-    assert action == "d" and unpacked == ids[:4]  # as many as fit; /dismiss reaches the rest
-    assert unpack_callback(datas[1]) == ("s", ids[:4])
-    assert pack_ids(ids[:1]) == ids[0].removeprefix("cm_")
+    # As many as fit; /dismiss reaches the rest.
+    assert from_compact(datas[0]) == Action("dismiss", tuple(ids[:4]))
+    assert from_compact(datas[1]) == Action("snooze", tuple(ids[:4]))
+    assert to_compact(Action("dismiss", tuple(ids[:1]))) == "d:" + ids[0].removeprefix("cm_")
 
 
 @pytest.mark.parametrize("data", [None, "", "x:abc", "d:", "dismiss"])
 def test_foreign_callback_data_is_refused(data: str | None) -> None:
-    assert unpack_callback(data) is None
-    assert followup_keyboard(data and "") is None
+    assert from_compact(data) is None
+    assert followup_keyboard(followup_actions([data or ""])) is None
 
 
 def read(payload: dict[str, object]) -> Message:

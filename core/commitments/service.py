@@ -1,5 +1,6 @@
-"""List, dismiss and snooze: the operations behind `kept commitments`, the
-Discord / Telegram slash commands, and the buttons under a follow-up.
+"""List, dismiss and snooze: the operations behind core/commands (`kept
+commitments`, the Discord / Telegram slash commands, and the buttons under a
+follow-up).
 
 Callers say what they may see with a Filter. The admin CLI sees everything;
 a chat command or button gets its filter from a ChatAccess
@@ -63,6 +64,10 @@ class CommitmentService:
         if where.statuses is None:
             where = replace(where, statuses=ACTIVE_STATUSES)
         return await self._store.list(where, limit=limit)
+
+    async def get(self, commitment_id: str, where: Filter | None = None) -> Commitment | None:
+        """The commitment with this id within `where` (None: anywhere)."""
+        return await self._store.get(commitment_id.strip(), where)
 
     async def visible(self, access: ChatAccess, *, limit: int | None = None) -> list[Commitment]:
         """The chat's active commitments the asker may see, soonest due first."""
@@ -136,8 +141,8 @@ class CommitmentService:
     # By the time anyone presses a button under a heartbeat follow-up, the
     # heartbeat has marked its commitments `sent`. The buttons still mean
     # something then, so unlike `dismiss` / `snooze` these also act on `sent`
-    # ones. Both chat adapters call these; scope and permission checks stay
-    # theirs (`where` is the chat's filter, as for the slash commands).
+    # ones. core/commands calls these for both platforms' buttons, after its
+    # scope and permission checks (`where` is the chat's filter).
 
     async def followup_dismiss(
         self, ids: Sequence[str], where: Filter | None = None

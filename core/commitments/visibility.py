@@ -10,10 +10,12 @@ A follow-up belongs to the member whose message it was inferred from (its
 - Anything the asker may not see is answered exactly like an id that never
   existed ("not found"), so a refusal never confirms that it exists.
 
-Both chat platforms call this one rule; each only says how to ask whether
-the user is an admin there. The admin check may cost a platform call
-(Telegram's getChatMember), so it is made at most once per ChatAccess and
-only when the answer matters.
+core/commands applies this one rule to every command and button of both chat
+platforms; each platform only says how to ask whether the user is an admin
+there. (It lives beside CommitmentService, whose `find` / `visible` take it:
+in core/commands it would make commitments and commands import each other.)
+The admin check may cost a platform call (Telegram's getChatMember), so it is
+made at most once per ChatAccess and only when the answer matters.
 """
 
 from __future__ import annotations

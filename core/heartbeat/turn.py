@@ -26,7 +26,7 @@ from core.heartbeat.prompt import build_messages, clean_checkin, same_text
 from core.heartbeat.store import Final, HeartbeatStore
 from core.llm import Completion, LLMError
 from core.logs import event
-from core.messages import Outbound, Sender, Target, parse_session_key
+from core.messages import Outbound, Sender, Target, followup_actions, parse_session_key
 from core.store.base import NewMessage, Store
 
 log = logging.getLogger("kept.heartbeat")
@@ -148,7 +148,7 @@ class HeartbeatTurn:
             target=target,
             text=text,
             reply_to_platform_id=reply_to,
-            extras={"commitments": ",".join(ids)},
+            actions=followup_actions(ids),
         )
         delivery = await deliver_once(self._sender, outbound, self._clock)
         if delivery.outcome != "sent":

@@ -1,0 +1,22 @@
+"""Platform-neutral commands and follow-up actions.
+
+Telegram, Discord and the CLI parse their input into a call here and render
+the typed result (core/commands/results.py) their own way. The permission
+rule is core/commitments/visibility.py's ChatAccess; button payloads are
+encoded and parsed in core/commands/buttons.py.
+"""
+
+from core.commands.followups import SNOOZE_BUTTON, FollowUpCommands
+from core.commands.reminders import ReminderCommands
+from core.commands.results import Change, Item, Listing, Outcome, Press
+
+__all__ = [
+    "SNOOZE_BUTTON",
+    "Change",
+    "FollowUpCommands",
+    "Item",
+    "Listing",
+    "Outcome",
+    "Press",
+    "ReminderCommands",
+]

@@ -1,0 +1,77 @@
+"""Listing and cancelling exact reminders: once, for every platform and the CLI.
+
+Reminders follow the follow-ups' rule (core/commitments/visibility.py): in a
+group a member sees and cancels the ones they asked for, an admin every one;
+anything else is NOT_FOUND. The CLI passes no access: the operator's view.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection
+
+from core.clock import Clock
+from core.commands.results import Change, Item, Listing, Outcome
+from core.commitments.visibility import ChatAccess
+from core.logs import event
+from core.reminders.model import Status
+from core.reminders.store import ReminderStore
+
+log = logging.getLogger("kept.reminders")
+
+
+class ReminderCommands:
+    def __init__(
+        self, store: ReminderStore, clock: Clock, access: ChatAccess | None = None
+    ) -> None:
+        """`access` None: the operator's view (the CLI), every agent and chat."""
+        self._store = store
+        self._clock = clock
+        self._access = access
+
+    async def list(self, *, statuses: Collection[Status] | None = ("active",)) -> Listing:
+        """Soonest first: the chat's active reminders the asker may see, or
+        (operator) every chat's with these statuses (None: every status)."""
+        access = self._access
+        if access is None:
+            found = await self._store.list_all(statuses=statuses)
+            return Listing([Item.of_reminder(r) for r in found])
+        a = access.asker
+        every = await self._store.list_for_session(a.agent_id, a.session_key)
+        mine = [r for r in every if await access.may_manage(r.created_by)]
+        return Listing(
+            [Item.of_reminder(r) for r in mine],
+            shared=access.shared,
+            others_hidden=bool(every) and not mine,
+        )
+
+    async def cancel(self, reminder_id: str) -> Change:
+        wanted = reminder_id.strip()
+        scope: dict[str, str] = {}
+        if self._access is not None:
+            a = self._access.asker
+            scope = {"agent_id": a.agent_id, "session_key": a.session_key}
+        current = await self._store.get(wanted, **scope)
+        if current is None or (
+            self._access is not None and not await self._access.may_manage(current.created_by)
+        ):
+            return Change(Outcome.NOT_FOUND, wanted, reason="not found")
+        done = await self._store.cancel(current.id, now=self._clock.now(), **scope)
+        if done is None:  # finished before, or fired since we looked
+            latest = await self._store.get(current.id, **scope) or current
+            return Change(
+                Outcome.ALREADY_CLOSED,
+                current.id,
+                Item.of_reminder(latest),
+                f"already {latest.status}",
+            )
+        event(
+            log,
+            logging.INFO,
+            "reminder_cancelled",
+            agent=done.agent_id,
+            session=done.session_key,
+            reminder=done.id,
+            kind=done.kind,
+        )
+        return Change(Outcome.DONE, done.id, Item.of_reminder(done))

@@ -1,0 +1,122 @@
+"""What a command or a button press answers, as data.
+
+Adapters (Telegram, Discord, the CLI) render these their own way: text,
+rows, buttons, a table, `--json`. Nothing here is phrased for a platform;
+`reason` is the one human phrase core has (e.g. "already sent"), shared by
+every renderer that wants to say why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from core.commitments.model import Commitment
+from core.messages import FollowUpVerb
+from core.reminders.model import Reminder
+
+ItemKind = Literal["follow_up", "reminder"]
+
+
+class Outcome(StrEnum):
+    DONE = "done"
+    # Unknown here, another chat's, or another member's: never told apart.
+    NOT_FOUND = "not_found"
+    # Exists and may be managed, but is past the state the command changes.
+    ALREADY_CLOSED = "already_closed"
+    INVALID_DURATION = "invalid_duration"
+    # Refused for a reason core phrases (a snooze out of range, a race).
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One follow-up or reminder as a listing shows it."""
+
+    id: str
+    kind: ItemKind
+    # A follow-up's kind (event_check_in, ...), a reminder's schedule (at, after, cron).
+    subkind: str
+    due: datetime
+    text: str
+    # The platform user id it belongs to (None: nobody's).
+    owner: str | None
+    status: str
+    timezone: str
+    repeats: str | None = None  # a recurring reminder's cron expression
+    # The full stored row, for the operator's CLI table and --json.
+    record: Commitment | Reminder | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of_commitment(cls, c: Commitment) -> Item:
+        return cls(
+            id=c.id,
+            kind="follow_up",
+            subkind=c.kind,
+            due=c.due_earliest,
+            text=c.suggested_text,
+            owner=c.sender_id,
+            status=c.status,
+            timezone=c.due_timezone,
+            record=c,
+        )
+
+    @classmethod
+    def of_reminder(cls, r: Reminder) -> Item:
+        return cls(
+            id=r.id,
+            kind="reminder",
+            subkind=r.kind,
+            due=r.next_fire_at,
+            text=r.text,
+            owner=r.created_by,
+            status=r.status,
+            timezone=r.timezone,
+            repeats=r.cron,
+            record=r,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    items: list[Item]
+    # A group or channel chat, where members see only their own.
+    shared: bool = False
+    # The asker administers the shared chat: the items are everyone's.
+    everyones: bool = False
+    # The chat has some, but none the asker may see.
+    others_hidden: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """The answer to dismissing, snoozing or cancelling one item."""
+
+    outcome: Outcome
+    id: str
+    item: Item | None = None  # after the change (DONE), or as found (ALREADY_CLOSED)
+    reason: str = ""  # why not, in core's words ("already sent", "not found")
+
+    @property
+    def done(self) -> bool:
+        return self.outcome is Outcome.DONE
+
+
+@dataclass(frozen=True, slots=True)
+class Press:
+    """The answer to a follow-up's button: every named follow-up it changed,
+    and why the others did not change."""
+
+    verb: FollowUpVerb
+    outcome: Outcome  # DONE when at least one changed
+    changed: list[Item] = field(default_factory=list)
+    unchanged: list[Change] = field(default_factory=list)
+
+    @property
+    def until(self) -> datetime | None:
+        """When a snoozed follow-up comes up again (the soonest)."""
+        if self.verb != "snooze" or not self.changed:
+            return None
+        return min(item.due for item in self.changed)
