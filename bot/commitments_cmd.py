@@ -23,11 +23,11 @@ from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import member_label, print_table, scope_label
-from bot.store_access import load_or_fail, opened_store
+from bot.store_access import commitment_store_for, load_or_fail, opened_store
 from core.clock import SystemClock, iso_utc
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
 from core.commitments.service import CommitmentService, SnoozeError
-from core.commitments.store import CommitmentStore, Filter, commitment_store_for
+from core.commitments.store import CommitmentStore, Filter
 from core.config import parse_duration
 
 T = TypeVar("T")
