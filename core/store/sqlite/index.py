@@ -1,8 +1,8 @@
 """Index lifecycle of the SQLite backend: edits, deletions, imports, rebuilds.
 
 Every function here is the body of one transaction, run on the store's
-worker thread by `SqliteConnection._write` (or `_read` for the checks), so a
-message and its full-text row can never be seen out of step.
+worker thread by `SqliteConnection._write`, so a message and its full-text
+row can never be seen out of step.
 Deletions need no code for the index: the `messages_fts_delete` trigger
 removes a message's row in the statement that removes the message, also for
 rows a session delete cascades to.
