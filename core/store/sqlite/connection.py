@@ -170,10 +170,10 @@ class SqliteConnection:
         FTS5 collects a transaction's index changes in a per-connection hash
         table that grows to fit the largest transaction and never shrinks,
         and every later commit on that connection walks all of it: after one
-        reindex of a long session, each one-message write cost ~0.1 ms more
-        (2,900/s instead of 3,800/s at a million messages). Bulk work on its
-        own connection leaves the live one's table small. Both connections
-        share the lock, so they never wait on each other inside SQLite.
+        reindex of a long session, every later one-message write is slower
+        (bench/search.py measures it). Bulk work on its own connection leaves
+        the live one's table small. Both connections share the lock, so they
+        never wait on each other inside SQLite.
         """
         async with self._lock:
             self._conn()  # raises when the store is closed

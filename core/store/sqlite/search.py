@@ -12,10 +12,10 @@ snapshot, one trip to the thread):
    merges the results (bm25 comes from one table, so scores compare).
    Only active messages have index rows (triggers of migrations 0002/0006).
 2. A query matching more than RANK_WINDOW messages in its scope (a common
-   word) is ranked among its RANK_WINDOW newest matches there: bm25 costs
-   about a microsecond per candidate, tens of milliseconds for the commonest
-   words of a large database, and for such words the newer messages are the
-   better answer anyway. The window is one walk of the index range in
+   word) is ranked among its RANK_WINDOW newest matches there: bm25 is
+   computed per candidate, which adds up for the commonest words of a large
+   database, and for such words the newer messages are the better answer
+   anyway. The window is one walk of the index range in
    rowid order, stopped by the LIMIT, so bm25 is computed only for the
    window's rows. The window is never smaller than what the ranking keeps,
    so hidden rows cannot shorten the list.
