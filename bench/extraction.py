@@ -32,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.report import print_metrics
 from core.clock import SystemClock
 from core.commitments.extraction import ExtractionWorker
-from core.commitments.store import Filter, commitment_store_for
+from core.commitments.store import Filter
 from core.config import CommitmentsConfig, KeptConfig
 from core.conversation import ConversationManager, ReplyEvent
 from core.llm import Completion
 from core.messages import Inbound, Outbound, SendResult, Target
-from core.store import open_store
+from core.store.backends import open_backend
 
 INTERVIEW = "I have a job interview tomorrow at 10, wish me luck"
 
@@ -102,8 +102,9 @@ class Side:
         self.config = lambda: config
 
     async def open(self) -> None:
-        self.store = open_store(f"sqlite:///{self.db}")
-        await self.store.open()
+        backend = open_backend(f"sqlite:///{self.db}")
+        await backend.open()
+        self.store = backend.store
         self.manager = ConversationManager(
             store=self.store,
             llm=self.model,
@@ -111,7 +112,7 @@ class Side:
             config=self.config,
             clock=self.clock,
         )
-        self.commitments = commitment_store_for(self.store)
+        self.commitments = backend.commitments
         self.worker = ExtractionWorker(
             store=self.commitments, llm=self.model, config=self.config, clock=self.clock
         )

@@ -30,15 +30,13 @@ from rich.table import Table
 
 from core.clock import TestClock
 from core.commitments.model import Scope
-from core.commitments.store import commitment_store_for
 from core.config import KeptConfig
 from core.heartbeat.scheduler import HeartbeatScheduler
-from core.heartbeat.store import heartbeat_store_for
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.messages import Outbound, SendResult
-from core.store import open_store
-from core.store.sqlite import to_ms
+from core.store.backends import open_backend
+from core.store.sqlite.rows import to_ms
 
 LEASE = timedelta(minutes=10)
 
@@ -99,12 +97,13 @@ def populate(path: Path, pending: int) -> None:
 
 async def measure(pending: int, repeat: int, tmp: Path) -> dict[str, Any]:
     path = tmp / f"sched-{pending}.sqlite"
-    store = open_store(f"sqlite:///{path}")
+    backend = open_backend(f"sqlite:///{path}")
+    store = backend.store
     await store.open()
     await store.close()
     populate(path, pending)
     await store.open()
-    hb = heartbeat_store_for(store)
+    hb = backend.heartbeat
     find_claim: list[float] = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -126,7 +125,7 @@ async def measure(pending: int, repeat: int, tmp: Path) -> dict[str, Any]:
     config = KeptConfig.model_validate({"commitments": {"enabled": True}})
     scheduler = HeartbeatScheduler(
         config=lambda: config,
-        commitments=commitment_store_for(store),
+        commitments=backend.commitments,
         store=hb,
         turn=HeartbeatTurn(
             store=hb,

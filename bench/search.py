@@ -67,8 +67,11 @@ from core.search.query import SearchQuery, build_query
 from core.search.reconcile import IndexReconciler
 from core.search.service import DEFAULT_LIMIT, SessionSearch
 from core.search.tools import register_search_tools
-from core.store import NewMessage, SearchScope, SqliteStore, open_store, sqlite_search
-from core.store.fts import AGENT_SPAN
+from core.store import NewMessage, SearchScope
+from core.store.backends import open_backend
+from core.store.sqlite import SqliteStore
+from core.store.sqlite import search as sqlite_search
+from core.store.sqlite.fts import AGENT_SPAN
 from core.tools import ToolContext, ToolRegistry
 
 RAW_SQL = (
@@ -394,7 +397,7 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     second_count = imported - first_count
     writers = [s for s in specs if s.agent == CALLER_AGENT and s.half == 0][:40]
 
-    store = open_store(f"sqlite:///{path}")
+    store = open_backend(f"sqlite:///{path}").store
     assert isinstance(store, SqliteStore)
     await store.open()
     serial = [0]
@@ -618,7 +621,7 @@ async def measure_search(
             "sessions": {"search": {"visibility": "agent"}},
         }
     )
-    store = open_store(f"sqlite:///{path}")
+    store = open_backend(f"sqlite:///{path}").store
     await store.open()
     registry = ToolRegistry()
     service = SessionSearch(store, lambda: config)

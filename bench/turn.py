@@ -27,7 +27,7 @@ from core.config import KeptConfig
 from core.conversation import ConversationManager
 from core.llm import Completion
 from core.messages import Inbound, Outbound, SendResult, Target
-from core.store import open_store
+from core.store.backends import open_backend
 
 
 class InstantModel:
@@ -49,7 +49,7 @@ class StampingSender:
 
 
 async def run(turns: int, sessions: int, db: Path) -> dict[str, Any]:
-    store = open_store(f"sqlite:///{db}")
+    store = open_backend(f"sqlite:///{db}").store
     await store.open()
     sender = StampingSender()
     config = KeptConfig()

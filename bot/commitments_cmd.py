@@ -22,12 +22,12 @@ from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import member_label, print_table, scope_label
-from bot.store_access import load_or_fail, opened_store
+from bot.store_access import commitment_store_for, load_or_fail, opened_store
 from core.clock import SystemClock, iso_utc
 from core.commands import FollowUpCommands
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
 from core.commitments.service import CommitmentService
-from core.commitments.store import CommitmentStore, commitment_store_for
+from core.commitments.store import CommitmentStore
 from core.config import parse_duration
 
 T = TypeVar("T")

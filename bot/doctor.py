@@ -9,10 +9,10 @@ from pathlib import Path
 
 import click
 
+from bot.services import open_storage
 from core.config import KeptConfig
 from core.config_file import ConfigError, load_config
 from core.llm import LLMClient, LLMError
-from core.store import open_store
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,12 @@ async def run_doctor(path: Path, environ: Mapping[str, str] | None = None) -> in
 
 async def _check_database(config: KeptConfig) -> Check:
     try:
-        store = open_store(config.storage.url)
-        await store.open()
+        backend = open_storage(config.storage.url)
+        await backend.open()
         try:
-            version = await store.schema_version()
+            version = await backend.store.schema_version()
         finally:
-            await store.close()
+            await backend.close()
     except Exception as exc:
         return Check(False, "database", f"{config.storage.url}: {exc}; check storage.url")
     return Check(True, "database", f"{config.storage.url} reachable, schema version {version}")

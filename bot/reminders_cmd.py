@@ -20,12 +20,12 @@ from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import print_table, scope_label
-from bot.store_access import load_or_fail, opened_store
+from bot.store_access import load_or_fail, make_reminder_store, opened_store
 from core.clock import SystemClock
 from core.commands import Outcome, ReminderCommands
 from core.reminders.model import Reminder, to_json
 from core.reminders.schedule import local_iso
-from core.reminders.store import ReminderStore, make_reminder_store
+from core.reminders.store import ReminderStore
 from core.store import MigrationError
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from bot.services import Services, build_services, start_background
+from bot.services import Services, build_services, open_storage, start_background
 from channels.base import AdapterRouter, ChannelAdapter, ChannelContext, ChannelStartError
 from core.clock import Clock, SystemClock
 from core.config import KeptConfig
@@ -19,7 +19,7 @@ from core.config_file import ConfigWatcher
 from core.conversation import ConversationManager
 from core.llm import LLMClient
 from core.logs import event
-from core.store import Store, open_store
+from core.store import Store
 
 log = logging.getLogger("kept.runtime")
 
@@ -106,11 +106,12 @@ class Runtime:
         return self.services.manager
 
     async def start_core(self) -> None:
-        self._store = open_store(self.config.storage.url)
-        await self._store.open()
+        backend = open_storage(self.config.storage.url)
+        await backend.open()
+        self._store = backend.store
         self._llm = LLMClient(self.config.llm, environ=self.environ, clock=self.clock)
         self.services = build_services(
-            store=self._store,
+            backend=backend,
             llm=self._llm,
             sender=self.router,
             config=lambda: self.config,

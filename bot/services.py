@@ -1,7 +1,9 @@
-"""Builds core's services on one opened store and model client.
+"""The composition root: opens the configured storage backend and builds
+core's services on it and one model client.
 
 Kept apart from the runtime so that the wiring — which service hears about
-which event — reads in one place, top to bottom."""
+which event — reads in one place, top to bottom. The one caller of
+`open_backend`: features see only their store ports."""
 
 from __future__ import annotations
 
@@ -15,24 +17,25 @@ from dataclasses import dataclass
 from core.clock import Clock
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.service import CommitmentService
-from core.commitments.store import CommitmentStore, commitment_store_for
+from core.commitments.store import CommitmentStore
 from core.config import KeptConfig
 from core.conversation import ConversationManager
 from core.heartbeat.scheduler import HeartbeatScheduler
-from core.heartbeat.store import heartbeat_store_for
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import LLMClient
 from core.messages import Sender
-from core.reminders import ReminderService, make_reminder_store, register_reminder_tools
+from core.reminders import ReminderService, register_reminder_tools
 from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
 from core.search.tools import register_search_tools
 from core.store import Store
+from core.store.backends import Backend, open_backend
 from core.tools import ToolRegistry
 
 
 @dataclass
 class Services:
+    backend: Backend
     store: Store
     llm: LLMClient
     manager: ConversationManager
@@ -53,9 +56,15 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
+def open_storage(url: str) -> Backend:
+    """Every store for `storage.url` (not yet opened); ValueError for a URL
+    no backend accepts."""
+    return open_backend(url)
+
+
 def build_services(
     *,
-    store: Store,
+    backend: Backend,
     llm: LLMClient,
     sender: Sender,
     config: Callable[[], KeptConfig],
@@ -64,12 +73,13 @@ def build_services(
     worker: str | None = None,
 ) -> Services:
     worker = worker or new_worker_id()
+    store = backend.store
     tools = ToolRegistry()
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
 
     reminders = ReminderService(
-        make_reminder_store(store), store, sender, clock, platforms=platforms, worker=worker
+        backend.reminders, store, sender, clock, platforms=platforms, worker=worker
     )
     register_reminder_tools(
         tools, reminders, default_timezone=lambda agent_id: _timezone(config(), agent_id)
@@ -78,11 +88,11 @@ def build_services(
         store=store, llm=llm, sender=sender, config=config, clock=clock, tools=tools
     )
 
-    commitment_store = commitment_store_for(store)
+    commitment_store = backend.commitments
     extraction = ExtractionWorker(store=commitment_store, llm=llm, config=config, clock=clock)
     manager.add_reply_hook(extraction.on_reply)
 
-    heartbeat_store = heartbeat_store_for(store)
+    heartbeat_store = backend.heartbeat
     heartbeat = HeartbeatScheduler(
         config=config,
         commitments=commitment_store,
@@ -104,6 +114,7 @@ def build_services(
     extraction.on_stored = heartbeat.wake
 
     return Services(
+        backend=backend,
         store=store,
         llm=llm,
         manager=manager,

@@ -11,15 +11,21 @@ from typing import Any
 
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
-from core.commitments.store import CommitmentStore, Filter, commitment_store_for
+from core.commitments.store import CommitmentStore, Filter
 from core.config import KeptConfig
 from core.heartbeat.scheduler import HeartbeatScheduler
-from core.heartbeat.store import HeartbeatStore, heartbeat_store_for
+from core.heartbeat.store import HeartbeatStore
 from core.heartbeat.turn import HeartbeatTurn
 from core.messages import Outbound, SendResult
-from core.reminders import ReminderService, make_reminder_store
-from core.store import Store, open_store
+from core.reminders import ReminderService
+from core.store import Store
 from tests.fakes.scripted_model import ScriptedModel
+from tests.store_helpers import (
+    commitment_store_for,
+    heartbeat_store_for,
+    make_reminder_store,
+    open_store,
+)
 
 WORKER = "test-worker"
 

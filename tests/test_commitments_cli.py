@@ -14,8 +14,7 @@ from click.testing import CliRunner, Result
 
 from bot.commitments_cmd import commitments_group
 from core.commitments.model import NewCommitment, Scope
-from core.commitments.store import commitment_store_for
-from core.store import open_store
+from tests.store_helpers import commitment_store_for, heartbeat_store_for, mark_sent, open_store
 
 HOUR = timedelta(hours=1)
 # Stored windows are in the future of the real clock the CLI runs on.
@@ -82,7 +81,7 @@ def seed(tmp_path: Path) -> dict[str, str]:
                 ids[key] = applied.created[0].id
             applied = await cs.apply_extraction(TELEGRAM, [new(TELEGRAM, "trip", 1)], [], now=SOON)
             ids["trip"] = applied.created[0].id
-            await cs.mark_sent(ids["trip"], now=SOON, message_id="m1")
+            await mark_sent(heartbeat_store_for(store), ids["trip"], now=SOON, message_id="m1")
             return ids
         finally:
             await store.close()

@@ -24,7 +24,7 @@ from core.clock import TestClock
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.model import Commitment, Scope
 from core.commitments.prompt import SYSTEM_PROMPT
-from core.commitments.store import Filter, commitment_store_for
+from core.commitments.store import Filter
 from core.config import (
     AgentConfig,
     CommitmentsConfig,
@@ -36,8 +36,9 @@ from core.config import (
 from core.conversation import ConversationManager
 from core.llm import LLMClient
 from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
-from core.store import SqliteStore, open_store
+from core.store.sqlite import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, error, hang, reply
+from tests.store_helpers import commitment_store_for, open_store
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday, 10:00 in Paris
 PARIS = ZoneInfo("Europe/Paris")

@@ -15,10 +15,11 @@ from core.clock import TestClock
 from core.commitments.expiry import EXPIRY_GRACE, sweep_expired
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.service import CommitmentService, SnoozeError, chat_filter
-from core.commitments.store import Filter, commitment_store_for
-from core.store import SqliteStore, open_store
-from core.store.sqlite import to_ms
-from core.store.sqlite_commitments import _COLUMN_NAMES, ACTIVE, SqliteCommitmentStore
+from core.commitments.store import Filter
+from core.store.sqlite import SqliteStore
+from core.store.sqlite.commitments import _COLUMN_NAMES, ACTIVE, SqliteCommitmentStore
+from core.store.sqlite.rows import to_ms
+from tests.store_helpers import commitment_store_for, heartbeat_store_for, mark_sent, open_store
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -155,20 +156,30 @@ async def test_snooze_moves_the_window_and_sets_status(cstore: SqliteCommitmentS
         await service.snooze(a.id, duration=HOUR)
 
 
-async def test_heartbeat_queries(cstore: SqliteCommitmentStore) -> None:
+async def test_heartbeat_queries(store: SqliteStore, cstore: SqliteCommitmentStore) -> None:
+    # The one delivery API is the heartbeat's: due work, claims and sends.
+    hb = heartbeat_store_for(store)
     [a, b] = await add(cstore, new(key="a"), new(key="b", due_earliest=NOW + 15 * HOUR))
-    assert await cstore.next_due_at() == NOW + 10 * HOUR
-    assert [c.id for c in await cstore.due(now=NOW + 12 * HOUR)] == [a.id]
-    sent = await cstore.mark_sent(a.id, now=NOW + 12 * HOUR, message_id="m1")
+    assert await hb.next_due_after(NOW) == NOW + 10 * HOUR
+    assert [c.id for c in await hb.due_unclaimed(now=NOW + 12 * HOUR, limit=100)] == [a.id]
+    await mark_sent(hb, a.id, now=NOW + 12 * HOUR, message_id="m1")
+    sent = await cstore.get(a.id)
     assert sent is not None and sent.status == "sent" and sent.attempts == 1
-    assert await cstore.mark_sent(a.id, now=NOW + 12 * HOUR, message_id="m2") is None
-    assert await cstore.sent_count_since("main", ALICE.session_key, NOW) == 1
-    assert await cstore.sent_count_since("main", ALICE.session_key, NOW + 13 * HOUR) == 0
-    failed = await cstore.record_failure(b.id, now=NOW, error="boom", give_up=False)
+    assert sent.sent_message_id == "m1"
+    assert (
+        await hb.claim([a.id], worker="w", now=NOW + 12 * HOUR, lease_until=NOW + 13 * HOUR) == []
+    )
+    assert await hb.sent_times_since("main", ALICE.session_key, NOW) == [NOW + 12 * HOUR]
+    assert await hb.sent_times_since("main", ALICE.session_key, NOW + 13 * HOUR) == []
+    [claimed] = await hb.claim([b.id], worker="w", now=NOW, lease_until=NOW + HOUR)
+    await hb.release([claimed], worker="w", now=NOW, error="boom")
+    failed = await cstore.get(b.id)
     assert failed is not None and failed.status == "pending" and failed.last_error == "boom"
-    failed = await cstore.record_failure(b.id, now=NOW, error="boom", give_up=True)
+    [claimed] = await hb.claim([b.id], worker="w", now=NOW, lease_until=NOW + HOUR)
+    await hb.finish([claimed], "failed", worker="w", now=NOW, error="boom")
+    failed = await cstore.get(b.id)
     assert failed is not None and failed.status == "failed" and failed.attempts == 2
-    assert await cstore.next_due_at() is None
+    assert await hb.next_due_after(NOW) is None
 
 
 async def plan(store: SqliteStore, sql: str, params: tuple[object, ...]) -> str:

@@ -12,10 +12,11 @@ import pytest
 from core.clock import TestClock
 from core.commitments.model import Commitment
 from core.commitments.service import CommitmentService
-from core.commitments.store import Filter, commitment_store_for
+from core.commitments.store import Filter
 from core.commitments.visibility import Asker, ChatAccess
 from core.messages import ChatKind
-from core.store import SqliteStore, open_store
+from core.store.sqlite import SqliteStore
+from tests.store_helpers import commitment_store_for, open_store
 from tests.test_commitments_store import ALICE, BOB, NOW, OTHER_CHAT, new
 
 GROUP_KEY = ALICE.session_key

@@ -14,6 +14,7 @@ from core.store import Store
 from core.tools import Tool, ToolContext, ToolRegistry
 from tests.conftest import RecordingSender
 from tests.fakes.scripted_model import ScriptedModel, calls, text
+from tests.store_helpers import count_index_rows
 
 
 def make_manager(
@@ -175,7 +176,7 @@ async def test_tool_loop_runs_tools_with_stored_scope(sqlite_store, clock, sende
         ("assistant", "text"),
     ]
     # Tool rows are never indexed for search.
-    assert await sqlite_store.count_index_rows("agent:main:telegram:private:42") == 2
+    assert await count_index_rows(sqlite_store, "agent:main:telegram:private:42") == 2
 
 
 async def test_tool_rounds_are_bounded(sqlite_store, clock, sender):

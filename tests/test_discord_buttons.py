@@ -25,6 +25,7 @@ from tests.fakes.discord_helpers import (
     record_payloads,
     sent_messages,
 )
+from tests.store_helpers import mark_sent
 
 EPHEMERAL = 64
 
@@ -53,8 +54,8 @@ async def follow_up(rig: Rig, channel: Any, *commitments: Commitment) -> discord
     )
     assert result.ok and result.message_id is not None
     for c in commitments:
-        await rig.services.commitment_store.mark_sent(
-            c.id, now=rig.clock.now(), message_id=result.message_id
+        await mark_sent(
+            rig.services.backend.heartbeat, c.id, now=rig.clock.now(), message_id=result.message_id
         )
     [message] = sent_messages()
     return message
@@ -232,7 +233,7 @@ async def test_an_id_from_another_chat_is_not_found(rig: Rig, answers: Responses
 
     await press(rig, message, "dismiss", [other.id], alice)
     assert refused(answers) == "That follow-up was not found in this chat."
-    await rig.services.commitment_store.mark_sent(other.id, now=rig.clock.now(), message_id="1")
+    await mark_sent(rig.services.backend.heartbeat, other.id, now=rig.clock.now(), message_id="1")
     await press(rig, message, "snooze", [other.id], alice)
     assert refused(answers) == "That follow-up was not found in this chat."
     assert await rig.status(other.id) == "sent"
@@ -245,7 +246,7 @@ async def test_buttons_work_for_a_message_this_process_never_sent(
     # routed by the registered dynamic item alone, from its custom_id.
     channel, alice = rig.channel(0), rig.member(0)
     c = await rig.seed(channel, alice)
-    await rig.services.commitment_store.mark_sent(c.id, now=rig.clock.now(), message_id="1")
+    await mark_sent(rig.services.backend.heartbeat, c.id, now=rig.clock.now(), message_id="1")
     message = backend.make_message("How did the interview go?", rig.bot.user, channel)
     assert not rig.bot._connection._view_store._views
 

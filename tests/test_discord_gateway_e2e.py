@@ -24,10 +24,13 @@ from channels.discord import DiscordAdapter
 from channels.discord_http import RootedHTTPClient
 from core.clock import TestClock
 from core.config import KeptConfig
-from core.store import SqliteStore, Store, open_store
+from core.store import Store
+from core.store.backends import sqlite_backend
 from core.store.base import MessageRecord, NewMessage
+from core.store.sqlite import SqliteStore
 from tests.fakes.discord_server import TOKEN, FakeDiscord, Script
 from tests.fakes.scripted_model import ScriptedModel
+from tests.store_helpers import open_store
 
 DEFAULT_BASE = "https://discord.com/api/v10"
 
@@ -134,7 +137,7 @@ async def discord_harness(
 ) -> AsyncIterator[DiscordHarness]:
     clock = TestClock()
     fake = await FakeDiscord(now=clock.now).start()
-    store: Store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    store: SqliteStore = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
     if busy_timeout is not None:
         store = SqliteStore(tmp_path / "kept.sqlite", busy_timeout=busy_timeout)
     await store.open()
@@ -145,7 +148,7 @@ async def discord_harness(
         {"channels": {"discord": {"enabled": True, "apiBaseUrl": fake.root, **discord}}}
     )
     services = build_services(
-        store=store,
+        backend=sqlite_backend(store),
         llm=model,  # type: ignore[arg-type]
         sender=router,
         config=lambda: harness.config,

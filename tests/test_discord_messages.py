@@ -23,6 +23,7 @@ from tests.fakes.discord_helpers import (
     sent_messages,
 )
 from tests.fakes.scripted_model import text
+from tests.store_helpers import index_consistency
 
 
 @pytest.fixture
@@ -218,7 +219,7 @@ async def test_edits_and_deletions_update_transcript_and_index(rig: Rig) -> None
     discord.ext.test.backend.delete_message(sent)
     await dpytest.run_all_events()
     assert [r for r, _ in await history(rig, key)] == ["assistant"]
-    assert await rig.store.index_consistency(key) == (0, 0)
+    assert await index_consistency(rig.store, key) == (0, 0)
 
 
 def test_intents_are_limited_to_what_is_needed() -> None:

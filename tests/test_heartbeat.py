@@ -16,6 +16,7 @@ from core.messages import SendResult
 from core.store.base import NewMessage
 from tests.fakes.scripted_model import text
 from tests.heartbeat_harness import OTHER, SCOPE, Harness, make_harness
+from tests.store_helpers import count_index_rows
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ async def test_due_commitment_goes_to_its_own_chat_and_into_the_transcript(hb: H
     done = await hb.status(c.id)
     assert done.status == "sent" and done.sent_message_id == "p1" and done.sent_at is not None
     assert await hb.transcript() == [("assistant", "checkin", "Hi! How did the interview go?")]
-    assert await hb.store.count_index_rows(SCOPE.session_key) == 1
+    assert await count_index_rows(hb.store, SCOPE.session_key) == 1
 
 
 async def test_heartbeat_ok_sends_nothing_and_dismisses(hb: Harness):

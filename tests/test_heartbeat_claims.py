@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 from core.commitments.model import Commitment
-from core.commitments.store import commitment_store_for
 from core.config import KeptConfig
 from core.heartbeat.lease import turn_lease
-from core.heartbeat.store import heartbeat_store_for
 from core.llm import Completion
 from core.messages import Outbound, SendResult
-from core.store.migrations import load_migrations
-from core.store.sqlite import SqliteStore, to_ms
+from core.store.sqlite import SqliteStore
+from core.store.sqlite.migrations import load_migrations
+from core.store.sqlite.rows import to_ms
 from tests.fakes.scripted_model import text
 from tests.heartbeat_harness import WORKER, Harness, make_harness
+from tests.store_helpers import commitment_store_for, heartbeat_store_for
 
 DEAD = "dead-host:999:0badc0de"
 LEASE = timedelta(minutes=5)

@@ -12,9 +12,8 @@ from click.testing import CliRunner, Result
 
 from bot.reminders_cmd import reminders_group
 from core.messages import Target
-from core.reminders import make_reminder_store
 from core.reminders.model import NewReminder
-from core.store import open_store
+from tests.store_helpers import make_reminder_store, open_store
 
 LEASE = timedelta(minutes=5)
 

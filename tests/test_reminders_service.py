@@ -20,13 +20,14 @@ from core.config import KeptConfig
 from core.conversation import ConversationManager
 from core.llm import ToolCall
 from core.messages import Inbound, Outbound, SendResult, Target
-from core.reminders import ReminderService, ReminderStore, make_reminder_store, parse_schedule
+from core.reminders import ReminderService, ReminderStore, parse_schedule
 from core.reminders.model import Reminder
 from core.reminders.policy import LATE_PREFIX
 from core.reminders.tools import register_reminder_tools
 from core.store import Store
 from core.tools import ToolRegistry
 from tests.fakes.scripted_model import ScriptedModel, calls, text
+from tests.store_helpers import make_reminder_store
 
 PARIS = "Europe/Paris"
 CHAT = Target("telegram", "42")

@@ -6,11 +6,11 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 
 from core.messages import Target
-from core.reminders import make_reminder_store
 from core.reminders.model import NewReminder
 from core.reminders.store import ReminderStore
 from core.store import Store
-from core.store.sqlite import to_ms
+from core.store.sqlite.rows import to_ms
+from tests.store_helpers import make_reminder_store
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 KEY = "agent:main:telegram:private:42"

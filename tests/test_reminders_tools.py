@@ -10,10 +10,11 @@ import pytest
 
 from core.clock import TestClock
 from core.messages import Target
-from core.reminders import ReminderService, make_reminder_store, register_reminder_tools
+from core.reminders import ReminderService, register_reminder_tools
 from core.store import Store
 from core.tools import ToolContext, ToolRegistry
 from tests.conftest import RecordingSender
+from tests.store_helpers import make_reminder_store
 
 PARIS = "Europe/Paris"
 HERE = ToolContext(

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 from core.commitments.model import NewCommitment, Scope
-from core.commitments.store import commitment_store_for
-from core.store import open_store
 from tests.fakes.openai_server import FakeOpenAI, hang, reply
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.store_helpers import commitment_store_for, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAT = 4242001

@@ -18,8 +18,8 @@ from core.commitments.model import NewCommitment, Scope
 from core.config import ConfigError, validate_document
 from core.config_file import load_config
 from core.messages import Inbound, SendResult, Target
-from core.store import open_store
 from tests.fakes.openai_server import FakeOpenAI, error, hang
+from tests.store_helpers import open_store
 
 
 class FakeTelegram(ChannelAdapter):

@@ -7,7 +7,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from bot.cli import main
-from core.store import open_store
+from tests.store_helpers import index_consistency, open_store
 
 LINES = [
     {"session": "agent:main:telegram:private:1", "role": "user", "text": "The budget is 500 euros",
@@ -41,7 +41,7 @@ def consistency(tmp_path: Path) -> tuple[int, int]:
         store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
         await store.open()
         try:
-            return await store.index_consistency()
+            return await index_consistency(store)
         finally:
             await store.close()
 

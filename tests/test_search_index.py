@@ -14,9 +14,12 @@ from core.search.ngrams import run_tokens, split_columns
 from core.search.normalize import normalize
 from core.search.query import build_query
 from core.search.redact import Redactor
-from core.store import SearchScope, SqliteStore, sqlite_search
-from core.store.fts import AGENT_SPAN, TOKENIZE, agent_range, session_filter
+from core.store import SearchScope
+from core.store.sqlite import SqliteStore
+from core.store.sqlite import search as sqlite_search
+from core.store.sqlite.fts import AGENT_SPAN, TOKENIZE, agent_range, session_filter
 from tests.search_corpus import MESSAGES, NO_HITS, TOP_HITS
+from tests.store_helpers import search_plan_sql
 from tests.test_store_contract import T0, add, add_session, deactivate, ids, msg, search
 
 KEY = "agent:a:telegram:private:100"
@@ -235,7 +238,7 @@ async def test_search_plans_start_from_the_index(store: SqliteStore) -> None:
     for scope, text, phrase in cases:
         query = build_query(text)
         assert query is not None
-        sql = sqlite_search.search_plan_sql(scope, phrase=phrase)
+        sql = search_plan_sql(scope, phrase=phrase)
         params = {"expr": query.expression, "phrase": query.phrase or query.expression}
         params |= {"window": 5000, "limit": 10, "inner_limit": 20, "session_id": 1, "agent_id": "a"}
         params |= dict(zip(("low", "high"), agent_range(1), strict=True))

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from core.store import ImportRow, SqliteStore, Store
-from core.store.fts import AGENT_SPAN, index_values
-from core.store.migrations import load_migrations
+from core.store import ImportRow, Store
+from core.store.sqlite import SqliteStore
+from core.store.sqlite.fts import AGENT_SPAN, index_values
+from core.store.sqlite.migrations import load_migrations
+from tests.store_helpers import count_index_rows, index_consistency
 from tests.test_store_contract import KEY, OTHER, T0, add, add_session, ids, search
 
 B1 = "agent:b:discord:channel:9:thread:4"
@@ -27,8 +29,8 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 
 
 async def consistent(store: Store, *keys: str) -> bool:
-    checks = [await store.index_consistency()]
-    checks += [await store.index_consistency(key) for key in keys]
+    checks = [await index_consistency(store)]
+    checks += [await index_consistency(store, key) for key in keys]
     return all(check == (0, 0) for check in checks)
 
 
@@ -56,7 +58,7 @@ async def test_edit_replaces_text_and_index_row_together(store: SqliteStore) -> 
     # The bot's own messages are edited by their platform id too.
     await edit(store, "2", "see you at the gate")
     assert ids(await search(store, "gate")) == [reply.id]
-    assert await store.count_index_rows() == 2
+    assert await count_index_rows(store) == 2
     assert await consistent(store, KEY)
 
 
@@ -69,7 +71,7 @@ async def test_edits_of_unindexed_or_hidden_rows_add_no_index_row(store: SqliteS
     await edit(store, "4", "still hidden")
     assert (await store.get_message(photo.id)).text == "new caption"  # type: ignore[union-attr]
     assert (await store.get_message(hidden.id)).text == "still hidden"  # type: ignore[union-attr]
-    assert await store.count_index_rows() == 0
+    assert await count_index_rows(store) == 0
     assert await consistent(store, KEY)
 
 
@@ -132,8 +134,8 @@ async def test_import_stores_without_indexing_then_reindex_catches_up(store: Sql
     # Stored, not yet searchable, and known to be behind.
     assert sorted(await store.sessions_behind()) == sorted([KEY, B1])
     assert len(await search(store, "budget")) == 1
-    assert await store.index_consistency() == (3, 0)
-    assert await store.index_consistency(B1) == (2, 0)
+    assert await index_consistency(store) == (3, 0)
+    assert await index_consistency(store, B1) == (2, 0)
     assert await store.reindex_session(B1) == 2
     assert await store.reindex_session(KEY) == 2
     assert await store.sessions_behind() == []
@@ -141,7 +143,7 @@ async def test_import_stores_without_indexing_then_reindex_catches_up(store: Sql
     assert await consistent(store, KEY, B1)
     # Reindexing again changes nothing.
     assert await store.reindex_session(B1) == 2
-    assert await store.count_index_rows() == 4
+    assert await count_index_rows(store) == 4
     assert await store.reindex_session("agent:x:telegram:private:1") == 0
 
 
@@ -161,7 +163,7 @@ async def test_import_checks_every_row_before_writing(store: SqliteStore) -> Non
 async def test_large_imports_are_split_into_transactions(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.store.sqlite as backend
+    import core.store.sqlite.messages as backend
 
     monkeypatch.setattr(backend, "IMPORT_BATCH", 7)
     rows = [row(f"agent:a:telegram:private:{i % 5}", "user", f"line {i}", i) for i in range(50)]
@@ -192,9 +194,9 @@ async def test_consistency_notices_every_kind_of_drift(store: SqliteStore) -> No
     rowid = slot * AGENT_SPAN + record.id
     with sqlite3.connect(store.path) as conn:
         conn.execute("DELETE FROM messages_fts WHERE rowid = ?", (rowid,))
-    assert await store.index_consistency() == (1, 0)
-    assert await store.index_consistency(KEY) == (1, 0)
-    assert await store.index_consistency(OTHER) == (0, 0)
+    assert await index_consistency(store) == (1, 0)
+    assert await index_consistency(store, KEY) == (1, 0)
+    assert await index_consistency(store, OTHER) == (0, 0)
     with sqlite3.connect(store.path) as conn:
         # A row claiming the wrong session is both missing and orphaned, and
         # so is a row outside its agent's rowid range.
@@ -210,9 +212,9 @@ async def test_consistency_notices_every_kind_of_drift(store: SqliteStore) -> No
             "INSERT INTO messages_fts(rowid, words, grams, session) VALUES (?, 'elsewhere', '', ?)",
             ((slot + 7) * AGENT_SPAN + other.id, f"s{other.session_id}"),
         )
-    assert await store.index_consistency() == (1, 3)
-    assert await store.index_consistency(KEY) == (1, 1)
-    assert await store.index_consistency(OTHER) == (0, 2)
+    assert await index_consistency(store) == (1, 3)
+    assert await index_consistency(store, KEY) == (1, 1)
+    assert await index_consistency(store, OTHER) == (0, 2)
     assert await store.reindex_session(KEY) == 1
     assert await store.reindex_session(OTHER) == 1
     assert await consistent(store, KEY, OTHER)
@@ -252,7 +254,7 @@ async def test_migration_rebuilds_a_v1_index(tmp_path: Path) -> None:
         assert [h.snippet for h in await search(store, "ecole istanbul")] == [texts[0][2]]
         assert [h.snippet for h in await search(store, "北京")] == [texts[1][2]]
         assert await search(store, "hidden") == []
-        assert await store.count_index_rows() == 2
+        assert await count_index_rows(store) == 2
         assert await consistent(store, KEY)
         assert await store.sessions_behind() == []
 
@@ -311,5 +313,5 @@ async def test_migration_moves_index_rows_into_agent_ranges(tmp_path: Path) -> N
             platform="telegram", chat_id="100", platform_message_id="p1"
         )
         assert await store.delete_session(B1) == 1
-        assert await store.count_index_rows() == 0
+        assert await count_index_rows(store) == 0
         assert await consistent(store, KEY, OTHER)

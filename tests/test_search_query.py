@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.search.query import MAX_UNITS, build_query
-from core.store.fts import COLUMNS, TOKENIZE, session_filter
+from core.store.sqlite.fts import COLUMNS, TOKENIZE, session_filter
 from tests.test_store_contract import HOSTILE_BITS, hostile_text
 
 

@@ -13,8 +13,10 @@ import pytest
 from core.clock import TestClock
 from core.search.reconcile import IndexReconciler
 from core.search.redact import Redactor
-from core.store import ImportRow, NewMessage, SearchScope, SqliteStore
-from core.store.sqlite import BULK_TEXT_CHARS
+from core.store import ImportRow, NewMessage, SearchScope
+from core.store.sqlite import SqliteStore
+from core.store.sqlite.connection import BULK_TEXT_CHARS
+from tests.store_helpers import count_index_rows, index_consistency
 from tests.test_store_contract import T0
 
 KEYS = [f"agent:main:telegram:private:{n}" for n in range(12)]
@@ -43,8 +45,8 @@ async def test_run_once_indexes_every_session_behind_then_compacts(store: Sqlite
     assert await reconciler.run_once(lambda key, rows: seen.append((key, rows))) == len(KEYS)
     assert sorted(seen) == sorted((key, 10) for key in KEYS)
     assert await store.sessions_behind() == []
-    assert await store.index_consistency() == (0, 0)
-    assert await store.count_index_rows() == 10 * len(KEYS)
+    assert await index_consistency(store) == (0, 0)
+    assert await count_index_rows(store) == 10 * len(KEYS)
     # Nothing is left to fold: the pass compacted what its transactions left.
     assert await store.compact_index() is False
     # A pass with nothing behind does nothing.
@@ -61,7 +63,7 @@ async def test_reindexing_session_by_session_leaves_segments_to_fold(store: Sqli
     while await store.compact_index():
         steps += 1
         assert steps < 100
-    assert await store.index_consistency() == (0, 0)
+    assert await index_consistency(store) == (0, 0)
     budget = await store.fetchall(
         "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'budget'"
     )
@@ -80,8 +82,8 @@ async def test_bulk_jobs_leave_the_live_connection_alone(store: SqliteStore) -> 
     assert await store.reindex_session(KEYS[0]) == 11
     assert await store.delete_session(KEYS[1]) == 10
     assert await live_changes(store) == before
-    assert await store.count_index_rows() == 10 * len(KEYS) + 1 - 10
-    assert await store.index_consistency() == (0, 0)
+    assert await count_index_rows(store) == 10 * len(KEYS) + 1 - 10
+    assert await index_consistency(store) == (0, 0)
     # Writes from the live connection still work alongside.
     session = await store.get_session(KEYS[2])
     assert session is not None

@@ -25,10 +25,11 @@ from core.store import (
     NewMessage,
     SearchHit,
     SearchScope,
-    SqliteStore,
     Store,
     UnknownSession,
 )
+from core.store.sqlite import SqliteStore
+from tests.store_helpers import count_index_rows, index_consistency
 
 BACKENDS = ["sqlite"]
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -154,9 +155,9 @@ async def test_only_user_and_assistant_text_is_indexed(store: Store) -> None:
         ("user", "image"), ("assistant", "error"), ("system", "text"),
     ]:  # fmt: skip
         await add(store, f"needle {kind}", role, kind=kind, in_reply_to=user.id)
-    assert await store.count_index_rows(KEY) == 2
-    assert await store.count_index_rows() == 2
-    assert await store.count_index_rows(OTHER) == 0
+    assert await count_index_rows(store, KEY) == 2
+    assert await count_index_rows(store) == 2
+    assert await count_index_rows(store, OTHER) == 0
     assert len(await search(store, "needle", limit=50)) == 2
 
 
@@ -323,7 +324,7 @@ async def test_edit_and_delete_keep_search_in_step(store: Store) -> None:
         platform="telegram", chat_id="100", platform_message_id="9", text="x"
     )
     assert missing is None
-    assert await store.index_consistency() == (0, 0)
+    assert await index_consistency(store) == (0, 0)
 
 
 async def test_delete_session_removes_everything(store: Store) -> None:
@@ -334,7 +335,7 @@ async def test_delete_session_removes_everything(store: Store) -> None:
     assert await store.get_session(KEY) is None
     assert ids(await search(store, "doomed")) == [kept.id]
     assert await store.delete_session(KEY) == 0
-    assert await store.index_consistency() == (0, 0)
+    assert await index_consistency(store) == (0, 0)
     # The key can be used again, as a new, empty session.
     await add_session(store, KEY)
     assert (await add(store, "reborn")).session_key == KEY
@@ -417,12 +418,12 @@ async def test_concurrent_add_message(store: Store) -> None:
     turns = await asyncio.gather(*(turn(i) for i in range(50)))
     stored = [r for pair in turns for r in pair]
     assert len({r.id for r in stored}) == 100
-    assert await store.count_index_rows(KEY) == 100
+    assert await count_index_rows(store, KEY) == 100
     assert len(await search(store, "concurrency", key=KEY, limit=100)) == 50
     assert await store.unanswered(since=T0) == []
     last = max(ids(stored)) + 1
     assert len(await store.history(KEY, before_turn_of=last, limit=1000)) == 100
-    assert await store.index_consistency() == (0, 0)
+    assert await index_consistency(store) == (0, 0)
 
 
 async def test_cancelled_writer_leaves_store_consistent(store: Store) -> None:
@@ -433,5 +434,5 @@ async def test_cancelled_writer_leaves_store_consistent(store: Store) -> None:
         await task
     await add(store, "stored afterwards")
     everything = await search(store, "stored", key=KEY)
-    assert len(everything) == await store.count_index_rows(KEY)
-    assert await store.index_consistency() == (0, 0)
+    assert len(everything) == await count_index_rows(store, KEY)
+    assert await index_consistency(store) == (0, 0)

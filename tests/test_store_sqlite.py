@@ -14,17 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import core.store.sqlite as sqlite_backend
-from core.store import (
-    ImportRow,
-    MigrationError,
-    SqliteStore,
-    UnknownSession,
-    open_store,
-    sqlite_index,
-)
+import core.store.sqlite.messages as sqlite_backend
+from core.store import ImportRow, MigrationError, UnknownSession
 from core.store.base import INDEXED_KINDS, INDEXED_ROLES
-from core.store.migrations import Migration, load_migrations, m0002_search, split_sql
+from core.store.sqlite import SqliteStore
+from core.store.sqlite import index as sqlite_index
+from core.store.sqlite.migrations import Migration, load_migrations, m0002_search, split_sql
+from tests.store_helpers import count_index_rows, index_consistency, open_store
 from tests.test_store_contract import KEY, OTHER, add, add_session, ids, search
 
 LATEST = len(load_migrations())
@@ -64,7 +60,7 @@ async def test_message_and_index_row_commit_together(
     monkeypatch.undo()
 
     assert (await sqlite_store.fetchall("SELECT count(*) FROM messages"))[0][0] == 0
-    assert await sqlite_store.count_index_rows() == 0
+    assert await count_index_rows(sqlite_store) == 0
     # The connection is not left inside a transaction.
     kept = await add(sqlite_store, "kept message")
     assert ids(await search(sqlite_store, "message", key=KEY)) == [kept.id]
@@ -87,7 +83,7 @@ async def test_deleting_sessions_in_sql_removes_their_index_rows(
     await add(sqlite_store, "bye")
     with raw(sqlite_store) as conn:
         conn.execute("DELETE FROM sessions")
-    assert await sqlite_store.count_index_rows() == 0
+    assert await count_index_rows(sqlite_store) == 0
 
 
 async def test_hiding_and_showing_a_message_keeps_the_index_in_step(
@@ -97,8 +93,8 @@ async def test_hiding_and_showing_a_message_keeps_the_index_in_step(
     tool = await add(sqlite_store, "{}", "tool", kind="tool_result", in_reply_to=record.id)
     conn = raw(sqlite_store)
     conn.execute("UPDATE messages SET active = 0 WHERE id = ?", (record.id,))
-    assert await sqlite_store.count_index_rows() == 0
-    assert await sqlite_store.index_consistency() == (0, 0)
+    assert await count_index_rows(sqlite_store) == 0
+    assert await index_consistency(sqlite_store) == (0, 0)
     conn.execute("UPDATE messages SET active = 0 WHERE id = ?", (tool.id,))
     conn.execute("UPDATE messages SET active = 1 WHERE id = ?", (tool.id,))
     assert await sqlite_store.sessions_behind() == []  # tool rows are never indexed
@@ -106,10 +102,10 @@ async def test_hiding_and_showing_a_message_keeps_the_index_in_step(
     conn.close()
     # SQL cannot build the row; the session waits for the reconciler instead.
     assert await sqlite_store.sessions_behind() == [KEY]
-    assert await sqlite_store.index_consistency() == (1, 0)
+    assert await index_consistency(sqlite_store) == (1, 0)
     assert await sqlite_store.reindex_session(KEY) == 1
     assert ids(await search(sqlite_store, "see")) == [record.id]
-    assert await sqlite_store.index_consistency() == (0, 0)
+    assert await index_consistency(sqlite_store) == (0, 0)
 
 
 async def test_a_cached_session_id_given_to_another_chat_is_not_reused(

@@ -18,9 +18,12 @@ from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config import KeptConfig
-from core.store import SqliteStore, Store, open_store
+from core.store import Store
+from core.store.backends import sqlite_backend
+from core.store.sqlite import SqliteStore
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.store_helpers import open_store
 
 T = TypeVar("T")
 
@@ -138,7 +141,7 @@ async def telegram_harness(
     **config: Any,
 ) -> AsyncIterator[TelegramHarness]:
     fake = await FakeTelegram().start()
-    store: Store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    store: SqliteStore = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
     if busy_timeout is not None:
         store = SqliteStore(tmp_path / "kept.sqlite", busy_timeout=busy_timeout)
     await store.open()
@@ -148,7 +151,7 @@ async def telegram_harness(
     channels = {"telegram": {"enabled": True, "baseUrl": fake.root, **(telegram or {})}}
     settings = KeptConfig.model_validate({"channels": channels, **config})
     services = build_services(
-        store=store,
+        backend=sqlite_backend(store),
         llm=model,  # type: ignore[arg-type]
         sender=router,
         config=lambda: harness.config,  # read on every use, like the runtime's

@@ -18,9 +18,9 @@ from channels.base import ChannelContext, ChannelStartError
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.config_file import load_config
-from core.store import open_store
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.store_helpers import open_store
 
 
 def telegram_factory(rt: Runtime) -> TelegramAdapter:

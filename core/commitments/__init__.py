@@ -32,7 +32,7 @@ from core.commitments.service import (
     SnoozeError,
     chat_filter,
 )
-from core.commitments.store import CommitmentStore, Filter, commitment_store_for
+from core.commitments.store import CommitmentStore, Filter
 from core.commitments.visibility import Asker, ChatAccess
 
 __all__ = [
@@ -54,7 +54,6 @@ __all__ = [
     "SnoozeError",
     "Status",
     "chat_filter",
-    "commitment_store_for",
     "sweep_expired",
     "to_json",
 ]

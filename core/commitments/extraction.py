@@ -26,7 +26,7 @@ from core.commitments.candidates import UnusableAnswer, parse_answer
 from core.commitments.model import Commitment, Scope
 from core.commitments.pause import Pauses
 from core.commitments.prompt import build_messages
-from core.commitments.rules import Exchange, evaluate
+from core.commitments.rules import Exchange, evaluate, merge_fields
 from core.commitments.store import CommitmentStore, ScopeResult
 from core.config import KeptConfig
 from core.conversation import ChatModel, ReplyEvent
@@ -256,7 +256,9 @@ class ExtractionWorker:
         results = [r for rs in per_scope for r in rs]
         if not results:
             return
-        applied = await self._store.apply_extractions(results, now=self._clock.now())
+        applied = await self._store.apply_extractions(
+            results, now=self._clock.now(), merge=merge_fields
+        )
         for c in applied.created:
             self._stored(c, "commitment_created")
         for c in applied.merged:

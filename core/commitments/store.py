@@ -1,6 +1,6 @@
 """The CommitmentStore interface: what extraction, the heartbeat, the CLI and
 the slash commands ask of persistence. The SQLite implementation lives in
-core/store/sqlite_commitments.py; a PostgreSQL one would implement the same.
+core/store/sqlite/commitments.py; a PostgreSQL one would implement the same.
 
 Every method that acts on a record by id also takes the scope or filter that
 must match, so scope checks happen in the same statement as the change.
@@ -9,15 +9,17 @@ must match, so scope checks happen in the same statement as the change.
 from __future__ import annotations
 
 import abc
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from core.commitments.model import Commitment, NewCommitment, Scope, Status
+from core.commitments.rules import MergedFields, merge_fields
 
-if TYPE_CHECKING:
-    from core.store.base import Store
+# How a duplicate candidate changes the active commitment it duplicates: a
+# feature rule (rules.merge_fields) that the store applies inside its
+# transaction, so the row it merges into is the one it reads.
+MergeRule = Callable[[Commitment, NewCommitment], MergedFields]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +64,14 @@ class CommitmentStore(abc.ABC):
         One query for a whole batch; a scope without any maps to []."""
 
     @abc.abstractmethod
-    async def apply_extractions(self, results: Sequence[ScopeResult], *, now: datetime) -> Applied:
+    async def apply_extractions(
+        self, results: Sequence[ScopeResult], *, now: datetime, merge: MergeRule
+    ) -> Applied:
         """In one transaction, for each result: mark its `resolved_ids`
         resolved when they are active and belong to exactly its scope (others
-        are ignored), then insert each new commitment, or merge it into the
-        active one with the same scope and dedupe key (higher confidence kept,
-        window widened). A topic resolved by the same result is not reopened."""
+        are ignored), then insert each new commitment, or write `merge(active,
+        new)` into the active one with the same scope and dedupe key. A topic
+        resolved by the same result is not reopened."""
 
     async def apply_extraction(
         self,
@@ -76,9 +80,11 @@ class CommitmentStore(abc.ABC):
         resolved_ids: Sequence[str],
         *,
         now: datetime,
+        merge: MergeRule = merge_fields,
     ) -> Applied:
         """`apply_extractions` for a single scope."""
-        return await self.apply_extractions([ScopeResult(scope, new, resolved_ids)], now=now)
+        results = [ScopeResult(scope, new, resolved_ids)]
+        return await self.apply_extractions(results, now=now, merge=merge)
 
     # --- list / dismiss / snooze ---------------------------------------------
 
@@ -135,45 +141,10 @@ class CommitmentStore(abc.ABC):
         `where`, or another active commitment of its scope already has its
         dedupe key (only one may be active)."""
 
-    # --- lifecycle (expiry, heartbeat) ---------------------------------------
+    # --- lifecycle (expiry) ----------------------------------------------------
 
     @abc.abstractmethod
     async def expire(self, *, before: datetime, now: datetime) -> int:
         """Active commitments whose due_latest is before `before` become
         `expired`. Uses the partial due_latest index: cost grows with the
         rows that expire, not with the table. Returns how many changed."""
-
-    @abc.abstractmethod
-    async def due(self, *, now: datetime, limit: int = 100) -> list[Commitment]:
-        """Active commitments with due_earliest <= now <= due_latest, soonest first."""
-
-    @abc.abstractmethod
-    async def next_due_at(self) -> datetime | None:
-        """The earliest due_earliest of any active commitment (to sleep until)."""
-
-    @abc.abstractmethod
-    async def sent_count_since(self, agent_id: str, session_key: str, since: datetime) -> int:
-        """Commitments of this agent session sent at or after `since` (maxPerDay)."""
-
-    @abc.abstractmethod
-    async def mark_sent(
-        self, commitment_id: str, *, now: datetime, message_id: str | None
-    ) -> Commitment | None:
-        """Active → `sent`, recording the platform message id; None if not active."""
-
-    @abc.abstractmethod
-    async def record_failure(
-        self, commitment_id: str, *, now: datetime, error: str, give_up: bool
-    ) -> Commitment | None:
-        """Count a failed delivery attempt; `give_up` sets status `failed`."""
-
-
-def commitment_store_for(store: Store) -> CommitmentStore:
-    """The CommitmentStore built on an opened transcript store's connection."""
-    # Imported here: the backend module imports this one for the interface.
-    from core.store.sqlite import SqliteStore
-    from core.store.sqlite_commitments import SqliteCommitmentStore
-
-    if isinstance(store, SqliteStore):
-        return SqliteCommitmentStore(store)
-    raise TypeError(f"no commitment store for {type(store).__name__}")

@@ -105,12 +105,3 @@ class HeartbeatStore(abc.ABC):
     @abc.abstractmethod
     async def recent_checkin_texts(self, session_key: str, since: datetime) -> list[str]:
         """Check-ins written into this session's transcript since `since`."""
-
-
-def heartbeat_store_for(store: object) -> HeartbeatStore:
-    from core.store.sqlite import SqliteStore
-    from core.store.sqlite_heartbeat import SqliteHeartbeatStore
-
-    if isinstance(store, SqliteStore):
-        return SqliteHeartbeatStore(store)
-    raise TypeError(f"no heartbeat store for {type(store).__name__}")

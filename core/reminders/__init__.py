@@ -3,7 +3,7 @@
 - model.py     the Reminder record, statuses, ids
 - schedule.py  the at / after / cron forms and DST-correct fire times
 - policy.py    what a late reminder does (fire, fire marked late, skip)
-- store.py     the ReminderStore interface (SQLite: core/store/sqlite_reminders.py)
+- store.py     the ReminderStore interface (SQLite: core/store/sqlite/reminders.py)
 - service.py   ReminderService: schedule, fire due reminders, start-up recovery
 - tools.py     schedule_reminder / list_reminders / cancel_reminder for the chat model
 """
@@ -11,7 +11,7 @@
 from core.reminders.model import NewReminder, Reminder, ScheduleKind, Status
 from core.reminders.schedule import Schedule, ScheduleError, next_cron, parse_schedule
 from core.reminders.service import ReminderService
-from core.reminders.store import ReminderStore, make_reminder_store
+from core.reminders.store import ReminderStore
 from core.reminders.tools import register_reminder_tools
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "ScheduleError",
     "ScheduleKind",
     "Status",
-    "make_reminder_store",
     "next_cron",
     "parse_schedule",
     "register_reminder_tools",

@@ -1,5 +1,5 @@
 """The ReminderStore interface: what the service, the tools and the CLI ask of
-persistence. The SQLite implementation lives in core/store/sqlite_reminders.py.
+persistence. The SQLite implementation lives in core/store/sqlite/reminders.py.
 
 Every method that acts on one reminder by id checks, in the same statement,
 that the reminder is in a state the action applies to (and, where a scope is
@@ -12,12 +12,8 @@ from __future__ import annotations
 import abc
 from collections.abc import Collection
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from core.reminders.model import NewReminder, Reminder, Status
-
-if TYPE_CHECKING:
-    from core.store.base import Store
 
 
 class ReminderStore(abc.ABC):
@@ -148,14 +144,3 @@ class ReminderStore(abc.ABC):
     async def claimed(self) -> list[Reminder]:
         """Active reminders with a claim of either phase (in flight, or left
         by a stopped worker), soonest lease end first."""
-
-
-def make_reminder_store(store: Store) -> ReminderStore:
-    """The ReminderStore on an opened transcript store's connection."""
-    # Imported here: the backend module imports this one for the interface.
-    from core.store.sqlite import SqliteStore
-    from core.store.sqlite_reminders import SqliteReminderStore
-
-    if isinstance(store, SqliteStore):
-        return SqliteReminderStore(store)
-    raise TypeError(f"no reminder store for {type(store).__name__}")

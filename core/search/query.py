@@ -61,7 +61,7 @@ def _quote(tokens: list[str]) -> str:
 
 
 def _is_token_char(char: str) -> bool:
-    # unicode61 with categories 'L* N* Co M*' (see core/store/fts.py). Marks
+    # unicode61 with categories 'L* N* Co M*' (see core/store/sqlite/fts.py). Marks
     # count, so Thai and Devanagari words stay whole.
     category = unicodedata.category(char)
     return category[0] in "LNM" or category == "Co"

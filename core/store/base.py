@@ -1,4 +1,5 @@
-"""The Store interface every backend implements (SQLite now, PostgreSQL later).
+"""The Store port: the message/session/index store every backend implements
+(SQLite now, PostgreSQL later). Nothing here imports a backend.
 
 Records are plain frozen dataclasses; times are timezone-aware UTC datetimes.
 A message and its full-text row are always written in one transaction.
@@ -261,12 +262,3 @@ class Store(abc.ABC):
         False when nothing was left to fold. A backend without such segments
         has nothing to do."""
         return False
-
-    @abc.abstractmethod
-    async def index_consistency(self, session_key: str | None = None) -> tuple[int, int]:
-        """(active indexed messages without a correct full-text row, full-text
-        rows without their active indexed message); (0, 0) when consistent."""
-
-    @abc.abstractmethod
-    async def count_index_rows(self, session_key: str | None = None) -> int:
-        """Full-text rows (for consistency checks)."""

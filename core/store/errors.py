@@ -1,4 +1,5 @@
-"""What an operator should do about a storage error, in one line.
+"""Storage errors every backend shares, and what an operator should do about
+one, in one line.
 
 Backends raise their driver's errors; channels and services that must wait
 out a storage outage log this hint with them instead of a traceback.
@@ -27,3 +28,11 @@ def storage_action(error: BaseException) -> str:
         if any(word in text for word in words):
             return hint
     return _DEFAULT
+
+
+class MigrationError(RuntimeError):
+    """A migration failed (and was rolled back), or the schema is unusable."""
+
+    def __init__(self, message: str, *, version: int | None = None) -> None:
+        super().__init__(message)
+        self.version = version

@@ -40,8 +40,10 @@ from channels.discord_scope import chat_of
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config import KeptConfig
-from core.store import Store, open_store
+from core.store import Store
+from core.store.backends import sqlite_backend
 from tests.fakes.scripted_model import ScriptedModel
+from tests.store_helpers import open_store
 
 THREAD_METADATA = {
     "archived": False,
@@ -421,7 +423,7 @@ async def build_rig(
     router = AdapterRouter()
     holder: list[KeptConfig] = [kept]
     services = build_services(
-        store=store,
+        backend=sqlite_backend(store),
         llm=model,  # type: ignore[arg-type]
         sender=router,
         config=lambda: holder[0],

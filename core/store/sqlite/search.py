@@ -5,17 +5,17 @@ snapshot, one trip to the thread):
 
 1. The scope is applied inside the ranked query, before its LIMIT, without
    ever listing sessions. Each agent's index rows form one rowid range
-   (core/store/fts.py), so an agent scope is a rowid range that FTS5 seeks
+   (core/store/sqlite/fts.py), so an agent scope is a rowid range that FTS5 seeks
    to in every posting list: other agents' rows are never read. A session
    scope adds the session's token to the MATCH, so FTS5 intersects posting
    lists. The admin's unscoped search runs the query once per agent and
    merges the results (bm25 comes from one table, so scores compare).
    Only active messages have index rows (triggers of migrations 0002/0006).
 2. A query matching more than RANK_WINDOW messages in its scope (a common
-   word) is ranked among its RANK_WINDOW newest matches there: bm25 costs
-   about a microsecond per candidate, tens of milliseconds for the commonest
-   words of a large database, and for such words the newer messages are the
-   better answer anyway. The window is one walk of the index range in
+   word) is ranked among its RANK_WINDOW newest matches there: bm25 is
+   computed per candidate, which adds up for the commonest words of a large
+   database, and for such words the newer messages are the better answer
+   anyway. The window is one walk of the index range in
    rowid order, stopped by the LIMIT, so bm25 is computed only for the
    window's rows. The window is never smaller than what the ranking keeps,
    so hidden rows cannot shorten the list.
@@ -35,8 +35,8 @@ from typing import Any, NamedTuple
 
 from core.search.query import SearchQuery
 from core.store.base import INDEXED_KINDS, INDEXED_ROLES, SearchScope
-from core.store.fts import AGENT_SPAN, BM25, agent_range, session_filter
-from core.store.sqlite_rows import MESSAGE_COLUMNS
+from core.store.sqlite.fts import AGENT_SPAN, BM25, agent_range, session_filter
+from core.store.sqlite.rows import MESSAGE_COLUMNS
 
 RANK_WINDOW = 2500
 
@@ -94,7 +94,8 @@ def _ranked_sql(*, check: str, phrase: bool) -> str:
     )
 
 
-def _sql(scope: SearchScope, *, phrase: bool) -> str:
+def ranked_sql(scope: SearchScope, *, phrase: bool) -> str:
+    """The ranked statement for a search in `scope`."""
     # Defence in depth: the winners' scope and visibility are checked again on
     # the messages themselves, so an index row out of step can never show
     # another chat's message (at worst, it shortens the list).
@@ -105,11 +106,6 @@ def _sql(scope: SearchScope, *, phrase: bool) -> str:
     elif scope.agent_id is not None:
         check += f" AND {_AGENT_OF_M} = :agent_id"
     return _ranked_sql(check=check, phrase=phrase)
-
-
-def search_plan_sql(scope: SearchScope, *, phrase: bool) -> str:
-    """The ranked statement for `scope` (for EXPLAIN QUERY PLAN tests)."""
-    return _sql(scope, phrase=phrase)
 
 
 def _ranked_key(row: RankedRow) -> tuple[int, float, int, int]:
@@ -145,7 +141,7 @@ def search_rows(
     else:
         slots = [r[0] for r in conn.execute("SELECT slot FROM agents ORDER BY slot")]
     params["expr"], params["phrase"] = expression, phrase
-    sql = _sql(scope, phrase=phrase is not None)
+    sql = ranked_sql(scope, phrase=phrase is not None)
     rows: list[RankedRow] = []
     for slot in slots:
         params["low"], params["high"] = agent_range(slot)

@@ -1,4 +1,4 @@
-"""CommitmentStore on the SqliteStore's connection.
+"""CommitmentStore on the shared SQLite connection (connection.py).
 
 It shares the transcript store's single aiosqlite connection, its lock and
 its one-trip-per-transaction `_write`, so commitment writes can never
@@ -24,9 +24,9 @@ from core.commitments.model import (
     Scope,
     new_commitment_id,
 )
-from core.commitments.rules import merge_fields
-from core.commitments.store import Applied, CommitmentStore, Filter, ScopeResult
-from core.store.sqlite import SqliteStore, from_ms, to_ms
+from core.commitments.store import Applied, CommitmentStore, Filter, MergeRule, ScopeResult
+from core.store.sqlite.connection import SqliteConnection
+from core.store.sqlite.rows import from_ms, to_ms
 
 ACTIVE = "status IN ('pending', 'snoozed')"
 
@@ -112,7 +112,7 @@ def _where(where: Filter | None) -> tuple[str, list[Any]]:
 
 
 class SqliteCommitmentStore(CommitmentStore):
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: SqliteConnection) -> None:
         self._store = store
 
     async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Commitment]:
@@ -141,19 +141,26 @@ class SqliteCommitmentStore(CommitmentStore):
                     found[c.scope].append(c)
         return found
 
-    async def apply_extractions(self, results: Sequence[ScopeResult], *, now: datetime) -> Applied:
+    async def apply_extractions(
+        self, results: Sequence[ScopeResult], *, now: datetime, merge: MergeRule
+    ) -> Applied:
         now_ms = to_ms(now)
 
         def work(conn: sqlite3.Connection) -> Applied:
             applied = Applied()
             for result in results:
-                self._apply_one(conn, result, now_ms, applied)
+                self._apply_one(conn, result, now_ms, applied, merge)
             return applied
 
         return await self._store._write(work)
 
     def _apply_one(
-        self, conn: sqlite3.Connection, result: ScopeResult, now_ms: int, applied: Applied
+        self,
+        conn: sqlite3.Connection,
+        result: ScopeResult,
+        now_ms: int,
+        applied: Applied,
+        merge: MergeRule,
     ) -> None:
         scope = result.scope
         closed_keys: set[str] = set()
@@ -172,11 +179,11 @@ class SqliteCommitmentStore(CommitmentStore):
                 # Another scope's candidate cannot ride along; and the exchange
                 # that closed a topic does not reopen it.
                 continue
-            record, created = self._insert_or_merge(conn, n, now_ms)
+            record, created = self._insert_or_merge(conn, n, now_ms, merge)
             (applied.created if created else applied.merged).append(record)
 
     def _insert_or_merge(
-        self, conn: sqlite3.Connection, n: NewCommitment, now_ms: int
+        self, conn: sqlite3.Connection, n: NewCommitment, now_ms: int, merge: MergeRule
     ) -> tuple[Commitment, bool]:
         s = n.scope
         row = conn.execute(_FIND_DUPLICATE, (s.session_key, s.sender_id or "", n.dedupe_key))
@@ -186,7 +193,7 @@ class SqliteCommitmentStore(CommitmentStore):
             # The dedupe index keys on session + sender; the rest of the scope
             # is implied by the session key, checked here all the same.
             if old.scope == s:
-                m = merge_fields(old, n)
+                m = merge(old, n)
                 params = (m.confidence, to_ms(m.due_earliest), to_ms(m.due_latest), m.reason)
                 params += (m.suggested_text, m.sensitivity, now_ms, old.id)
                 return _row(conn.execute(_MERGE, params).fetchone()), False
@@ -319,45 +326,3 @@ class SqliteCommitmentStore(CommitmentStore):
         )
         params = (to_ms(now), to_ms(now), to_ms(before))
         return await self._store._write(lambda conn: conn.execute(sql, params).rowcount)
-
-    async def due(self, *, now: datetime, limit: int = 100) -> list[Commitment]:
-        return await self._rows(
-            f"SELECT {_COLUMNS} FROM commitments WHERE {ACTIVE} "
-            "AND due_earliest <= ? AND due_latest >= ? ORDER BY due_earliest, id LIMIT ?",
-            (to_ms(now), to_ms(now), limit),
-        )
-
-    async def next_due_at(self) -> datetime | None:
-        rows = await self._store.fetchall(
-            f"SELECT min(due_earliest) FROM commitments WHERE {ACTIVE}"
-        )
-        value = rows[0][0] if rows else None
-        return None if value is None else from_ms(value)
-
-    async def sent_count_since(self, agent_id: str, session_key: str, since: datetime) -> int:
-        rows = await self._store.fetchall(
-            "SELECT count(*) FROM commitments "
-            "WHERE agent_id = ? AND session_key = ? AND sent_at >= ?",
-            (agent_id, session_key, to_ms(since)),
-        )
-        return int(rows[0][0])
-
-    async def mark_sent(
-        self, commitment_id: str, *, now: datetime, message_id: str | None
-    ) -> Commitment | None:
-        return await self._update_one(
-            "UPDATE commitments SET status = 'sent', sent_at = ?, sent_message_id = ?, "
-            "attempts = attempts + 1, last_error = NULL, updated_at = ? "
-            f"WHERE id = ? AND {ACTIVE} RETURNING {_COLUMNS}",
-            (to_ms(now), message_id, to_ms(now), commitment_id),
-        )
-
-    async def record_failure(
-        self, commitment_id: str, *, now: datetime, error: str, give_up: bool
-    ) -> Commitment | None:
-        return await self._update_one(
-            "UPDATE commitments SET attempts = attempts + 1, last_error = ?, updated_at = ?, "
-            "status = CASE WHEN ? THEN 'failed' ELSE status END "
-            f"WHERE id = ? AND {ACTIVE} RETURNING {_COLUMNS}",
-            (error[:500], to_ms(now), int(give_up), commitment_id),
-        )

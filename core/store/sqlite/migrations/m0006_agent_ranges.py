@@ -6,7 +6,7 @@ cost of the full-text match itself. Now each agent has a small number, its
 slot (table `agents`), and its messages' index rows live at rowids
 `slot * 2^40 + message id`. An agent's search is then a rowid range, which
 FTS5 seeks to in every posting list, and it never reads another agent's
-rows (core/store/fts.py).
+rows (core/store/sqlite/fts.py).
 
 - `agents` gives each agent id a slot, in order of first appearance;
   `sessions.agent_slot` copies it, set by a trigger on every new session
@@ -20,7 +20,7 @@ rows (core/store/fts.py).
   the slot) is gone.
 """
 
-from core.store.fts import TOKENIZE
+from core.store.sqlite.fts import TOKENIZE
 
 SPAN = 1 << 40
 

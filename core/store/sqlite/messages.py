@@ -1,38 +1,26 @@
-"""The SQLite backend: one aiosqlite connection shared by every coroutine
-(plus a second one for bulk jobs, see `_bulk_write`).
+"""The transcript Store on SQLite: sessions, messages and their full-text rows.
 
-Throughput is bounded by trips to aiosqlite's worker thread (~0.1 ms each,
-more than the SQL itself), so every write transaction — BEGIN IMMEDIATE, its
-statements, COMMIT or ROLLBACK — runs as one synchronous function on that
-thread (`_write`): one trip per add_message, and statements of two
-transactions can never interleave on the shared connection. The asyncio lock
-additionally keeps transactions and reads in arrival order, and still guards
-any multi-trip transaction. add_message finds the session by key inside its
-INSERT, and a trigger bumps the session's updated_at.
+Every method is one trip to the connection's worker thread (see
+connection.py). add_message finds the session by key inside its INSERT, and
+a trigger bumps the session's updated_at.
 
 Full text: `messages_fts` has one row per active indexed message, written in
-the message's transaction (columns and why: core/store/fts.py). Searching
-and context reads live in sqlite_search.py, edits, deletions, imports and
-rebuilds in sqlite_index.py; both are plain functions of a sqlite3
-connection that this class runs on the worker thread, one trip each.
+the message's transaction (columns and why: fts.py). Searching and context
+reads live in search.py, edits, deletions, imports and rebuilds in index.py;
+both are plain functions of a sqlite3 connection that this class runs on the
+worker thread, one trip each.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from contextlib import suppress
+from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import aiosqlite
+from typing import TYPE_CHECKING
 
 from core.messages import ChatKind
 from core.search.query import build_query
 from core.search.snippet import make_snippet
-from core.store import sqlite_index, sqlite_search
 from core.store.base import (
     DuplicateMessage,
     ImportRow,
@@ -45,9 +33,10 @@ from core.store.base import (
     UnknownSession,
     is_indexed,
 )
-from core.store.fts import session_filter
-from core.store.migrations import Migration, apply_migrations, current_version, load_migrations
-from core.store.sqlite_rows import (
+from core.store.sqlite import index as sqlite_index
+from core.store.sqlite import search as sqlite_search
+from core.store.sqlite.connection import SqliteConnection, is_constraint
+from core.store.sqlite.rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     from_ms,
@@ -59,37 +48,11 @@ from core.store.sqlite_rows import (
 if TYPE_CHECKING:
     from core.search.redact import Redactor
 
-__all__ = ["SqliteStore", "from_ms", "to_ms"]
-
-T = TypeVar("T")
+__all__ = ["SqliteStore"]
 
 # Rows per import transaction: large enough for bulk speed, small enough that
 # a live message waits at most about a tenth of a second for the write lock.
 IMPORT_BATCH = 5000
-
-# How long a statement waits for another connection's lock before failing
-# with "database is locked" (set first, so switching to WAL waits it out too).
-BUSY_TIMEOUT = 5.0
-
-_PRAGMAS = (
-    "PRAGMA journal_mode = WAL",
-    "PRAGMA foreign_keys = ON",
-    # With WAL, NORMAL only risks the last commits on power loss, never corruption.
-    "PRAGMA synchronous = NORMAL",
-    # 64 MiB of page cache (default 2 MiB) holds the per-session index pages
-    # of a million messages: bulk imports stay fast as the database grows, and
-    # search candidates are looked up without going to the OS.
-    "PRAGMA cache_size = -65536",
-    # A checkpoint (every 1,000 WAL pages by default) syncs the WAL and the
-    # database file; with a dozen pages per message that was about a third of
-    # add_message's time. 10,000 pages (~40 MB of WAL) makes it rare; the
-    # cost is that a power loss (not a crash) may drop a few more commits.
-    "PRAGMA wal_autocheckpoint = 10000",
-)
-
-# Longer texts are indexed on the bulk connection: tens of thousands of
-# distinct words would leave the live connection's FTS5 table that large.
-BULK_TEXT_CHARS = 16_384
 
 # The session is looked up by key inside the INSERT itself: one statement,
 # and always the session that has this key now. (An id cached in Python could
@@ -121,145 +84,8 @@ _HISTORY = (
 )
 
 
-def _transact(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = work(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        # Suppressed when SQLite already ended the transaction itself.
-        with suppress(sqlite3.OperationalError):
-            conn.execute("ROLLBACK")
-        raise
-    return result
-
-
-def _snapshot(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    # A deferred transaction takes no lock until its first read, and in WAL
-    # mode readers never block the writer.
-    conn.execute("BEGIN")
-    try:
-        return work(conn)
-    finally:
-        with suppress(sqlite3.OperationalError):
-            conn.execute("COMMIT")
-
-
-def _is_constraint(exc: sqlite3.IntegrityError, name: str) -> bool:
-    return getattr(exc, "sqlite_errorname", "") == name
-
-
-class SqliteStore(Store):
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        migrations: Sequence[Migration] | None = None,
-        busy_timeout: float = BUSY_TIMEOUT,
-    ) -> None:
-        self._path = str(path)
-        self._busy_timeout_ms = int(busy_timeout * 1000)
-        self._migrations = list(migrations) if migrations is not None else load_migrations()
-        self._db: aiosqlite.Connection | None = None
-        # Bulk jobs' own connection, opened on first use (see _bulk_write).
-        self._bulk: aiosqlite.Connection | None = None
-        self._lock = asyncio.Lock()
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    async def open(self) -> None:
-        if self._db is not None:
-            return
-        if not callable(getattr(aiosqlite.Connection, "_execute", None)):
-            raise RuntimeError("this aiosqlite has no Connection._execute; see SqliteStore._write")
-        db = await self._connect()
-        try:
-            await apply_migrations(db, self._migrations)
-        except BaseException:
-            await db.close()
-            raise
-        self._db = db
-
-    async def _connect(self) -> aiosqlite.Connection:
-        db = await aiosqlite.connect(self._path, isolation_level=None)
-        try:
-            await db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
-            for pragma in _PRAGMAS:
-                await db.execute(pragma)
-        except BaseException:
-            await db.close()
-            raise
-        return db
-
-    async def close(self) -> None:
-        if self._db is None:
-            return
-        async with self._lock:
-            db, self._db = self._db, None
-            bulk, self._bulk = self._bulk, None
-            await db.close()
-            if bulk is not None:
-                await bulk.close()
-
-    def _conn(self) -> aiosqlite.Connection:
-        if self._db is None:
-            raise RuntimeError("store is not open; call open() first")
-        return self._db
-
-    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `work(conn)` in one BEGIN IMMEDIATE … COMMIT on the worker thread.
-
-        IMMEDIATE takes the write lock up front, so another process holding it
-        shows up as a busy wait at BEGIN instead of a failed COMMIT. Because
-        the whole transaction is one queued call, a cancelled caller cannot
-        leave it half-open: it still commits or rolls back.
-        """
-        async with self._lock:
-            db = self._conn()
-            # aiosqlite has no public "run this on your thread" call; _execute
-            # is that mechanism (its presence is checked in open()).
-            return await db._execute(_transact, db._conn, work)
-
-    async def _bulk_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`_write` for bulk jobs (imports, reindexing, index compaction,
-        session deletes), on a second connection of this store.
-
-        FTS5 collects a transaction's index changes in a per-connection hash
-        table that grows to fit the largest transaction and never shrinks,
-        and every later commit on that connection walks all of it: after one
-        reindex of a long session, each one-message write cost ~0.1 ms more
-        (2,900/s instead of 3,800/s at a million messages). Bulk work on its
-        own connection leaves the live one's table small. Both connections
-        share the lock, so they never wait on each other inside SQLite.
-        """
-        async with self._lock:
-            self._conn()  # raises when the store is closed
-            if self._bulk is None:
-                self._bulk = await self._connect()
-            db = self._bulk
-            return await db._execute(_transact, db._conn, work)
-
-    def _writer_for(self, text: str) -> Callable[[Callable[[sqlite3.Connection], T]], Awaitable[T]]:
-        """A message this long would grow the live connection's FTS5 table
-        for good (see _bulk_write), so it is written on the bulk one."""
-        return self._bulk_write if len(text) > BULK_TEXT_CHARS else self._write
-
-    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `work(conn)` in one read transaction on the worker thread: its
-        statements see one snapshot, and cost one trip."""
-        async with self._lock:
-            db = self._conn()
-            return await db._execute(_snapshot, db._conn, work)
-
-    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        async with self._lock:
-            return list(await self._conn().execute_fetchall(sql, params))
-
-    async def schema_version(self) -> int:
-        async with self._lock:
-            return await current_version(self._conn())
+class SqliteStore(SqliteConnection, Store):
+    """The transcript store; the other SQLite stores run on its connection."""
 
     async def ensure_session(
         self,
@@ -306,12 +132,12 @@ class SqliteStore(Store):
                 lambda conn: self._insert_message(conn, m, ts)
             )
         except sqlite3.IntegrityError as exc:
-            if _is_constraint(exc, "SQLITE_CONSTRAINT_UNIQUE"):
+            if is_constraint(exc, "SQLITE_CONSTRAINT_UNIQUE"):
                 raise DuplicateMessage(
                     f"user message {m.platform_message_id!r} in session "
                     f"{m.session_key!r} is already stored"
                 ) from exc
-            if _is_constraint(exc, "SQLITE_CONSTRAINT_FOREIGNKEY"):
+            if is_constraint(exc, "SQLITE_CONSTRAINT_FOREIGNKEY"):
                 raise UnknownSession(f"in_reply_to message {m.in_reply_to} does not exist") from exc
             raise
         row = (message_id, session_id, m.session_key, m.role, m.kind, m.text, ts, m.sender_id)
@@ -324,7 +150,7 @@ class SqliteStore(Store):
                 lambda conn: conn.execute(sql, (platform_message_id, message_id)).fetchone()
             )
         except sqlite3.IntegrityError as exc:
-            if _is_constraint(exc, "SQLITE_CONSTRAINT_UNIQUE"):
+            if is_constraint(exc, "SQLITE_CONSTRAINT_UNIQUE"):
                 raise DuplicateMessage(
                     f"platform message id {platform_message_id!r} is already stored"
                 ) from exc
@@ -454,27 +280,3 @@ class SqliteStore(Store):
 
     async def compact_index(self, pages: int = 500) -> bool:
         return await self._bulk_write(lambda conn: sqlite_index.merge_step(conn, pages))
-
-    async def index_consistency(self, session_key: str | None = None) -> tuple[int, int]:
-        return await self._read(lambda conn: sqlite_index.consistency(conn, session_key))
-
-    async def count_index_rows(self, session_key: str | None = None) -> int:
-        if session_key is None:
-            rows = await self._fetch("SELECT count(*) FROM messages_fts")
-        else:
-            session = await self._fetch("SELECT id FROM sessions WHERE key = ?", (session_key,))
-            if not session:
-                return 0
-            rows = await self._fetch(
-                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
-                (session_filter(session[0][0]),),
-            )
-        return int(rows[0][0])
-
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        """Run a query under the store's lock, outside any transaction.
-
-        For diagnostics and for search code that builds richer FTS5 queries
-        over `messages_fts`; writes must go through the Store methods.
-        """
-        return await self._fetch(sql, tuple(params))

@@ -24,17 +24,11 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from core.store.errors import MigrationError
+
 Upgrade = Callable[[aiosqlite.Connection], Awaitable[None]]
 
 _MODULE_NAME = re.compile(r"^m(\d{4})_(\w+)$")
-
-
-class MigrationError(RuntimeError):
-    """A migration failed (and was rolled back), or the schema is unusable."""
-
-    def __init__(self, message: str, *, version: int | None = None) -> None:
-        super().__init__(message)
-        self.version = version
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """Index lifecycle of the SQLite backend: edits, deletions, imports, rebuilds.
 
 Every function here is the body of one transaction, run on the store's
-worker thread by `SqliteStore._write` (or `_read` for the checks), so a
-message and its full-text row can never be seen out of step.
+worker thread by `SqliteConnection._write`, so a message and its full-text
+row can never be seen out of step.
 Deletions need no code for the index: the `messages_fts_delete` trigger
 removes a message's row in the statement that removes the message, also for
 rows a session delete cascades to.
@@ -16,9 +16,9 @@ from typing import Any
 
 from core.messages import parse_session_key
 from core.store.base import ImportRow, is_indexed
-from core.store.fts import AGENT_SPAN, INSERT, index_values, rowid_sql, session_filter
-from core.store.sqlite_rows import MESSAGE_COLUMNS, to_ms
-from core.store.sqlite_search import INDEXED_SQL
+from core.store.sqlite.fts import INSERT, index_values, rowid_sql, session_filter
+from core.store.sqlite.rows import MESSAGE_COLUMNS, to_ms
+from core.store.sqlite.search import INDEXED_SQL
 
 # Import roles → the kind of row they become. A tool line is a tool result
 # and, like every tool row, is never indexed.
@@ -176,42 +176,3 @@ def merge_step(conn: sqlite3.Connection, pages: int) -> bool:
     conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?)", (pages,))
     # FTS5's documented signal: fewer than two changes means no work was done.
     return conn.total_changes - before >= 2
-
-
-# An index row is correct when it exists for an active indexed message, in
-# its agent's rowid range, and carries that message's session token.
-_ROW_MATCHES = f"f.rowid = {rowid_sql('m.session_id', 'm.id')} AND f.session = 's' || m.session_id"
-# Orphan checks find the message by id first, then compare.
-_MESSAGE_OF_F = f"m.id = f.rowid % {AGENT_SPAN} AND "
-
-
-def consistency(conn: sqlite3.Connection, session_key: str | None) -> tuple[int, int]:
-    if session_key is None:
-        missing_sql = (
-            f"SELECT count(*) FROM messages m WHERE m.active = 1 AND {INDEXED_SQL} "
-            f"AND NOT EXISTS (SELECT 1 FROM messages_fts f WHERE {_ROW_MATCHES})"
-        )
-        orphan_sql = (
-            "SELECT count(*) FROM messages_fts f WHERE NOT EXISTS "
-            f"(SELECT 1 FROM messages m WHERE {_MESSAGE_OF_F}{_ROW_MATCHES} AND m.active = 1 "
-            f"AND {INDEXED_SQL})"
-        )
-        (missing,) = conn.execute(missing_sql).fetchone()
-        (orphans,) = conn.execute(orphan_sql).fetchone()
-        return int(missing), int(orphans)
-    row = conn.execute("SELECT id FROM sessions WHERE key = ?", (session_key,)).fetchone()
-    if row is None:
-        return 0, 0
-    (missing,) = conn.execute(
-        f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND m.active = 1 "
-        f"AND {INDEXED_SQL} AND NOT EXISTS (SELECT 1 FROM messages_fts f WHERE {_ROW_MATCHES})",
-        row,
-    ).fetchone()
-    (orphans,) = conn.execute(
-        "SELECT count(*) FROM messages_fts f WHERE f.rowid IN "
-        "(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) AND NOT EXISTS "
-        f"(SELECT 1 FROM messages m WHERE {_MESSAGE_OF_F}{_ROW_MATCHES} AND m.active = 1 "
-        f"AND {INDEXED_SQL})",
-        (session_filter(row[0]),),
-    ).fetchone()
-    return int(missing), int(orphans)

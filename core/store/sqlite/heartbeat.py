@@ -1,4 +1,4 @@
-"""HeartbeatStore on the SqliteStore connection (see sqlite_commitments.py)."""
+"""HeartbeatStore on the shared SQLite connection (see commitments.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from datetime import datetime
 
 from core.commitments.model import Commitment
 from core.heartbeat.store import Final, HeartbeatStore, ReapedClaims
-from core.store.sqlite import SqliteStore, from_ms, to_ms
-from core.store.sqlite_commitments import _COLUMNS, ACTIVE, _row
+from core.store.sqlite.commitments import _COLUMNS, ACTIVE, _row
+from core.store.sqlite.connection import SqliteConnection
+from core.store.sqlite.rows import from_ms, to_ms
 
 _UNKNOWN_AFTER_RESTART = "delivery outcome unknown (process stopped mid-send); not resent"
 _EXPIRED_BEFORE_SEND = "claim expired before sending (process stopped); released, nothing sent"
@@ -28,7 +29,7 @@ def _marks(ids: Sequence[str]) -> str:
 
 
 class SqliteHeartbeatStore(HeartbeatStore):
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: SqliteConnection) -> None:
         self._store = store
 
     async def due_unclaimed(self, *, now: datetime, limit: int) -> list[Commitment]:

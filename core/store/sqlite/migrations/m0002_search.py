@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import aiosqlite
 
-from core.store.fts import TOKENIZE, index_values
+from core.store.sqlite.fts import TOKENIZE, index_values
 
 # Kept literal (not built from core.store.base) so this migration means the
 # same thing forever; a test checks them against INDEXED_ROLES/INDEXED_KINDS.
@@ -21,7 +21,7 @@ SQL = f"""
 DROP TRIGGER messages_fts_delete;
 DROP TABLE messages_fts;
 
--- words / grams / session: see core/store/fts.py. A regular (not contentless)
+-- words / grams / session: see core/store/sqlite/fts.py. A regular (not contentless)
 -- FTS5 table: SQLite 3.40 has no contentless_delete, and rows must be
 -- deletable when their messages go.
 CREATE VIRTUAL TABLE messages_fts USING fts5(

@@ -1,4 +1,4 @@
-"""ReminderStore on the SqliteStore's connection.
+"""ReminderStore on the shared SQLite connection (connection.py).
 
 Like the commitment store it shares the transcript store's single aiosqlite
 connection, its lock and its one-trip-per-transaction `_write`, so reminder
@@ -22,7 +22,8 @@ from typing import Any
 from core.logs import event
 from core.reminders.model import NewReminder, Reminder, Status, new_reminder_id
 from core.reminders.store import ReminderStore
-from core.store.sqlite import SqliteStore, from_ms, to_ms
+from core.store.sqlite.connection import SqliteConnection
+from core.store.sqlite.rows import from_ms, to_ms
 
 log = logging.getLogger("kept.reminders")
 
@@ -73,7 +74,7 @@ def _in(column: str, values: Collection[str]) -> tuple[str, list[Any]]:
 
 
 class SqliteReminderStore(ReminderStore):
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: SqliteConnection) -> None:
         self._store = store
 
     async def _select(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:

@@ -1,0 +1,211 @@
+"""The SQLite connection every SQLite store shares: one aiosqlite connection
+for all coroutines (plus a second one for bulk jobs, see `_bulk_write`).
+
+Throughput is bounded by trips to aiosqlite's worker thread (more than the
+SQL itself), so every write transaction — BEGIN IMMEDIATE, its statements,
+COMMIT or ROLLBACK — runs as one synchronous function on that thread
+(`_write`): one trip per write, and statements of two transactions can never
+interleave on the shared connection. The asyncio lock additionally keeps
+transactions and reads in arrival order, and still guards any multi-trip
+transaction. The transcript, commitment, heartbeat and reminder stores all
+run on one SqliteConnection, so their writes never interleave either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from core.store.sqlite.migrations import (
+    Migration,
+    apply_migrations,
+    current_version,
+    load_migrations,
+)
+
+T = TypeVar("T")
+
+
+# How long a statement waits for another connection's lock before failing
+# with "database is locked" (set first, so switching to WAL waits it out too).
+BUSY_TIMEOUT = 5.0
+
+_PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA foreign_keys = ON",
+    # With WAL, NORMAL only risks the last commits on power loss, never corruption.
+    "PRAGMA synchronous = NORMAL",
+    # 64 MiB of page cache (default 2 MiB) holds the per-session index pages
+    # of a million messages: bulk imports stay fast as the database grows, and
+    # search candidates are looked up without going to the OS.
+    "PRAGMA cache_size = -65536",
+    # A checkpoint (every 1,000 WAL pages by default) syncs the WAL and the
+    # database file; with a dozen pages per message that was about a third of
+    # add_message's time. 10,000 pages (~40 MB of WAL) makes it rare; the
+    # cost is that a power loss (not a crash) may drop a few more commits.
+    "PRAGMA wal_autocheckpoint = 10000",
+)
+
+# Longer texts are indexed on the bulk connection: tens of thousands of
+# distinct words would leave the live connection's FTS5 table that large.
+BULK_TEXT_CHARS = 16_384
+
+
+def _transact(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        # Suppressed when SQLite already ended the transaction itself.
+        with suppress(sqlite3.OperationalError):
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _snapshot(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    # A deferred transaction takes no lock until its first read, and in WAL
+    # mode readers never block the writer.
+    conn.execute("BEGIN")
+    try:
+        return work(conn)
+    finally:
+        with suppress(sqlite3.OperationalError):
+            conn.execute("COMMIT")
+
+
+def is_constraint(exc: sqlite3.IntegrityError, name: str) -> bool:
+    return getattr(exc, "sqlite_errorname", "") == name
+
+
+class SqliteConnection:
+    """The connection, its lock and the one-trip transaction helpers; opening
+    it applies pending migrations."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        migrations: Sequence[Migration] | None = None,
+        busy_timeout: float = BUSY_TIMEOUT,
+    ) -> None:
+        self._path = str(path)
+        self._busy_timeout_ms = int(busy_timeout * 1000)
+        self._migrations = list(migrations) if migrations is not None else load_migrations()
+        self._db: aiosqlite.Connection | None = None
+        # Bulk jobs' own connection, opened on first use (see _bulk_write).
+        self._bulk: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    async def open(self) -> None:
+        if self._db is not None:
+            return
+        if not callable(getattr(aiosqlite.Connection, "_execute", None)):
+            raise RuntimeError(
+                "this aiosqlite has no Connection._execute; see SqliteConnection._write"
+            )
+        db = await self._connect()
+        try:
+            await apply_migrations(db, self._migrations)
+        except BaseException:
+            await db.close()
+            raise
+        self._db = db
+
+    async def _connect(self) -> aiosqlite.Connection:
+        db = await aiosqlite.connect(self._path, isolation_level=None)
+        try:
+            await db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            for pragma in _PRAGMAS:
+                await db.execute(pragma)
+        except BaseException:
+            await db.close()
+            raise
+        return db
+
+    async def close(self) -> None:
+        if self._db is None:
+            return
+        async with self._lock:
+            db, self._db = self._db, None
+            bulk, self._bulk = self._bulk, None
+            await db.close()
+            if bulk is not None:
+                await bulk.close()
+
+    def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError("store is not open; call open() first")
+        return self._db
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work(conn)` in one BEGIN IMMEDIATE … COMMIT on the worker thread.
+
+        IMMEDIATE takes the write lock up front, so another process holding it
+        shows up as a busy wait at BEGIN instead of a failed COMMIT. Because
+        the whole transaction is one queued call, a cancelled caller cannot
+        leave it half-open: it still commits or rolls back.
+        """
+        async with self._lock:
+            db = self._conn()
+            # aiosqlite has no public "run this on your thread" call; _execute
+            # is that mechanism (its presence is checked in open()).
+            return await db._execute(_transact, db._conn, work)
+
+    async def _bulk_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`_write` for bulk jobs (imports, reindexing, index compaction,
+        session deletes), on a second connection of this store.
+
+        FTS5 collects a transaction's index changes in a per-connection hash
+        table that grows to fit the largest transaction and never shrinks,
+        and every later commit on that connection walks all of it: after one
+        reindex of a long session, every later one-message write is slower
+        (bench/search.py measures it). Bulk work on its own connection leaves
+        the live one's table small. Both connections share the lock, so they
+        never wait on each other inside SQLite.
+        """
+        async with self._lock:
+            self._conn()  # raises when the store is closed
+            if self._bulk is None:
+                self._bulk = await self._connect()
+            db = self._bulk
+            return await db._execute(_transact, db._conn, work)
+
+    def _writer_for(self, text: str) -> Callable[[Callable[[sqlite3.Connection], T]], Awaitable[T]]:
+        """A message this long would grow the live connection's FTS5 table
+        for good (see _bulk_write), so it is written on the bulk one."""
+        return self._bulk_write if len(text) > BULK_TEXT_CHARS else self._write
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work(conn)` in one read transaction on the worker thread: its
+        statements see one snapshot, and cost one trip."""
+        async with self._lock:
+            db = self._conn()
+            return await db._execute(_snapshot, db._conn, work)
+
+    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        async with self._lock:
+            return list(await self._conn().execute_fetchall(sql, params))
+
+    async def schema_version(self) -> int:
+        async with self._lock:
+            return await current_version(self._conn())
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """Run a query under the store's lock, outside any transaction.
+
+        For diagnostics and for reads that need no snapshot; writes must go
+        through `_write`.
+        """
+        return await self._fetch(sql, tuple(params))

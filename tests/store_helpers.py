@@ -1,0 +1,126 @@
+"""Test helpers on the SQLite backend: checks that run SQL on its tables and
+shortcuts to its stores. None of this is part of a production interface."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from core.commitments.store import CommitmentStore
+from core.heartbeat.store import HeartbeatStore
+from core.reminders.store import ReminderStore
+from core.store.backends import open_backend
+from core.store.base import SearchScope, Store
+from core.store.sqlite import (
+    SqliteCommitmentStore,
+    SqliteHeartbeatStore,
+    SqliteReminderStore,
+    SqliteStore,
+)
+from core.store.sqlite.fts import AGENT_SPAN, rowid_sql, session_filter
+from core.store.sqlite.search import INDEXED_SQL, ranked_sql
+
+
+def open_store(url: str, *, base_dir: Path | None = None) -> SqliteStore:
+    """The transcript store of the backend for `url` (not yet opened)."""
+    store = open_backend(url, base_dir=base_dir).store
+    assert isinstance(store, SqliteStore)
+    return store
+
+
+def _sqlite(store: Store) -> SqliteStore:
+    assert isinstance(store, SqliteStore), f"a SQLite store, not {type(store).__name__}"
+    return store
+
+
+def commitment_store_for(store: Store) -> CommitmentStore:
+    return SqliteCommitmentStore(_sqlite(store))
+
+
+def heartbeat_store_for(store: Store) -> HeartbeatStore:
+    return SqliteHeartbeatStore(_sqlite(store))
+
+
+def make_reminder_store(store: Store) -> ReminderStore:
+    return SqliteReminderStore(_sqlite(store))
+
+
+async def mark_sent(
+    heartbeat: HeartbeatStore, commitment_id: str, *, now: datetime, message_id: str | None
+) -> None:
+    """Record a delivered follow-up the way the heartbeat does: claim it, then
+    finish the claim as sent."""
+    claimed = await heartbeat.claim(
+        [commitment_id], worker="test", now=now, lease_until=now + timedelta(minutes=10)
+    )
+    assert claimed, f"commitment {commitment_id} is not active and unclaimed"
+    await heartbeat.finish(claimed, "sent", worker="test", now=now, message_id=message_id)
+
+
+def search_plan_sql(scope: SearchScope, *, phrase: bool) -> str:
+    """The ranked search statement for `scope` (for EXPLAIN QUERY PLAN)."""
+    return ranked_sql(scope, phrase=phrase)
+
+
+async def count_index_rows(store: Store, session_key: str | None = None) -> int:
+    """Full-text rows, of one session or of all."""
+    sqlite_store = _sqlite(store)
+    if session_key is None:
+        rows = await sqlite_store.fetchall("SELECT count(*) FROM messages_fts")
+    else:
+        session = await sqlite_store.fetchall(
+            "SELECT id FROM sessions WHERE key = ?", (session_key,)
+        )
+        if not session:
+            return 0
+        rows = await sqlite_store.fetchall(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
+            (session_filter(session[0][0]),),
+        )
+    return int(rows[0][0])
+
+
+async def index_consistency(store: Store, session_key: str | None = None) -> tuple[int, int]:
+    """(active indexed messages without a correct full-text row, full-text
+    rows without their active indexed message); (0, 0) when consistent."""
+    return await _sqlite(store)._read(lambda conn: _consistency(conn, session_key))
+
+
+# An index row is correct when it exists for an active indexed message, in
+# its agent's rowid range, and carries that message's session token.
+_ROW_MATCHES = f"f.rowid = {rowid_sql('m.session_id', 'm.id')} AND f.session = 's' || m.session_id"
+# Orphan checks find the message by id first, then compare.
+_MESSAGE_OF_F = f"m.id = f.rowid % {AGENT_SPAN} AND "
+
+
+def _consistency(conn: sqlite3.Connection, session_key: str | None) -> tuple[int, int]:
+    if session_key is None:
+        missing_sql = (
+            f"SELECT count(*) FROM messages m WHERE m.active = 1 AND {INDEXED_SQL} "
+            f"AND NOT EXISTS (SELECT 1 FROM messages_fts f WHERE {_ROW_MATCHES})"
+        )
+        orphan_sql = (
+            "SELECT count(*) FROM messages_fts f WHERE NOT EXISTS "
+            f"(SELECT 1 FROM messages m WHERE {_MESSAGE_OF_F}{_ROW_MATCHES} AND m.active = 1 "
+            f"AND {INDEXED_SQL})"
+        )
+        (missing,) = conn.execute(missing_sql).fetchone()
+        (orphans,) = conn.execute(orphan_sql).fetchone()
+        return int(missing), int(orphans)
+    row = conn.execute("SELECT id FROM sessions WHERE key = ?", (session_key,)).fetchone()
+    if row is None:
+        return 0, 0
+    (missing,) = conn.execute(
+        f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND m.active = 1 "
+        f"AND {INDEXED_SQL} AND NOT EXISTS (SELECT 1 FROM messages_fts f WHERE {_ROW_MATCHES})",
+        row,
+    ).fetchone()
+    (orphans,) = conn.execute(
+        "SELECT count(*) FROM messages_fts f WHERE f.rowid IN "
+        "(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) AND NOT EXISTS "
+        f"(SELECT 1 FROM messages m WHERE {_MESSAGE_OF_F}{_ROW_MATCHES} AND m.active = 1 "
+        f"AND {INDEXED_SQL})",
+        (session_filter(row[0]),),
+    ).fetchone()
+    return int(missing), int(orphans)
