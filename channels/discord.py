@@ -108,7 +108,7 @@ class KeptBot(commands.Bot):
         # Added before login's connect: the cog's on_connect is in place for
         # the first READY.
         adapter = self.kept_adapter
-        await self.add_cog(KeptEvents(adapter, adapter.conversation))
+        await self.add_cog(KeptEvents(adapter, adapter.conversation), override=True)
 
     async def process_commands(self, message: discord.Message) -> None:
         return None  # no prefix commands (Bot.on_message would look for one)
