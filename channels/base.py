@@ -91,8 +91,8 @@ class ChannelContext:
     config: Callable[[], KeptConfig]
     clock: Clock
     environ: Mapping[str, str]
-    # The manager behind `handle`; when not given it is the object `handle`
-    # is a bound method of (ConversationManager.handle).
+    # The manager behind `handle`. Until the composition root passes it
+    # (bot/runtime.py), it is the object `handle` is a bound method of.
     manager: Conversation | None = None
 
     @property
@@ -120,16 +120,6 @@ class Said:
     # The server (Discord guild) the message was posted in; None for DMs and
     # platforms without one.
     server_id: str | None = None
-
-
-def on_allow_list(allow_from: Iterable[str], user_id: str, username: str | None = None) -> bool:
-    """An empty allow-list lets everyone in; otherwise the id or @username must be on it."""
-    allow = {a.strip().lower().lstrip("@") for a in allow_from if a.strip()}
-    if not allow:
-        return True
-    if user_id.lower() in allow:
-        return True
-    return username is not None and username.lower().lstrip("@") in allow
 
 
 class ChannelAdapter(abc.ABC):
@@ -177,8 +167,14 @@ class ChannelAdapter(abc.ABC):
         """Send one chunk that already fits the platform's limit."""
 
     def is_allowed(self, user_id: str, username: str | None = None) -> bool:
-        """The allow-list, read from the live config."""
-        return on_allow_list(self.allow_list(), user_id, username)
+        """The allow-list (`allow_list()`, read on every check): empty lets
+        everyone in; otherwise the id or @username must be on it."""
+        allow = {a.strip().lower().lstrip("@") for a in self.allow_list() if a.strip()}
+        if not allow:
+            return True
+        if user_id.lower() in allow:
+            return True
+        return username is not None and username.lower().lstrip("@") in allow
 
     # --- the pipeline -------------------------------------------------------------
 

@@ -61,6 +61,10 @@ class TelegramAdapter(ChannelAdapter):
     ) -> None:
         super().__init__(handler=ctx.handle, clock=ctx.clock)
         self._ctx = ctx
+        # TelegramCommands (channels/telegram_commands.py) takes its agent once,
+        # at construction; the session key of a command's chat must name the
+        # same agent. Messages read theirs per update (ChannelAdapter.agent_id).
+        self._commands_agent = self.agent_id
         self._poll_timeout = poll_timeout
         self._request_timeout = request_timeout
         # None: shutdown.graceSeconds, read when the stop begins.
@@ -296,22 +300,15 @@ class TelegramAdapter(ChannelAdapter):
             for_us = kind == "private" or addressed_to(message, self._bot_id(), self.username)
         if not for_us:
             return  # group chatter: neither answered nor stored
-        said = Said(
-            target=target_of(message),
-            chat_kind=kind,
-            sender_id=str(user.id),
-            text=text,
-            username=user.username,
-            sender_name=user.full_name or user.username,
-            platform_message_id=str(message.message_id),
-        )
+        said = self._said(message, kind, text)
         if not await self.admit(said):
             return
         if isinstance(command, Command):
             where = self._where(message, kind, str(user.id), user.full_name)
             await self._commands.run(command.name, command.args, where, str(message.message_id))
             return
-        await self._start_turn(self.inbound(said), mark_safe)
+        inbound = self.inbound(said)
+        await self._start_turn(inbound, mark_safe)
 
     async def _start_turn(self, inbound: Inbound, mark_safe: MarkSafe) -> None:
         """Run the turn in the background; return once its message is stored
@@ -383,10 +380,23 @@ class TelegramAdapter(ChannelAdapter):
         return Where(
             target=target,
             chat_kind=kind,
-            session_key=session_key(self.agent_id, target, kind),
+            session_key=session_key(self._commands_agent, target, kind),
             user_id=user_id,
             user_name=name,
             anonymous_admin=anonymous and anonymous_admin(message),
+        )
+
+    def _said(self, message: Message, kind: ChatKind, text: str) -> Said:
+        user = message.from_user
+        assert user is not None  # checked by the caller
+        return Said(
+            target=target_of(message),
+            chat_kind=kind,
+            sender_id=str(user.id),
+            text=text,
+            username=user.username,
+            sender_name=user.full_name or user.username,
+            platform_message_id=str(message.message_id),
         )
 
     def _bot_id(self) -> int | None:
