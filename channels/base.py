@@ -5,7 +5,7 @@ An adapter turns platform events into `Inbound`s for core, and sends core's
 one pipeline with small per-platform hooks (after aiogram's middlewares and
 nanobot's BaseChannel._handle_message):
 
-1. `admit`: the allow-list (`allow_from`, read from the live config on
+1. `admit`: the allow-list (`allow_list()`, read from the live config on
    every check; `admits` is the hook a platform extends, e.g. Discord's
    allowGuilds);
 2. `inbound`: the `Inbound`, with the agent read from the live config;
@@ -142,6 +142,8 @@ class ChannelAdapter(abc.ABC):
         self._fixed_agent = agent_id
         self._fixed_allow = tuple(allow_from)
         self._clock: Clock = clock or SystemClock()
+        # The platform's own logger: its lines read like the rest of its events.
+        self._log = logging.getLogger(f"kept.{self.platform}")
 
     def agent_setting(self) -> str:
         """Hook: the agent this channel's messages go to."""
@@ -188,7 +190,7 @@ class ChannelAdapter(abc.ABC):
         if await self.admits(said):
             return True
         event(
-            log,
+            self._log,
             logging.INFO,
             f"{self.platform}_not_allowed",
             agent=self.agent_id,
@@ -241,7 +243,7 @@ class ChannelAdapter(abc.ABC):
             raise
         except Exception as exc:
             event(
-                log,
+                self._log,
                 logging.ERROR,
                 f"{self.platform}_turn_failed",
                 agent=inbound.agent_id,
