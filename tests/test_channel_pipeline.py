@@ -152,6 +152,23 @@ async def test_telegram_reads_its_agent_per_message(tmp_path: Path) -> None:
         assert [t for role, _, t in second if role == "user"] == ["second"]
 
 
+async def test_telegram_reads_its_allow_list_per_message(tmp_path: Path) -> None:
+    async with telegram_harness(tmp_path) as tg:
+        await tg.start()
+        await tg.fake.push_message("open door", chat_id=42)
+        await tg.fake.wait_for(lambda: len(tg.fake.sent) >= 1)
+
+        tg.config.channels.telegram.allow_from = ["77"]
+        refused = await tg.fake.push_message("still me", chat_id=42)
+        await tg.fake.wait_for(lambda: refused["update_id"] in tg.fake.confirmed)
+
+        assert tg.fake.texts() == ["echo: open door"]
+        users = [
+            t for r, _, t in await tg.transcript("agent:main:telegram:private:42") if r == "user"
+        ]
+        assert users == ["open door"]
+
+
 @pytest.fixture
 async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     rig = await build_rig(tmp_path, config={"agents": TWO_AGENTS})
