@@ -1,26 +1,43 @@
 """The base every platform adapter builds on.
 
 An adapter turns platform events into `Inbound`s for core, and sends core's
-`Outbound`s back. The base owns what every platform needs the same way: the
-allow-list check and splitting long text into platform-sized chunks.
+`Outbound`s back. The base owns what every platform does the same way, as
+one pipeline with small per-platform hooks (after aiogram's middlewares and
+nanobot's BaseChannel._handle_message):
+
+1. `admit`: the allow-list (`allow_list()`, read from the live config on
+   every check; `admits` is the hook a platform extends, e.g. Discord's
+   allowGuilds);
+2. `inbound`: the `Inbound`, with the agent read from the live config;
+3. `take_turn`: "typing…" once the message is stored (`keep_typing` is the
+   platform's indicator), the hand-off to the conversation manager, and
+   error capture: a failed turn is logged, never raised; MessageNotStored is
+   raised for the platform to hold the message (Telegram's intake, Discord's
+   catch-up).
+
+What decides whether a message is addressed to the bot at all (mentions,
+replies, commands) stays with the platform, before `admit`. The base also
+splits long text into platform-sized chunks.
 """
 
 from __future__ import annotations
 
 import abc
+import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
-from core.clock import Clock
+from core.clock import Clock, SystemClock
 from core.commitments.service import CommitmentService
 from core.config import KeptConfig
+from core.conversation import MessageNotStored
 from core.logs import event
-from core.messages import Inbound, Outbound, SendResult, Target
+from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
 from core.reminders import ReminderService
-from core.store import Store
+from core.store import MessageRecord, Store
 
 log = logging.getLogger("kept.channels")
 
@@ -34,6 +51,22 @@ class InboundHandler(Protocol):
     ) -> Awaitable[object]: ...
 
 
+class Conversation(Protocol):
+    """What a channel hands its messages, edits and deletions to
+    (core.conversation.ConversationManager); each raises MessageNotStored
+    when the change could not be stored."""
+
+    def handle(
+        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
+    ) -> Awaitable[object]: ...
+
+    async def edit(
+        self, *, platform: str, chat_id: str, platform_message_id: str, text: str
+    ) -> MessageRecord | None: ...
+
+    async def delete(self, *, platform: str, chat_id: str, platform_message_id: str) -> bool: ...
+
+
 class ChannelStartError(Exception):
     """A channel cannot start (missing or rejected token, bad setting); the
     message names the config key or environment variable to fix."""
@@ -43,10 +76,12 @@ class ChannelStartError(Exception):
 class ChannelContext:
     """What an adapter gets from the runtime: core services, never the runtime.
 
-    `handle` runs a conversation turn (ConversationManager.handle); `store` is
-    for transcript edits and deletions; `commitments` and `reminders` back
-    the platform's commands. Config is read through `config()` on every use,
-    so a reloaded file applies without a restart.
+    `handle` runs a conversation turn (ConversationManager.handle); edits and
+    deletions go through `conversation` too, never straight into the store;
+    `store` is read only (the Discord catch-up's newest stored ids);
+    `commitments` and `reminders` back the platform's commands. Config is
+    read through `config()` on every use, so a reloaded file applies without
+    a restart.
     """
 
     handle: InboundHandler
@@ -56,6 +91,35 @@ class ChannelContext:
     config: Callable[[], KeptConfig]
     clock: Clock
     environ: Mapping[str, str]
+    # The manager behind `handle`. Until the composition root passes it
+    # (bot/runtime.py), it is the object `handle` is a bound method of.
+    manager: Conversation | None = None
+
+    @property
+    def conversation(self) -> Conversation:
+        if self.manager is not None:
+            return self.manager
+        owner = getattr(self.handle, "__self__", None)
+        if owner is None or not all(hasattr(owner, m) for m in ("handle", "edit", "delete")):
+            raise TypeError("ChannelContext needs `manager` when `handle` is not a manager's")
+        return owner  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """A message the platform's rules found addressed to the bot, before the
+    allow-list: what `admit` and `inbound` need."""
+
+    target: Target
+    chat_kind: ChatKind
+    sender_id: str
+    text: str
+    username: str | None = None
+    sender_name: str | None = None
+    platform_message_id: str | None = None
+    # The server (Discord guild) the message was posted in; None for DMs and
+    # platforms without one.
+    server_id: str | None = None
 
 
 class ChannelAdapter(abc.ABC):
@@ -63,11 +127,36 @@ class ChannelAdapter(abc.ABC):
     max_message_length: ClassVar[int] = 4000
 
     def __init__(
-        self, *, agent_id: str, allow_from: Iterable[str], handler: InboundHandler
+        self,
+        *,
+        handler: InboundHandler,
+        agent_id: str = "",
+        allow_from: Iterable[str] = (),
+        clock: Clock | None = None,
     ) -> None:
-        self.agent_id = agent_id
-        self._allow = {a.strip().lower().lstrip("@") for a in allow_from if a.strip()}
+        """`agent_id` and `allow_from` are fixed values for a channel started
+        with them (the console); a platform whose settings live in the config
+        file overrides `agent_setting` and `allow_list` to read them on every
+        use, so an edited file applies to the next message without a restart."""
         self._handler = handler
+        self._fixed_agent = agent_id
+        self._fixed_allow = tuple(allow_from)
+        self._clock: Clock = clock or SystemClock()
+        # The platform's own logger: its lines read like the rest of its events.
+        self._log = logging.getLogger(f"kept.{self.platform}")
+
+    def agent_setting(self) -> str:
+        """Hook: the agent this channel's messages go to."""
+        return self._fixed_agent
+
+    def allow_list(self) -> Iterable[str]:
+        """Hook: user ids and usernames allowed to talk to the bot (empty: everyone)."""
+        return self._fixed_allow
+
+    @property
+    def agent_id(self) -> str:
+        """The agent this channel's messages go to, as the settings say now."""
+        return self.agent_setting()
 
     @abc.abstractmethod
     async def start(self) -> None: ...
@@ -80,12 +169,92 @@ class ChannelAdapter(abc.ABC):
         """Send one chunk that already fits the platform's limit."""
 
     def is_allowed(self, user_id: str, username: str | None = None) -> bool:
-        """An empty allow-list lets everyone in; otherwise the id or @username must be on it."""
-        if not self._allow:
+        """The allow-list (`allow_list()`, read on every check): empty lets
+        everyone in; otherwise the id or @username must be on it."""
+        allow = {a.strip().lower().lstrip("@") for a in self.allow_list() if a.strip()}
+        if not allow:
             return True
-        if user_id.lower() in self._allow:
+        if user_id.lower() in allow:
             return True
-        return username is not None and username.lower().lstrip("@") in self._allow
+        return username is not None and username.lower().lstrip("@") in allow
+
+    # --- the pipeline -------------------------------------------------------------
+
+    async def admits(self, said: Said) -> bool:
+        """Hook: whether the sender may talk to the bot here (a platform adds
+        its own rules to the allow-list)."""
+        return self.is_allowed(said.sender_id, said.username)
+
+    async def admit(self, said: Said) -> bool:
+        """Step 1: the allow-list; a refusal is logged, never answered."""
+        if await self.admits(said):
+            return True
+        event(
+            self._log,
+            logging.INFO,
+            f"{self.platform}_not_allowed",
+            agent=self.agent_id,
+            user=said.sender_id,
+            chat=said.target.chat_id,
+            server=said.server_id,
+        )
+        return False
+
+    def inbound(self, said: Said) -> Inbound:
+        """Step 2: the turn for core, for the agent the config names now."""
+        return Inbound(
+            agent_id=self.agent_id,
+            target=said.target,
+            chat_kind=said.chat_kind,
+            sender_id=said.sender_id,
+            text=said.text,
+            ts=self._clock.now(),
+            platform_message_id=said.platform_message_id,
+            sender_name=said.sender_name,
+        )
+
+    async def keep_typing(self, target: Target) -> None:
+        """Hook: show "typing…" in `target` until cancelled (cosmetic: a
+        platform error ends it quietly). The default shows nothing."""
+        return None
+
+    async def take_turn(
+        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
+    ) -> None:
+        """Steps 3-5: typing once stored, the manager, error capture. A turn
+        that fails after its message was stored is logged (the manager
+        answered model failures itself); MessageNotStored is raised, so the
+        platform holds the message and offers it again."""
+        typing: asyncio.Task[None] | None = None
+
+        def stored() -> None:
+            # "typing…" once there is something to answer, not while a
+            # storage outage holds the message.
+            nonlocal typing
+            typing = asyncio.create_task(self.keep_typing(inbound.target))
+            # A failed indicator only ends it; its error is dropped.
+            typing.add_done_callback(lambda t: t.cancelled() or t.exception())
+            if on_stored is not None:
+                on_stored()
+
+        try:
+            await self._handler(inbound, on_stored=stored)
+        except MessageNotStored:
+            raise
+        except Exception as exc:
+            event(
+                self._log,
+                logging.ERROR,
+                f"{self.platform}_turn_failed",
+                agent=inbound.agent_id,
+                session=inbound.session_key,
+                message=inbound.platform_message_id,
+                error=repr(exc),
+                action="see the error; recent unanswered messages are answered at the next start",
+            )
+        finally:
+            if typing is not None:
+                typing.cancel()
 
     async def send(self, outbound: Outbound) -> SendResult:
         """Send a message, split into chunks. The result carries the first

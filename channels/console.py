@@ -13,9 +13,9 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
-from channels.base import ChannelAdapter, InboundHandler
+from channels.base import ChannelAdapter, InboundHandler, Said
 from core.clock import Clock
-from core.messages import Inbound, SendResult, Target
+from core.messages import SendResult, Target
 
 PLATFORM = "console"
 QUIT_WORDS = frozenset({"/quit", "/exit"})
@@ -36,8 +36,7 @@ class ConsoleAdapter(ChannelAdapter):
         user: str | None = None,
         allow_from: Iterable[str] = (),
     ) -> None:
-        super().__init__(agent_id=agent_id, allow_from=allow_from, handler=handler)
-        self._clock = clock
+        super().__init__(agent_id=agent_id, allow_from=allow_from, handler=handler, clock=clock)
         self._stdin = stdin or sys.stdin
         self._stdout = stdout or sys.stdout
         self.user = user or _local_user()
@@ -69,17 +68,15 @@ class ConsoleAdapter(ChannelAdapter):
                 break
             if not text:
                 continue
-            await self._handler(
-                Inbound(
-                    agent_id=self.agent_id,
-                    target=self.target,
-                    chat_kind="private",
-                    sender_id=self.user,
-                    text=text,
-                    ts=self._clock.now(),
-                    sender_name=self.user,
-                )
+            said = Said(
+                target=self.target,
+                chat_kind="private",
+                sender_id=self.user,
+                text=text,
+                sender_name=self.user,
             )
+            if await self.admit(said):
+                await self.take_turn(self.inbound(said))
 
     async def send_text(self, target: Target, text: str, reply_to: str | None) -> SendResult:
         prefix = "kept> " if self._interactive else ""

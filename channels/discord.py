@@ -3,10 +3,11 @@
 - DMs: every message is a turn. Server channels and group DMs: a turn only
   when the bot is mentioned or replied to. A thread keeps its own session.
   Bots (this one included) and webhooks are never answered.
-- `allowFrom` / `allowGuilds` are read from the live config (channels/
-  discord_scope.Gate), as is the agent.
-- Edits and deletions of stored messages update the transcript and its
-  search index.
+- Messages take the pipeline of channels/base.py; `allowFrom` (the base's
+  allow-list) and `allowGuilds` (channels/discord_scope.Gate) are read from
+  the live config, as is the agent.
+- Gateway events arrive through a Cog (channels/discord_cog.py); edits and
+  deletions of stored messages go to the conversation manager.
 - Sending: long text is split by the base class; model output never pings
   @everyone, @here, roles or users. discord.py keeps its own rate-limit
   handling (and its retries of 5xx answers); what it finally raises is
@@ -23,26 +24,25 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
 import discord
 from discord.ext import commands
 
-from channels.base import ChannelAdapter, ChannelContext, ChannelStartError
+from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
 from channels.chunked import send_with_actions
 from channels.discord_catchup import HISTORY_LIMIT, CatchUp
+from channels.discord_cog import KeptEvents
 from channels.discord_commands import CommandSupport, command_groups, on_tree_error
 from channels.discord_errors import describe, send_failure
 from channels.discord_http import use_api_root
-from channels.discord_scope import PLATFORM, ChatRef, Gate, addressed, chat_of, clean_text
+from channels.discord_scope import PLATFORM, ChatRef, Gate, addressed, clean_text
 from channels.discord_views import FollowUpActions, FollowUpButton, followup_view
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
-from core.conversation import MessageNotStored
 from core.logs import event
 from core.messages import Action, Inbound, Outbound, SendResult, Target
 
@@ -67,8 +67,9 @@ def intents() -> discord.Intents:
 
 
 class KeptBot(commands.Bot):
-    """discord.py's Bot with its events routed to the adapter. Prefix
-    commands are never processed: slash commands are the only commands."""
+    """discord.py's Bot; its gateway events reach the adapter through the
+    KeptEvents cog. Prefix commands are never processed: slash commands are
+    the only commands."""
 
     def __init__(self, adapter: DiscordAdapter, api_root: str | None, **options: Any) -> None:
         super().__init__(
@@ -85,26 +86,13 @@ class KeptBot(commands.Bot):
     async def setup_hook(self) -> None:
         # Registered on every start: buttons sent before a restart keep working.
         self.add_dynamic_items(FollowUpButton)
+        # Added before login's connect: the cog's on_connect is in place for
+        # the first READY.
+        adapter = self.kept_adapter
+        await self.add_cog(KeptEvents(adapter, adapter.conversation), override=True)
 
-    async def on_connect(self) -> None:
-        # Dispatched while READY is parsed, before any later event: the
-        # catch-up is in place before the first live message is handled.
-        self.kept_adapter.catchup.connected()
-
-    async def on_ready(self) -> None:
-        await self.kept_adapter._on_ready()
-
-    async def on_message(self, message: discord.Message) -> None:
-        await self.kept_adapter._on_message(message)
-
-    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        await self.kept_adapter._on_edit(payload)
-
-    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        await self.kept_adapter._on_delete(payload.channel_id, [payload.message_id])
-
-    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        await self.kept_adapter._on_delete(payload.channel_id, sorted(payload.message_ids))
+    async def process_commands(self, message: discord.Message) -> None:
+        return None  # no prefix commands (Bot.on_message would look for one)
 
 
 class DiscordAdapter(ChannelAdapter):
@@ -114,12 +102,11 @@ class DiscordAdapter(ChannelAdapter):
     def __init__(self, ctx: ChannelContext, **bot_options: Any) -> None:
         """`bot_options` go to discord.py's client (tests shorten
         guild_ready_timeout, the wait for servers after READY)."""
-        settings = ctx.config().channels.discord
-        super().__init__(
-            agent_id=settings.agent, allow_from=settings.allow_from, handler=ctx.handle
-        )
+        super().__init__(handler=ctx.handle, clock=ctx.clock)
         self._ctx = ctx
-        self.gate = Gate(self._settings, ctx.clock)
+        self.conversation = ctx.conversation
+        settings = ctx.config().channels.discord
+        self.gate = Gate(self.is_allowed, self._settings, ctx.clock)
         self.followups = FollowUpActions(
             commitments=ctx.commitments, config=ctx.config, gate=self.gate
         )
@@ -147,8 +134,11 @@ class DiscordAdapter(ChannelAdapter):
     def _settings(self) -> DiscordConfig:
         return self._ctx.config().channels.discord
 
-    def is_allowed(self, user_id: str, username: str | None = None) -> bool:
-        return self.gate.user_allowed(user_id, username)
+    def agent_setting(self) -> str:
+        return self._settings().agent
+
+    def allow_list(self) -> list[str]:
+        return self._settings().allow_from
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -213,7 +203,7 @@ class DiscordAdapter(ChannelAdapter):
             for left in pending:
                 left.cancel()
 
-    async def _on_ready(self) -> None:
+    async def on_ready(self) -> None:
         user = self._bot.user
         event(
             log,
@@ -258,30 +248,13 @@ class DiscordAdapter(ChannelAdapter):
 
     # --- inbound ----------------------------------------------------------------
 
-    async def _on_message(self, message: discord.Message) -> None:
-        ref = chat_of(message.channel)
-        if ref is None:
-            return
-        inbound = await self._inbound(message, ref)
-        if inbound is None:
-            return
-        async with self.catchup.lane(ref.channel_id) as open_:
-            if not open_:
-                return  # stopping
-            try:
-                await self._answer(inbound, message.channel)
-            except MessageNotStored as exc:
-                # Not confirmed anywhere: the catch-up reads it from the
-                # channel's history once storing works again.
-                self.catchup.not_stored(ref, message.id, exc)
-
     async def _deliver(self, message: discord.Message, ref: ChatRef) -> None:
         """A message read back from history takes the live path."""
-        inbound = await self._inbound(message, ref)
+        inbound = await self.inbound_of(message, ref)
         if inbound is not None:
-            await self._answer(inbound, message.channel)
+            await self.take_turn(inbound)
 
-    async def _inbound(self, message: discord.Message, ref: ChatRef) -> Inbound | None:
+    async def inbound_of(self, message: discord.Message, ref: ChatRef) -> Inbound | None:
         """The turn a message is, or None when it is not one for us."""
         if message.author.bot or message.webhook_id is not None:
             return None  # never answer a bot, this one included: no loops
@@ -292,42 +265,23 @@ class DiscordAdapter(ChannelAdapter):
             return None
         if ref.chat_kind != "private" and not addressed(message, me):
             return None
-        guild_id = message.guild.id if message.guild else None
-        if not await self.gate.allowed(message.author, guild_id, self._bot):
-            event(
-                log, logging.INFO, "discord_inbound_refused", user=message.author.id, guild=guild_id
-            )
-            return None
-        text = clean_text(message, me)
-        if not text:
-            return None
-        return Inbound(
-            agent_id=self._settings().agent,
+        said = Said(
             target=ref.target,
             chat_kind=ref.chat_kind,
             sender_id=str(message.author.id),
-            text=text,
-            ts=self._ctx.clock.now(),
-            platform_message_id=str(message.id),
+            text=clean_text(message, me),
+            username=message.author.name,
             sender_name=message.author.display_name,
+            platform_message_id=str(message.id),
+            server_id=str(message.guild.id) if message.guild else None,
         )
+        if not await self.admit(said) or not said.text:
+            return None
+        return self.inbound(said)
 
-    async def _answer(self, inbound: Inbound, channel: discord.abc.Messageable) -> None:
-        """One turn; raises MessageNotStored when the message was not stored."""
-        try:
-            async with self._typing(channel):
-                await self._ctx.handle(inbound)
-        except MessageNotStored:
-            raise
-        except Exception as exc:
-            event(
-                log,
-                logging.ERROR,
-                "discord_turn_failed",
-                session=inbound.session_key,
-                message=inbound.platform_message_id,
-                error=repr(exc),
-            )
+    async def admits(self, said: Said) -> bool:
+        """The allow-list, then allowGuilds."""
+        return await self.gate.admits(said.sender_id, said.username, said.server_id, self._bot)
 
     async def _history(self, ref: ChatRef, after: int) -> list[discord.Message]:
         """Messages of a chat after the id `after`, oldest first (bounded)."""
@@ -348,88 +302,24 @@ class DiscordAdapter(ChannelAdapter):
         )
         return [message async for message in history]
 
-    @contextlib.asynccontextmanager
-    async def _typing(self, channel: discord.abc.Messageable) -> AsyncIterator[None]:
+    async def keep_typing(self, target: Target) -> None:
         """Show "typing…" while the model works; a channel that refuses it (no
         permission) still gets its answer."""
-
-        async def refresh() -> None:
-            while True:
-                await self._ctx.clock.sleep(TYPING_REFRESH)
+        channel = self._channel(target)
+        while isinstance(channel, discord.abc.Messageable):
+            try:
                 await channel.typing()
-
-        try:
-            await channel.typing()
-        except (discord.HTTPException, aiohttp.ClientError, OSError):
-            yield
-            return
-        task = asyncio.create_task(refresh())
-        # A refresh that fails only ends the indicator; its error is dropped.
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        try:
-            yield
-        finally:
-            task.cancel()
-
-    async def _on_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        message, me = payload.message, self._bot.user
-        if me is None or message.author.bot:
-            return  # our own edits (a follow-up showing "Dismissed") change nothing
-        before = payload.cached_message
-        ref = chat_of(message.channel)
-        # Only messages that can have been turns: DMs, and server messages
-        # addressed to the bot (before or after the edit). Other edits in a
-        # busy server never touch the database.
-        if not (
-            (ref is not None and ref.chat_kind == "private")
-            or addressed(message, me)
-            or (before is not None and addressed(before, me))
-        ):
-            return
-        text = clean_text(message, me)
-        if not text or (before is not None and clean_text(before, me) == text):
-            return  # an embed unfurled, or nothing we keep changed
-        for chat_id in await self._chat_ids(payload.channel_id, message.channel):
-            record = await self._ctx.store.edit_message(
-                platform=PLATFORM, chat_id=chat_id, platform_message_id=str(message.id), text=text
-            )
-            if record is not None:
-                event(
-                    log,
-                    logging.INFO,
-                    "discord_message_edited",
-                    session=record.session_key,
-                    message=record.id,
-                )
+            except (discord.HTTPException, aiohttp.ClientError, OSError):
                 return
+            await self._ctx.clock.sleep(TYPING_REFRESH)
 
-    async def _on_delete(self, channel_id: int, message_ids: list[int]) -> None:
-        channel = self._bot.get_channel(channel_id)
-        chat_ids = await self._chat_ids(channel_id, channel)
-        for message_id in message_ids:
-            for chat_id in chat_ids:
-                if await self._ctx.store.delete_message(
-                    platform=PLATFORM, chat_id=chat_id, platform_message_id=str(message_id)
-                ):
-                    event(
-                        log,
-                        logging.INFO,
-                        "discord_message_deleted",
-                        chat=chat_id,
-                        message=message_id,
-                    )
-                    break
-
-    async def _chat_ids(self, channel_id: int, channel: object) -> list[str]:
-        """Chat ids a message of this channel may be stored under: a thread's
-        messages live under the parent's chat id, so an uncached thread is
-        fetched to learn its parent; the channel id itself is tried too."""
-        ref = chat_of(channel) if channel is not None else None
-        if ref is None:
-            with contextlib.suppress(discord.HTTPException, discord.ClientException):
-                ref = chat_of(await self._bot.fetch_channel(channel_id))
-        ids = [ref.target.chat_id] if ref is not None else []
-        return ids if str(channel_id) in ids else [*ids, str(channel_id)]
+    def _channel(self, target: Target) -> object | None:
+        try:
+            # A thread's messages go to the thread itself.
+            channel_id = int(target.thread_id or target.chat_id)
+        except ValueError:
+            return None
+        return self._bot.get_channel(channel_id) or self._bot.get_partial_messageable(channel_id)
 
     # --- outbound ---------------------------------------------------------------
 

@@ -113,38 +113,43 @@ def chat_access(interaction: discord.Interaction, ref: ChatRef, agent_id: str) -
 
 
 class Gate:
-    """`allowFrom` and `allowGuilds`, read from the live config on every check.
+    """Who may talk to the bot where: the channel's allow-list (`allowFrom`,
+    channels/base.py), then `allowGuilds`, both read from the live config on
+    every check.
 
-    allowFrom lists user ids (or usernames); empty lets everyone in.
     allowGuilds lists server ids; empty allows every server. When it is set,
     a DM is allowed only from a member of one of those servers, so a bot
     that is also in other servers does not answer their members privately.
     """
 
-    def __init__(self, settings: Callable[[], DiscordConfig], clock: Clock) -> None:
+    def __init__(
+        self,
+        user_allowed: Callable[[str, str | None], bool],
+        settings: Callable[[], DiscordConfig],
+        clock: Clock,
+    ) -> None:
+        self._user_allowed = user_allowed
         self._settings = settings
         self._clock = clock
         self._members: dict[int, tuple[bool, datetime]] = {}
 
-    def user_allowed(self, user_id: str, username: str | None = None) -> bool:
-        allow = {a.strip().lower().lstrip("@") for a in self._settings().allow_from if a.strip()}
-        if not allow:
-            return True
-        if user_id.lower() in allow:
-            return True
-        return username is not None and username.lower().lstrip("@") in allow
-
     async def allowed(
         self, user: discord.abc.User, guild_id: int | None, client: discord.Client
     ) -> bool:
-        if not self.user_allowed(str(user.id), user.name):
+        server = str(guild_id) if guild_id is not None else None
+        return await self.admits(str(user.id), user.name, server, client)
+
+    async def admits(
+        self, user_id: str, username: str | None, server_id: str | None, client: discord.Client
+    ) -> bool:
+        if not self._user_allowed(user_id, username):
             return False
         guilds = {g.strip() for g in self._settings().allow_guilds if g.strip()}
         if not guilds:
             return True
-        if guild_id is not None:
-            return str(guild_id) in guilds
-        return await self._member_of_any(user.id, guilds, client)
+        if server_id is not None:
+            return server_id in guilds
+        return await self._member_of_any(int(user_id), guilds, client)
 
     async def _member_of_any(self, user_id: int, guilds: set[str], client: discord.Client) -> bool:
         now = self._clock.now()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from telegram import Bot, CallbackQuery, InlineKeyboardMarkup, Message, ReplyParameters, Update
@@ -23,7 +23,7 @@ from telegram.constants import ChatAction, ChatMemberStatus
 from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
-from channels.base import ChannelAdapter, ChannelContext, ChannelStartError
+from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
 from channels.chunked import send_with_actions
 from channels.telegram_commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
 from channels.telegram_intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
@@ -60,9 +60,12 @@ class TelegramAdapter(ChannelAdapter):
         request_timeout: float = 10.0,
         stop_grace: float | None = None,
     ) -> None:
-        tg = ctx.config().channels.telegram
-        super().__init__(agent_id=tg.agent, allow_from=tg.allow_from, handler=ctx.handle)
+        super().__init__(handler=ctx.handle, clock=ctx.clock)
         self._ctx = ctx
+        # TelegramCommands (channels/telegram_commands.py) takes its agent once,
+        # at construction; the session key of a command's chat must name the
+        # same agent. Messages read theirs per update (ChannelAdapter.agent_id).
+        self._commands_agent = self.agent_id
         self._poll_timeout = poll_timeout
         self._request_timeout = request_timeout
         # None: shutdown.graceSeconds, read when the stop begins.
@@ -76,6 +79,12 @@ class TelegramAdapter(ChannelAdapter):
 
     def _config(self) -> TelegramConfig:
         return self._ctx.config().channels.telegram
+
+    def agent_setting(self) -> str:
+        return self._config().agent
+
+    def allow_list(self) -> list[str]:
+        return self._config().allow_from
 
     # --- lifecycle --------------------------------------------------------------
 
@@ -201,13 +210,6 @@ class TelegramAdapter(ChannelAdapter):
         cancelled = sum(1 for t in turns if t.cancelled()) or None
         event(log, logging.INFO, "telegram_stopped", agent=self.agent_id, cancelled=cancelled)
 
-    def is_allowed(self, user_id: str, username: str | None = None) -> bool:
-        # Re-read on every check, so an edited allowFrom applies without a restart.
-        self._allow = {
-            a.strip().lower().lstrip("@") for a in self._config().allow_from if a.strip()
-        }
-        return super().is_allowed(user_id, username)
-
     # --- sending --------------------------------------------------------------
 
     async def send(self, outbound: Outbound) -> SendResult:
@@ -292,30 +294,14 @@ class TelegramAdapter(ChannelAdapter):
             for_us = kind == "private" or addressed_to(message, self._bot_id(), self.username)
         if not for_us:
             return  # group chatter: neither answered nor stored
-        if not self.is_allowed(str(user.id), user.username):
-            event(
-                log,
-                logging.INFO,
-                "telegram_not_allowed",
-                agent=self.agent_id,
-                user=user.id,
-                chat=message.chat.id,
-            )
+        said = self._said(message, kind, text)
+        if not await self.admit(said):
             return
         if isinstance(command, Command):
             where = self._where(message, kind, str(user.id), user.full_name)
             await self._commands.run(command.name, command.args, where, str(message.message_id))
             return
-        inbound = Inbound(
-            agent_id=self.agent_id,
-            target=target_of(message),
-            chat_kind=kind,
-            sender_id=str(user.id),
-            text=text,
-            ts=self._ctx.clock.now(),
-            platform_message_id=str(message.message_id),
-            sender_name=user.full_name or user.username,
-        )
+        inbound = self.inbound(said)
         await self._start_turn(inbound, mark_safe)
 
     async def _start_turn(self, inbound: Inbound, mark_safe: MarkSafe) -> None:
@@ -325,7 +311,7 @@ class TelegramAdapter(ChannelAdapter):
         unconfirmed and tries again."""
         stored = asyncio.Event()
         task = asyncio.create_task(
-            self._turn(inbound, stored.set), name=f"telegram-turn-{inbound.target}"
+            self.take_turn(inbound, on_stored=stored.set), name=f"telegram-turn-{inbound.target}"
         )
         self._turns.add(task)
         task.add_done_callback(self._turns.discard)
@@ -340,34 +326,7 @@ class TelegramAdapter(ChannelAdapter):
                 raise failure
         mark_safe()
 
-    async def _turn(self, inbound: Inbound, on_stored: Callable[[], object]) -> None:
-        typing: asyncio.Task[None] | None = None
-
-        def stored() -> None:
-            # "typing…" once there is something to answer, not while a
-            # storage outage holds the message.
-            nonlocal typing
-            typing = asyncio.create_task(self._typing(inbound.target))
-            on_stored()
-
-        try:
-            await self._ctx.handle(inbound, on_stored=stored)
-        except MessageNotStored:
-            raise  # the intake logs it and tries again
-        except Exception as exc:
-            event(
-                log,
-                logging.ERROR,
-                "telegram_turn_failed",
-                agent=self.agent_id,
-                session=inbound.session_key,
-                error=repr(exc),
-            )
-        finally:
-            if typing is not None:
-                typing.cancel()
-
-    async def _typing(self, target: Target) -> None:
+    async def keep_typing(self, target: Target) -> None:
         bot = self._bot
         thread = int(target.thread_id) if target.thread_id is not None else None
         while bot is not None:
@@ -384,25 +343,14 @@ class TelegramAdapter(ChannelAdapter):
         text = message.text or message.caption
         if user is None or not text or not self.is_allowed(str(user.id), user.username):
             return
-        try:
-            record = await self._ctx.store.edit_message(
-                platform=self.platform,
-                chat_id=str(message.chat.id),
-                platform_message_id=str(message.message_id),
-                text=text,
-            )
-        except Exception as exc:
-            # An edit is something the user said too: held and retried like a message.
-            raise MessageNotStored(f"edit of message {message.message_id}: {exc!r}") from exc
-        if record is not None:
-            event(
-                log,
-                logging.INFO,
-                "telegram_message_edited",
-                agent=self.agent_id,
-                session=record.session_key,
-                message=record.id,
-            )
+        # Raises MessageNotStored when the store fails: an edit is something
+        # the user said too, held and retried like a message.
+        await self._ctx.conversation.edit(
+            platform=self.platform,
+            chat_id=str(message.chat.id),
+            platform_message_id=str(message.message_id),
+            text=text,
+        )
 
     async def _on_callback(self, query: CallbackQuery) -> None:
         user = query.from_user
@@ -426,10 +374,23 @@ class TelegramAdapter(ChannelAdapter):
         return Where(
             target=target,
             chat_kind=kind,
-            session_key=session_key(self.agent_id, target, kind),
+            session_key=session_key(self._commands_agent, target, kind),
             user_id=user_id,
             user_name=name,
             anonymous_admin=anonymous and anonymous_admin(message),
+        )
+
+    def _said(self, message: Message, kind: ChatKind, text: str) -> Said:
+        user = message.from_user
+        assert user is not None  # checked by the caller
+        return Said(
+            target=target_of(message),
+            chat_kind=kind,
+            sender_id=str(user.id),
+            text=text,
+            username=user.username,
+            sender_name=user.full_name or user.username,
+            platform_message_id=str(message.message_id),
         )
 
     def _bot_id(self) -> int | None:

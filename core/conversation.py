@@ -41,10 +41,11 @@ HISTORY_ROWS = 200
 
 
 class MessageNotStored(Exception):
-    """`handle` could not store the incoming message (database locked past its
-    busy timeout, disk full, I/O error). Nothing was answered; the channel
-    must not confirm the message to its platform, and should offer it again
-    once storage recovers. The store's own error is the `__cause__`."""
+    """`handle` could not store the incoming message, or `edit` / `delete`
+    could not store their change (database locked past its busy timeout, disk
+    full, I/O error). Nothing was answered; the channel must not confirm the
+    message to its platform, and should offer it again once storage
+    recovers. The store's own error is the `__cause__`."""
 
     @property
     def action(self) -> str:
@@ -163,6 +164,59 @@ class ConversationManager:
             on_stored()
         async with self.session_lock(key):
             return await self._turn(session, user)
+
+    async def edit(
+        self, *, platform: str, chat_id: str, platform_message_id: str, text: str
+    ) -> MessageRecord | None:
+        """Apply a user's edit of a message they sent: the transcript and its
+        search index change together. None when no such message is stored
+        (it was never a turn). An edit is something the user said too: when it
+        cannot be stored, MessageNotStored is raised so the channel can hold
+        it and offer it again."""
+        try:
+            record = await self._store.edit_message(
+                platform=platform,
+                chat_id=chat_id,
+                platform_message_id=platform_message_id,
+                text=text,
+            )
+        except Exception as exc:
+            raise MessageNotStored(
+                f"edit of message {platform_message_id} in {platform}:{chat_id}: {exc!r}"
+            ) from exc
+        if record is not None:
+            event(
+                log,
+                logging.INFO,
+                "message_edited",
+                platform=platform,
+                session=record.session_key,
+                message=record.id,
+            )
+        return record
+
+    async def delete(self, *, platform: str, chat_id: str, platform_message_id: str) -> bool:
+        """Forget a message its sender deleted (transcript and search index);
+        False when no such message is stored. A store failure raises
+        MessageNotStored: the deletion did not happen."""
+        try:
+            deleted = await self._store.delete_message(
+                platform=platform, chat_id=chat_id, platform_message_id=platform_message_id
+            )
+        except Exception as exc:
+            raise MessageNotStored(
+                f"deletion of message {platform_message_id} in {platform}:{chat_id}: {exc!r}"
+            ) from exc
+        if deleted:
+            event(
+                log,
+                logging.INFO,
+                "message_deleted",
+                platform=platform,
+                chat=chat_id,
+                message=platform_message_id,
+            )
+        return deleted
 
     async def _ensure_session(self, inbound: Inbound, *, fresh: bool = False) -> SessionRecord:
         # A session's identity never changes and every message insert bumps

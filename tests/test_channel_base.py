@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 from channels.base import AdapterRouter, ChannelAdapter, split_message
 from channels.console import ConsoleAdapter
@@ -91,7 +92,7 @@ async def test_router_sends_by_platform_only():
 async def test_console_reads_lines_until_quit():
     seen: list[Inbound] = []
 
-    async def handler(inbound: Inbound) -> None:
+    async def handler(inbound: Inbound, *, on_stored: Callable[[], object] | None = None) -> None:
         seen.append(inbound)
 
     out = io.StringIO()

@@ -3,11 +3,14 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import sqlite3
 from datetime import timedelta
+
+import pytest
 
 from core.clock import TestClock
 from core.config import AgentConfig, KeptConfig
-from core.conversation import APOLOGY, ConversationManager, ReplyEvent
+from core.conversation import APOLOGY, ConversationManager, MessageNotStored, ReplyEvent
 from core.llm import LLMError, ToolCall
 from core.messages import Inbound, Target
 from core.store import Store
@@ -295,3 +298,40 @@ async def test_a_session_deleted_between_turns_is_started_again(sqlite_store, cl
         ("user", "text", "after the purge"),
         ("assistant", "text", "echo: after the purge"),
     ]
+
+
+async def test_edit_and_delete_change_the_transcript_through_the_manager(
+    sqlite_store, clock, sender
+):
+    manager = make_manager(sqlite_store, ScriptedModel(), sender, clock)
+    await manager.handle(inbound(clock, "1", "my flight is on tuesday", msg_id="p1"))
+    key = "agent:main:telegram:private:1"
+    where = {"platform": "telegram", "chat_id": "1"}
+
+    edited = await manager.edit(**where, platform_message_id="p1", text="on wednesday")
+    assert edited is not None and edited.session_key == key
+    assert await manager.edit(**where, platform_message_id="nope", text="x") is None
+    assert (await transcript(sqlite_store, key))[0] == ("user", "text", "on wednesday")
+
+    assert await manager.delete(**where, platform_message_id="p1")
+    assert not await manager.delete(**where, platform_message_id="p1")
+    assert [role for role, _, _ in await transcript(sqlite_store, key)] == ["assistant"]
+
+
+async def test_an_edit_or_deletion_the_store_refuses_is_not_stored(sqlite_store, clock, sender):
+    manager = make_manager(sqlite_store, ScriptedModel(), sender, clock)
+    await manager.handle(inbound(clock, "1", "hello", msg_id="p1"))
+    full = sqlite3.OperationalError("database or disk is full")
+
+    async def refuse(**fields: object) -> None:
+        raise full
+
+    sqlite_store.edit_message = refuse
+    sqlite_store.delete_message = refuse
+    where = {"platform": "telegram", "chat_id": "1", "platform_message_id": "p1"}
+    with pytest.raises(MessageNotStored) as edit:
+        await manager.edit(**where, text="changed")
+    assert edit.value.__cause__ is full and "disk" in edit.value.action
+    with pytest.raises(MessageNotStored) as deletion:
+        await manager.delete(**where)
+    assert deletion.value.__cause__ is full

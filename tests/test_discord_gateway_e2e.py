@@ -91,13 +91,13 @@ class DiscordHarness:
         """Start an adapter as `kept run` does and wait for READY."""
         # Servers arrive right after READY here: no need to wait 2 s for more.
         adapter = DiscordAdapter(self.context(), guild_ready_timeout=0.01)
-        on_ready = adapter._on_ready
+        on_ready = adapter.on_ready
 
         async def counted() -> None:
             await on_ready()
             self.readies[id(adapter)] = self.readies.get(id(adapter), 0) + 1
 
-        adapter._on_ready = counted  # type: ignore[method-assign]
+        adapter.on_ready = counted  # type: ignore[method-assign]
         self.adapters.append(adapter)
         await adapter.start()
         self.router.add(adapter)

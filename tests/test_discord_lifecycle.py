@@ -146,14 +146,16 @@ async def test_start_connects_once_and_syncs_commands_on_ready(
         synced.append(guild.id if guild else None)
         return []
 
+    real_on_ready = adapter.on_ready
+
     async def on_ready() -> None:
-        await adapter._on_ready()
+        await real_on_ready()
         if sum("discord_connected" in r.getMessage() for r in caplog.records) == 2:
             ready_twice.set()
 
     monkeypatch.setattr(bot, "connect", connect)
     monkeypatch.setattr(bot, "close", close)
-    monkeypatch.setattr(bot, "on_ready", on_ready)
+    monkeypatch.setattr(adapter, "on_ready", on_ready)  # the cog's on_ready calls it
     monkeypatch.setattr(bot.tree, "sync", sync)
     caplog.set_level(logging.INFO, logger="kept.discord")
 
@@ -197,6 +199,6 @@ async def test_global_sync_without_a_dev_guild(rig: Rig, monkeypatch: pytest.Mon
         return []
 
     monkeypatch.setattr(adapter.bot.tree, "sync", sync)
-    await adapter._on_ready()
-    await adapter._on_ready()
+    await adapter.on_ready()
+    await adapter.on_ready()
     assert synced == [None]
