@@ -30,7 +30,7 @@ def channel_context(runtime: Runtime) -> ChannelContext:
     services = runtime.services
     assert services is not None, "start_core() first"
     return ChannelContext(
-        handle=services.manager.handle,
+        conversation=services.manager,
         store=runtime.store,
         commitments=services.commitments,
         reminders=services.reminders,

@@ -34,6 +34,7 @@ from core.clock import Clock, SystemClock
 from core.commitments.service import CommitmentService
 from core.config import KeptConfig
 from core.conversation import MessageNotStored
+from core.errors import KeptError
 from core.logs import event
 from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
 from core.reminders import ReminderService
@@ -67,7 +68,7 @@ class Conversation(Protocol):
     async def delete(self, *, platform: str, chat_id: str, platform_message_id: str) -> bool: ...
 
 
-class ChannelStartError(Exception):
+class ChannelStartError(KeptError):
     """A channel cannot start (missing or rejected token, bad setting); the
     message names the config key or environment variable to fix."""
 
@@ -76,33 +77,20 @@ class ChannelStartError(Exception):
 class ChannelContext:
     """What an adapter gets from the runtime: core services, never the runtime.
 
-    `handle` runs a conversation turn (ConversationManager.handle); edits and
-    deletions go through `conversation` too, never straight into the store;
-    `store` is read only (the Discord catch-up's newest stored ids);
-    `commitments` and `reminders` back the platform's commands. Config is
-    read through `config()` on every use, so a reloaded file applies without
-    a restart.
+    `conversation` takes the channel's turns, edits and deletions
+    (ConversationManager), never the store directly; `store` is read only
+    (the Discord catch-up's newest stored ids); `commitments` and `reminders`
+    back the platform's commands. Config is read through `config()` on every
+    use, so a reloaded file applies without a restart.
     """
 
-    handle: InboundHandler
+    conversation: Conversation
     store: Store
     commitments: CommitmentService
     reminders: ReminderService
     config: Callable[[], KeptConfig]
     clock: Clock
     environ: Mapping[str, str]
-    # The manager behind `handle`. Until the composition root passes it
-    # (bot/runtime.py), it is the object `handle` is a bound method of.
-    manager: Conversation | None = None
-
-    @property
-    def conversation(self) -> Conversation:
-        if self.manager is not None:
-            return self.manager
-        owner = getattr(self.handle, "__self__", None)
-        if owner is None or not all(hasattr(owner, m) for m in ("handle", "edit", "delete")):
-            raise TypeError("ChannelContext needs `manager` when `handle` is not a manager's")
-        return owner  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,7 +102,7 @@ class DiscordAdapter(ChannelAdapter):
     def __init__(self, ctx: ChannelContext, **bot_options: Any) -> None:
         """`bot_options` go to discord.py's client (tests shorten
         guild_ready_timeout, the wait for servers after READY)."""
-        super().__init__(handler=ctx.handle, clock=ctx.clock)
+        super().__init__(handler=ctx.conversation.handle, clock=ctx.clock)
         self._ctx = ctx
         self.conversation = ctx.conversation
         settings = ctx.config().channels.discord

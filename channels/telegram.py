@@ -60,7 +60,7 @@ class TelegramAdapter(ChannelAdapter):
         request_timeout: float = 10.0,
         stop_grace: float | None = None,
     ) -> None:
-        super().__init__(handler=ctx.handle, clock=ctx.clock)
+        super().__init__(handler=ctx.conversation.handle, clock=ctx.clock)
         self._ctx = ctx
         # TelegramCommands (channels/telegram_commands.py) takes its agent once,
         # at construction; the session key of a command's chat must name the

@@ -110,3 +110,10 @@ async def test_console_reads_lines_until_quit():
     assert seen[0].session_key == "agent:main:console:private:ann"
     await console.send(Outbound(console.target, "reply"))
     assert out.getvalue() == "reply\n"
+
+
+def test_a_channel_that_cannot_start_raises_a_kept_error() -> None:
+    from channels.base import ChannelStartError
+    from core.errors import KeptError
+
+    assert issubclass(ChannelStartError, KeptError)

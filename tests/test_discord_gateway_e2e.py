@@ -78,7 +78,7 @@ class DiscordHarness:
 
     def context(self) -> ChannelContext:
         return ChannelContext(
-            handle=self.services.manager.handle,
+            conversation=self.services.manager,
             store=self.store,
             commitments=self.services.commitments,
             reminders=self.services.reminders,

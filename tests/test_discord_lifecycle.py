@@ -83,7 +83,7 @@ def adapter_for(rig: Rig, environ: dict[str, str], **discord_settings: Any) -> D
         {"channels": {"discord": {"enabled": True, **discord_settings}}}
     )
     ctx = ChannelContext(
-        handle=rig.services.manager.handle,
+        conversation=rig.services.manager,
         store=rig.store,
         commitments=rig.services.commitments,
         reminders=rig.services.reminders,

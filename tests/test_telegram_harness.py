@@ -42,7 +42,7 @@ class TelegramHarness:
 
     def context(self) -> ChannelContext:
         return ChannelContext(
-            handle=self.services.manager.handle,
+            conversation=self.services.manager,
             store=self.store,
             commitments=self.services.commitments,
             reminders=self.services.reminders,

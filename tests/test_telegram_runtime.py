@@ -27,7 +27,7 @@ def telegram_factory(rt: Runtime) -> TelegramAdapter:
     """What ADAPTER_FACTORIES["telegram"] should do."""
     assert rt.services is not None
     ctx = ChannelContext(
-        handle=rt.manager.handle,
+        conversation=rt.manager,
         store=rt.store,
         commitments=rt.services.commitments,
         reminders=rt.services.reminders,

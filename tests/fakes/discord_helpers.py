@@ -431,7 +431,7 @@ async def build_rig(
         platforms=lambda: router.platforms,
     )
     ctx = ChannelContext(
-        handle=services.manager.handle,
+        conversation=services.manager,
         store=store,
         commitments=services.commitments,
         reminders=services.reminders,
