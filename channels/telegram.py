@@ -62,10 +62,6 @@ class TelegramAdapter(ChannelAdapter):
     ) -> None:
         super().__init__(handler=ctx.conversation.handle, clock=ctx.clock)
         self._ctx = ctx
-        # TelegramCommands (channels/telegram_commands.py) takes its agent once,
-        # at construction; the session key of a command's chat must name the
-        # same agent. Messages read theirs per update (ChannelAdapter.agent_id).
-        self._commands_agent = self.agent_id
         self._poll_timeout = poll_timeout
         self._request_timeout = request_timeout
         # None: shutdown.graceSeconds, read when the stop begins.
@@ -75,7 +71,7 @@ class TelegramAdapter(ChannelAdapter):
         self.username = ""
         self._intake: UpdateIntake | None = None
         self._turns: set[asyncio.Task[None]] = set()
-        self._commands = TelegramCommands(ctx, self.agent_id, self._reply, self._is_admin)
+        self._commands = TelegramCommands(ctx, self._reply, self._is_admin)
 
     def _config(self) -> TelegramConfig:
         return self._ctx.config().channels.telegram
@@ -371,10 +367,12 @@ class TelegramAdapter(ChannelAdapter):
         self, message: Message, kind: ChatKind, user_id: str, name: str, *, anonymous: bool = True
     ) -> Where:
         target = target_of(message)
+        agent = self.agent_id  # the live setting, read once for this command
         return Where(
+            agent_id=agent,
             target=target,
             chat_kind=kind,
-            session_key=session_key(self._commands_agent, target, kind),
+            session_key=session_key(agent, target, kind),
             user_id=user_id,
             user_name=name,
             anonymous_admin=anonymous and anonymous_admin(message),

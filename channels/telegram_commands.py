@@ -52,6 +52,9 @@ MAX_TEXT = 4096
 class Where:
     """The chat a command or button press came from, and who pressed it."""
 
+    # The agent the config named when the command or press arrived: one
+    # reading per command, so an edited file applies to the next one.
+    agent_id: str
     target: Target
     chat_kind: ChatKind
     session_key: str
@@ -67,9 +70,8 @@ IsAdmin = Callable[[Where], Awaitable[bool]]
 
 
 class TelegramCommands:
-    def __init__(self, ctx: ChannelContext, agent_id: str, reply: Reply, is_admin: IsAdmin) -> None:
+    def __init__(self, ctx: ChannelContext, reply: Reply, is_admin: IsAdmin) -> None:
         self._ctx = ctx
-        self._agent_id = agent_id
         self._reply = reply
         self._is_admin = is_admin
 
@@ -93,7 +95,7 @@ class TelegramCommands:
             log,
             logging.INFO,
             "telegram_command",
-            agent=self._agent_id,
+            agent=where.agent_id,
             session=where.session_key,
             command=name,
             user=where.user_id,
@@ -109,7 +111,7 @@ class TelegramCommands:
             if listing.shared and not listing.everyones:
                 return "You have no open follow-ups in this chat."
             return "No open follow-ups in this chat."
-        tz = self._timezone()
+        tz = self._timezone(where)
         if not listing.shared:
             lines = ["Open follow-ups in this chat:"]
         elif listing.everyones:
@@ -145,7 +147,7 @@ class TelegramCommands:
             return f"{duration_text!r} is not a duration; try 30m, 2h or 3d."
         if not change.done or change.item is None:
             return f"{change.id}: {change.reason}"
-        return f"Snoozed {change.id} until {local_time(change.item.due, self._timezone())}."
+        return f"Snoozed {change.id} until {local_time(change.item.due, self._timezone(where))}."
 
     async def _reminders(self, args: list[str], where: Where) -> str:
         listing = await self._reminder_commands(where).list()
@@ -186,7 +188,7 @@ class TelegramCommands:
             log,
             logging.INFO,
             "telegram_button",
-            agent=self._agent_id,
+            agent=where.agent_id,
             session=where.session_key,
             action=action.verb,
             ids=",".join(action.commitment_ids),
@@ -200,9 +202,8 @@ class TelegramCommands:
         if pressed.until is None:
             note = f"Dismissed by {where.user_name}."
         else:
-            note = (
-                f"Snoozed by {where.user_name} until {local_time(pressed.until, self._timezone())}."
-            )
+            until = local_time(pressed.until, self._timezone(where))
+            note = f"Snoozed by {where.user_name} until {until}."
         await _answer(query, note)
         line = f"— {note}"
         original = (message.text or "")[: MAX_TEXT - len(line) - 2]
@@ -214,7 +215,7 @@ class TelegramCommands:
     # --- scope and permission ------------------------------------------------
 
     def _access(self, where: Where) -> ChatAccess:
-        asker = Asker(self._agent_id, where.session_key, where.chat_kind, where.user_id)
+        asker = Asker(where.agent_id, where.session_key, where.chat_kind, where.user_id)
 
         async def is_admin() -> bool:
             return where.anonymous_admin or await self._is_admin(where)
@@ -227,8 +228,8 @@ class TelegramCommands:
     def _reminder_commands(self, where: Where) -> ReminderCommands:
         return ReminderCommands(self._ctx.reminders.store, self._ctx.clock, self._access(where))
 
-    def _timezone(self) -> str:
-        return agent_timezone(self._ctx.config(), self._agent_id)
+    def _timezone(self, where: Where) -> str:
+        return agent_timezone(self._ctx.config(), where.agent_id)
 
 
 async def _answer(query: CallbackQuery, text: str, *, alert: bool = False) -> None:

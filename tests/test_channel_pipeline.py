@@ -17,10 +17,11 @@ import pytest
 
 from channels.base import ChannelAdapter, Said
 from core.clock import TestClock
+from core.commitments.model import Scope
 from core.conversation import MessageNotStored
 from core.messages import Inbound, SendResult, Target
 from tests.fakes.discord_helpers import Rig, build_rig, message_dict, sent_messages
-from tests.test_telegram_harness import telegram_harness
+from tests.test_telegram_harness import scope, telegram_harness
 
 TWO_AGENTS = [{"id": "main"}, {"id": "second"}]
 
@@ -150,6 +151,26 @@ async def test_telegram_reads_its_agent_per_message(tmp_path: Path) -> None:
         second = await tg.transcript("agent:second:telegram:private:42")
         assert [t for role, _, t in main if role == "user"] == ["first"]
         assert [t for role, _, t in second if role == "user"] == ["second"]
+
+
+async def test_telegram_commands_read_their_agent_per_command(tmp_path: Path) -> None:
+    async with telegram_harness(tmp_path, agents=TWO_AGENTS) as tg:
+        mains = await tg.seed(scope(42), "main's follow-up")
+        seconds = await tg.seed(
+            Scope("second", "agent:second:telegram:private:42", "telegram", "42", None, "42"),
+            "second's follow-up",
+        )
+        await tg.start()
+        await tg.fake.push_message("/commitments", chat_id=42)
+        await tg.fake.wait_for(lambda: len(tg.fake.sent) >= 1)
+
+        tg.config.channels.telegram.agent = "second"  # as the config watcher applies an edit
+        await tg.fake.push_message("/commitments", chat_id=42)
+        await tg.fake.wait_for(lambda: len(tg.fake.sent) >= 2)
+
+        first, second = tg.fake.texts()
+        assert mains.id in first and seconds.id not in first
+        assert seconds.id in second and mains.id not in second
 
 
 async def test_telegram_reads_its_allow_list_per_message(tmp_path: Path) -> None:
