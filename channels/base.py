@@ -16,8 +16,11 @@ nanobot's BaseChannel._handle_message):
    catch-up).
 
 What decides whether a message is addressed to the bot at all (mentions,
-replies, commands) stays with the platform, before `admit`. The base also
-splits long text into platform-sized chunks.
+replies, commands) stays with the platform, before `admit`.
+
+Sending is the base's too: `send` splits long text into platform-sized
+chunks and puts a message's actions, as the platform's buttons
+(`render_actions`), on its last chunk, the one read after the whole text.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ import abc
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from core.clock import Clock, SystemClock
 from core.commitments.service import CommitmentService
@@ -36,7 +39,7 @@ from core.config import KeptConfig
 from core.conversation import MessageNotStored
 from core.errors import KeptError
 from core.logs import event
-from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
+from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
 
@@ -110,7 +113,12 @@ class Said:
     server_id: str | None = None
 
 
-class ChannelAdapter(abc.ABC):
+# What a platform attaches to a message as buttons (Telegram's inline
+# keyboard, Discord's view).
+Buttons = TypeVar("Buttons")
+
+
+class ChannelAdapter(abc.ABC, Generic[Buttons]):
     platform: ClassVar[str]
     max_message_length: ClassVar[int] = 4000
 
@@ -153,8 +161,16 @@ class ChannelAdapter(abc.ABC):
     async def stop(self) -> None: ...
 
     @abc.abstractmethod
-    async def send_text(self, target: Target, text: str, reply_to: str | None) -> SendResult:
-        """Send one chunk that already fits the platform's limit."""
+    async def send_text(
+        self, target: Target, text: str, reply_to: str | None, buttons: Buttons | None = None
+    ) -> SendResult:
+        """Send one chunk that already fits the platform's limit, with
+        `buttons` (from `render_actions`) when it is a message's last chunk."""
+
+    def render_actions(self, actions: Sequence[Action]) -> Buttons | None:
+        """Hook: the platform's buttons for a message's actions (None: none
+        to show; the default, for a platform without buttons)."""
+        return None
 
     def is_allowed(self, user_id: str, username: str | None = None) -> bool:
         """The allow-list (`allow_list()`, read on every check): empty lets
@@ -245,12 +261,22 @@ class ChannelAdapter(abc.ABC):
                 typing.cancel()
 
     async def send(self, outbound: Outbound) -> SendResult:
-        """Send a message, split into chunks. The result carries the first
-        chunk's id; a failure stops the rest so the user never gets a torso."""
+        """Send a message, split into chunks, its buttons on the last one.
+
+        The result carries the first chunk's id, the one recorded. A failed
+        first chunk is the platform's answer (retryable or not); a failure
+        after it leaves the message partly sent, so its outcome is unknown
+        and it is never repeated, and the rest is not sent: the user never
+        gets a torso followed by a second copy."""
+        chunks = split_message(outbound.text, self.max_message_length)
+        buttons = self.render_actions(outbound.actions) if outbound.actions else None
         first: SendResult | None = None
         reply_to = outbound.reply_to_platform_id
-        for chunk in split_message(outbound.text, self.max_message_length):
-            result = await self.send_text(outbound.target, chunk, reply_to)
+        for n, chunk in enumerate(chunks, start=1):
+            last = n == len(chunks)
+            result = await self.send_text(
+                outbound.target, chunk, reply_to, buttons if last else None
+            )
             if not result.ok:
                 event(
                     log,
@@ -259,6 +285,7 @@ class ChannelAdapter(abc.ABC):
                     platform=self.platform,
                     chat=outbound.target.chat_id,
                     thread=outbound.target.thread_id,
+                    chunk=n,
                     error=result.error,
                     retryable=result.retryable,
                 )
@@ -276,9 +303,9 @@ class AdapterRouter:
     """The `Sender` core talks to: routes by the target's platform."""
 
     def __init__(self) -> None:
-        self._adapters: dict[str, ChannelAdapter] = {}
+        self._adapters: dict[str, ChannelAdapter[Any]] = {}
 
-    def add(self, adapter: ChannelAdapter) -> None:
+    def add(self, adapter: ChannelAdapter[Any]) -> None:
         self._adapters[adapter.platform] = adapter
 
     def remove(self, platform: str) -> None:

@@ -21,7 +21,7 @@ PLATFORM = "console"
 QUIT_WORDS = frozenset({"/quit", "/exit"})
 
 
-class ConsoleAdapter(ChannelAdapter):
+class ConsoleAdapter(ChannelAdapter[None]):
     platform = PLATFORM
     max_message_length = 1_000_000
 
@@ -78,7 +78,9 @@ class ConsoleAdapter(ChannelAdapter):
             if await self.admit(said):
                 await self.take_turn(self.inbound(said))
 
-    async def send_text(self, target: Target, text: str, reply_to: str | None) -> SendResult:
+    async def send_text(
+        self, target: Target, text: str, reply_to: str | None, buttons: None = None
+    ) -> SendResult:
         prefix = "kept> " if self._interactive else ""
         self._write(f"{prefix}{text}\n")
         return SendResult(message_id=f"console-{next(self._ids)}")

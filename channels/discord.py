@@ -33,7 +33,6 @@ import discord
 from discord.ext import commands
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
-from channels.chunked import send_with_actions
 from channels.discord_catchup import HISTORY_LIMIT, CatchUp
 from channels.discord_cog import KeptEvents
 from channels.discord_commands import CommandSupport, command_groups, on_tree_error
@@ -44,7 +43,7 @@ from channels.discord_views import FollowUpActions, FollowUpButton, followup_vie
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
 from core.logs import event
-from core.messages import Action, Inbound, Outbound, SendResult, Target
+from core.messages import Action, Inbound, SendResult, Target
 
 log = logging.getLogger("kept.discord")
 
@@ -95,7 +94,7 @@ class KeptBot(commands.Bot):
         return None  # no prefix commands (Bot.on_message would look for one)
 
 
-class DiscordAdapter(ChannelAdapter):
+class DiscordAdapter(ChannelAdapter[discord.ui.View]):
     platform = PLATFORM
     max_message_length = 2000
 
@@ -323,27 +322,16 @@ class DiscordAdapter(ChannelAdapter):
 
     # --- outbound ---------------------------------------------------------------
 
-    async def send(self, outbound: Outbound) -> SendResult:
-        """A heartbeat check-in gets its buttons on its last chunk
-        (channels/chunked.py)."""
-        if not outbound.actions:
-            return await super().send(outbound)
-        return await send_with_actions(
-            outbound, self.max_message_length, self._send_chunk, platform=self.platform
-        )
-
-    async def _send_chunk(
-        self, target: Target, text: str, reply_to: str | None, actions: Sequence[Action]
-    ) -> SendResult:
-        return await self.send_text(target, text, reply_to, view=followup_view(actions))
+    def render_actions(self, actions: Sequence[Action]) -> discord.ui.View | None:
+        """A check-in's buttons (ChannelAdapter.send puts them on its last chunk)."""
+        return followup_view(actions)
 
     async def send_text(
         self,
         target: Target,
         text: str,
         reply_to: str | None,
-        *,
-        view: discord.ui.View | None = None,
+        buttons: discord.ui.View | None = None,
     ) -> SendResult:
         try:
             # A thread's messages go to the thread itself.
@@ -354,8 +342,8 @@ class DiscordAdapter(ChannelAdapter):
         if not isinstance(channel, discord.abc.Messageable):
             return SendResult(error=f"channel {channel_id} cannot hold messages")
         kwargs: dict[str, Any] = {"allowed_mentions": SAFE_MENTIONS}
-        if view is not None:
-            kwargs["view"] = view
+        if buttons is not None:
+            kwargs["view"] = buttons
         if reply_to is not None and reply_to.isdigit():
             kwargs["reference"] = discord.MessageReference(
                 message_id=int(reply_to), channel_id=channel_id, fail_if_not_exists=False

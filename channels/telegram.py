@@ -24,7 +24,6 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
-from channels.chunked import send_with_actions
 from channels.telegram_commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
 from channels.telegram_intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
 from channels.telegram_messages import (
@@ -48,7 +47,7 @@ TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 s per chat action
 ADMIN_STATUSES = {ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR}
 
 
-class TelegramAdapter(ChannelAdapter):
+class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
     platform = "telegram"
     max_message_length = 4096
 
@@ -208,26 +207,16 @@ class TelegramAdapter(ChannelAdapter):
 
     # --- sending --------------------------------------------------------------
 
-    async def send(self, outbound: Outbound) -> SendResult:
-        """A check-in's buttons ride on its last chunk (channels/chunked.py)."""
-        if not outbound.actions:
-            return await super().send(outbound)
-        return await send_with_actions(
-            outbound, self.max_message_length, self._send_chunk, platform=self.platform
-        )
-
-    async def _send_chunk(
-        self, target: Target, text: str, reply_to: str | None, actions: Sequence[Action]
-    ) -> SendResult:
-        return await self.send_text(target, text, reply_to, markup=followup_keyboard(actions))
+    def render_actions(self, actions: Sequence[Action]) -> InlineKeyboardMarkup | None:
+        """A check-in's buttons (ChannelAdapter.send puts them on its last chunk)."""
+        return followup_keyboard(actions)
 
     async def send_text(
         self,
         target: Target,
         text: str,
         reply_to: str | None,
-        *,
-        markup: InlineKeyboardMarkup | None = None,
+        buttons: InlineKeyboardMarkup | None = None,
     ) -> SendResult:
         bot = self._bot
         if bot is None:
@@ -249,7 +238,7 @@ class TelegramAdapter(ChannelAdapter):
                 text=text,
                 message_thread_id=thread,
                 reply_parameters=reply,
-                reply_markup=markup,
+                reply_markup=buttons,
             )
 
         return await send_once(

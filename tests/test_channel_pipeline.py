@@ -54,7 +54,9 @@ class Pipe(ChannelAdapter):
 
     async def stop(self) -> None: ...
 
-    async def send_text(self, target: Target, text: str, reply_to: str | None) -> SendResult:
+    async def send_text(
+        self, target: Target, text: str, reply_to: str | None, buttons: None = None
+    ) -> SendResult:
         return SendResult(message_id="1")
 
 

@@ -39,7 +39,9 @@ class FakeTelegram(ChannelAdapter):
     async def stop(self) -> None:
         self.stopped = True
 
-    async def send_text(self, target: Target, text: str, reply_to: str | None) -> SendResult:
+    async def send_text(
+        self, target: Target, text: str, reply_to: str | None, buttons: None = None
+    ) -> SendResult:
         return SendResult(message_id="1")
 
 
@@ -145,7 +147,9 @@ class OrderedAdapter(FakeTelegram):
         self.events.append("adapter stopped")
         await super().stop()
 
-    async def send_text(self, target: Target, text: str, reply_to: str | None) -> SendResult:
+    async def send_text(
+        self, target: Target, text: str, reply_to: str | None, buttons: None = None
+    ) -> SendResult:
         self.events.append(f"sent {text}")
         return SendResult(message_id="1")
 
