@@ -11,7 +11,7 @@ import discord
 import pytest
 from discord.ext.test import backend
 
-from channels.discord_views import followup_view
+from channels.discord.views import followup_view
 from core.commands.buttons import to_full
 from core.commitments.model import Commitment
 from core.messages import Action, Outbound, Target, followup_actions

@@ -17,7 +17,7 @@ import discord
 import pytest
 
 from channels.discord import DiscordAdapter
-from channels.discord_catchup import HISTORY_LIMIT, HISTORY_WINDOW
+from channels.discord.catchup import HISTORY_LIMIT, HISTORY_WINDOW
 from core.store.base import NewMessage
 from tests.fakes.discord_server import Script
 from tests.test_discord_gateway_e2e import DiscordHarness, discord_harness

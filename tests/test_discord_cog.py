@@ -1,5 +1,5 @@
 """Discord's gateway events reach the adapter through the KeptEvents cog
-(channels/discord_cog.py); its on_connect keeps discord.py's timing: the
+(channels/discord/cog.py); its on_connect keeps discord.py's timing: the
 catch-up is in place before the first live message after a READY. The real
 discord.py client runs against the fake Discord (see test_discord_gateway_e2e)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from channels.discord import DiscordAdapter
-from channels.discord_cog import KeptEvents
+from channels.discord.cog import KeptEvents
 from tests.test_discord_gateway_e2e import DiscordHarness, discord_harness
 
 # discord.py dispatches on_ready this long after the last GUILD_CREATE: far

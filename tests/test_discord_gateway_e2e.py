@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from bot.services import Services, build_services
 from channels.base import AdapterRouter, ChannelContext
 from channels.discord import DiscordAdapter
-from channels.discord_http import RootedHTTPClient
+from channels.discord.http import RootedHTTPClient
 from core.clock import TestClock
 from core.config import KeptConfig
 from core.store import Store

@@ -10,7 +10,7 @@ import discord
 import discord.ext.test as dpytest
 import pytest
 
-from channels.discord import intents
+from channels.discord.adapter import intents
 from core.search.redact import Redactor
 from core.store.base import SearchScope
 from tests.fakes.discord_helpers import (

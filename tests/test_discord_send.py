@@ -11,7 +11,7 @@ import discord
 import pytest
 from discord.ext.test.backend import FakeRequest
 
-from channels.discord_errors import send_failure
+from channels.discord.errors import send_failure
 from core.delivery import deliver_once
 from core.messages import Outbound, SendResult, Target
 from tests.fakes.discord_helpers import Rig, build_rig, make_thread, sent_messages

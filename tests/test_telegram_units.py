@@ -8,9 +8,9 @@ import pytest
 from telegram import Bot, Message
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
-from channels.telegram_commands import command_of
-from channels.telegram_messages import addressed_to, chat_kind, target_of
-from channels.telegram_send import classify, followup_keyboard
+from channels.telegram.commands import command_of
+from channels.telegram.messages import addressed_to, chat_kind, target_of
+from channels.telegram.send import classify, followup_keyboard
 from core.commands.buttons import from_compact, to_compact
 from core.messages import Action, Target, followup_actions
 from tests.fakes.telegram_server import BOT_ID, FakeTelegram

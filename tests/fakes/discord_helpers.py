@@ -36,7 +36,7 @@ from discord.webhook.async_ import AsyncWebhookAdapter
 from bot.services import Services, build_services
 from channels.base import AdapterRouter, ChannelContext
 from channels.discord import DiscordAdapter
-from channels.discord_scope import chat_of
+from channels.discord.scope import chat_of
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config import KeptConfig

@@ -23,7 +23,7 @@ from typing import Any
 
 import discord
 
-from channels.discord_scope import Gate, chat_access, interaction_chat
+from channels.discord.scope import Gate, chat_access, interaction_chat
 from core.commands import FollowUpCommands, Press
 from core.commands.buttons import FULL_TEMPLATE, from_full, to_full
 from core.commands.times import agent_timezone, local_time

@@ -1,6 +1,6 @@
 """Discord's gateway events, as a `commands.Cog` the bot adds in setup_hook.
 
-- connect: the catch-up learns of every READY (channels/discord_catchup.py);
+- connect: the catch-up learns of every READY (channels/discord/catchup.py);
 - ready: the adapter logs the connection and syncs the slash commands once;
 - a message: the pipeline in channels/base.py, inside its channel's
   catch-up lane; one that could not be stored goes to the catch-up, which
@@ -19,12 +19,12 @@ import discord
 from discord.ext import commands
 
 from channels.base import Conversation
-from channels.discord_scope import PLATFORM, addressed, chat_of, clean_text
+from channels.discord.scope import PLATFORM, addressed, chat_of, clean_text
 from core.conversation import MessageNotStored
 from core.logs import event
 
 if TYPE_CHECKING:
-    from channels.discord import DiscordAdapter
+    from channels.discord.adapter import DiscordAdapter
 
 log = logging.getLogger("kept.discord")
 

@@ -18,7 +18,7 @@ from datetime import datetime
 import discord
 from discord import app_commands
 
-from channels.discord_scope import ChatRef, Gate, chat_access, interaction_chat
+from channels.discord.scope import ChatRef, Gate, chat_access, interaction_chat
 from core.clock import Clock
 from core.commands import Change, FollowUpCommands, Item, Listing, Outcome, ReminderCommands
 from core.commitments.service import CommitmentService

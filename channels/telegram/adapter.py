@@ -1,7 +1,7 @@
 """The Telegram channel: python-telegram-bot's Bot for the API calls, our own
-update loop (channels/telegram_intake.py) so nothing is confirmed before it
-is stored, commands and follow-up buttons in channels/telegram_commands.py,
-at-most-once sending in channels/telegram_send.py.
+update loop (channels/telegram/intake.py) so nothing is confirmed before it
+is stored, commands and follow-up buttons in channels/telegram/commands.py,
+at-most-once sending in channels/telegram/send.py.
 
 Chats map to sessions as DESIGN.md says: a private chat is `private`, a group
 or supergroup `group`, a channel `channel`; a forum topic adds its thread id,
@@ -24,16 +24,16 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
-from channels.telegram_commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
-from channels.telegram_intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
-from channels.telegram_messages import (
+from channels.telegram.commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
+from channels.telegram.intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
+from channels.telegram.messages import (
     addressed_to,
     anonymous_admin,
     chat_id_param,
     chat_kind,
     target_of,
 )
-from channels.telegram_send import followup_keyboard, scrub, send_once
+from channels.telegram.send import followup_keyboard, scrub, send_once
 from core.config import TelegramConfig
 from core.config_file import secret_from_env
 from core.conversation import MessageNotStored

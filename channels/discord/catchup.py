@@ -33,8 +33,8 @@ from datetime import timedelta
 import aiohttp
 import discord
 
-from channels.discord_errors import describe
-from channels.discord_scope import PLATFORM, ChatRef, ref_of_session
+from channels.discord.errors import describe
+from channels.discord.scope import PLATFORM, ChatRef, ref_of_session
 from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
 from core.logs import event

@@ -37,7 +37,7 @@ from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TimedOut
 from telegram.warnings import PTBUserWarning
 
-from channels.telegram_send import retry_after_seconds, scrub
+from channels.telegram.send import retry_after_seconds, scrub
 from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
 from core.logs import event

@@ -4,9 +4,9 @@
   when the bot is mentioned or replied to. A thread keeps its own session.
   Bots (this one included) and webhooks are never answered.
 - Messages take the pipeline of channels/base.py; `allowFrom` (the base's
-  allow-list) and `allowGuilds` (channels/discord_scope.Gate) are read from
+  allow-list) and `allowGuilds` (channels/discord/scope.Gate) are read from
   the live config, as is the agent.
-- Gateway events arrive through a Cog (channels/discord_cog.py); edits and
+- Gateway events arrive through a Cog (channels/discord/cog.py); edits and
   deletions of stored messages go to the conversation manager.
 - Sending: long text is split by the base class; model output never pings
   @everyone, @here, roles or users. discord.py keeps its own rate-limit
@@ -14,11 +14,11 @@
   mapped to a SendResult that says whether a retry is safe.
 - Discord re-delivers nothing: what was said while kept was down, or what
   it could not store, is read back from channel history
-  (channels/discord_catchup.py).
+  (channels/discord/catchup.py).
 - `apiBaseUrl` points this client's REST and gateway elsewhere
-  (channels/discord_http.py).
-- Slash commands live in channels/discord_commands.py, the follow-up
-  buttons in channels/discord_views.py.
+  (channels/discord/http.py).
+- Slash commands live in channels/discord/commands.py, the follow-up
+  buttons in channels/discord/views.py.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ import discord
 from discord.ext import commands
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
-from channels.discord_catchup import HISTORY_LIMIT, CatchUp
-from channels.discord_cog import KeptEvents
-from channels.discord_commands import CommandSupport, command_groups, on_tree_error
-from channels.discord_errors import describe, send_failure
-from channels.discord_http import use_api_root
-from channels.discord_scope import PLATFORM, ChatRef, Gate, addressed, clean_text
-from channels.discord_views import FollowUpActions, FollowUpButton, followup_view
+from channels.discord.catchup import HISTORY_LIMIT, CatchUp
+from channels.discord.cog import KeptEvents
+from channels.discord.commands import CommandSupport, command_groups, on_tree_error
+from channels.discord.errors import describe, send_failure
+from channels.discord.http import use_api_root
+from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
+from channels.discord.views import FollowUpActions, FollowUpButton, followup_view
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
 from core.logs import event
