@@ -31,6 +31,7 @@ from core.search.tools import register_search_tools
 from core.store import Store
 from core.store.backends import Backend, open_backend
 from core.tools import ToolRegistry
+from core.wake import Wake
 
 
 @dataclass
@@ -73,13 +74,21 @@ def build_services(
     worker: str | None = None,
 ) -> Services:
     worker = worker or new_worker_id()
+    # Storing a reminder or a follow-up wakes the sleeping heartbeat.
+    wake = Wake()
     store = backend.store
     tools = ToolRegistry()
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
 
     reminders = ReminderService(
-        backend.reminders, store, sender, clock, platforms=platforms, worker=worker
+        backend.reminders,
+        store,
+        sender,
+        clock,
+        platforms=platforms,
+        worker=worker,
+        on_stored=wake,
     )
     register_reminder_tools(
         tools, reminders, default_timezone=lambda agent_id: _timezone(config(), agent_id)
@@ -89,7 +98,9 @@ def build_services(
     )
 
     commitment_store = backend.commitments
-    extraction = ExtractionWorker(store=commitment_store, llm=llm, config=config, clock=clock)
+    extraction = ExtractionWorker(
+        store=commitment_store, llm=llm, config=config, clock=clock, on_stored=wake
+    )
     manager.add_reply_hook(extraction.on_reply)
 
     heartbeat_store = backend.heartbeat
@@ -109,9 +120,8 @@ def build_services(
         platforms=platforms,
         session_lock=manager.session_lock,
         reminders=reminders,
+        wake=wake,
     )
-    reminders.on_stored = heartbeat.wake
-    extraction.on_stored = heartbeat.wake
 
     return Services(
         backend=backend,

@@ -114,7 +114,7 @@ class ExtractionWorker:
         self._pauses = Pauses(clock, pause)
         # Called after a batch created or changed commitments, so a sleeping
         # heartbeat can look at the new due times (e.g. HeartbeatScheduler.wake).
-        self.on_stored = on_stored
+        self._on_stored = on_stored
         self._lanes: dict[str, _Lane] = {}
         self._running = False
         self._stopping = asyncio.Event()
@@ -267,7 +267,7 @@ class ExtractionWorker:
             event(
                 log, logging.INFO, "commitment_resolved", agent=agent.id, commitment=commitment_id
             )
-        hook = self.on_stored
+        hook = self._on_stored
         if hook is not None and (applied.created or applied.merged):
             try:
                 hook()

@@ -33,6 +33,7 @@ from core.heartbeat.lease import turn_lease
 from core.heartbeat.store import HeartbeatStore, ReapedClaims
 from core.heartbeat.turn import HeartbeatTurn, log_decision
 from core.logs import event
+from core.wake import Wake
 
 log = logging.getLogger("kept.heartbeat")
 
@@ -66,6 +67,7 @@ class HeartbeatScheduler:
         platforms: Callable[[], set[str]],
         session_lock: Callable[[str], asyncio.Lock],
         reminders: Reminders | None = None,
+        wake: Wake | None = None,
     ) -> None:
         self._config = config
         self._commitments = commitments
@@ -75,7 +77,8 @@ class HeartbeatScheduler:
         self._platforms = platforms
         self._session_lock = session_lock
         self._reminders = reminders
-        self._wake = asyncio.Event()
+        # Set by whoever stores new timed work (reminders, extraction).
+        self._wake = wake or Wake()
         # Scopes that are due but may not speak yet, and when to look again.
         # Only blocked due scopes live here, so it stays small.
         self._deferred: dict[Scope, datetime] = {}
@@ -87,7 +90,7 @@ class HeartbeatScheduler:
         """Look again now; `reset` forgets deferrals (config or adapters changed)."""
         if reset:
             self._deferred.clear()
-        self._wake.set()
+        self._wake()
 
     async def start_up(self) -> None:
         """Settle what a previous process left behind, before the first tick:
@@ -109,7 +112,7 @@ class HeartbeatScheduler:
         self._stopping = True
         if self._reminders is not None:
             self._reminders.stop_taking_work()
-        self._wake.set()
+        self._wake()
         task = self._task
         if task is None or task.done():
             return
@@ -279,14 +282,14 @@ class HeartbeatScheduler:
 
     async def _sleep_until(self, when: datetime) -> None:
         seconds = (when - self._clock.now()).total_seconds()
-        if self._wake.is_set():
-            self._wake.clear()
+        if self._wake.event.is_set():
+            self._wake.event.clear()
             return
         if seconds <= 0:
             await asyncio.sleep(0)
             return
-        await sleep_or_until_set(self._clock, seconds, self._wake)
-        self._wake.clear()
+        await sleep_or_until_set(self._clock, seconds, self._wake.event)
+        self._wake.event.clear()
 
 
 def _agent(config: KeptConfig, agent_id: str) -> AgentConfig | None:
