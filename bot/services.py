@@ -23,6 +23,7 @@ from core.conversation import ConversationManager
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import LLMClient
+from core.locks import SessionLocks
 from core.messages import Sender
 from core.reminders import ReminderService, register_reminder_tools
 from core.search.reconcile import IndexReconciler
@@ -76,6 +77,8 @@ def build_services(
     worker = worker or new_worker_id()
     # Storing a reminder or a follow-up wakes the sleeping heartbeat.
     wake = Wake()
+    # A chat turn and a heartbeat turn of one session never interleave.
+    session_locks = SessionLocks()
     store = backend.store
     tools = ToolRegistry()
     search = SessionSearch(store, config)
@@ -94,7 +97,13 @@ def build_services(
         tools, reminders, default_timezone=lambda agent_id: _timezone(config(), agent_id)
     )
     manager = ConversationManager(
-        store=store, llm=llm, sender=sender, config=config, clock=clock, tools=tools
+        store=store,
+        llm=llm,
+        sender=sender,
+        config=config,
+        clock=clock,
+        tools=tools,
+        session_locks=session_locks,
     )
 
     commitment_store = backend.commitments
@@ -118,7 +127,7 @@ def build_services(
         ),
         clock=clock,
         platforms=platforms,
-        session_lock=manager.session_lock,
+        session_locks=session_locks,
         reminders=reminders,
         wake=wake,
     )

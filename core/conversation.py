@@ -3,7 +3,7 @@
 A user message is stored before anything else, so a crash at any later point
 loses nothing: on start-up `recover_unanswered` answers what was stored but
 never replied to. Turns of one session run one at a time in arrival order
-(asyncio.Lock wakes waiters first-in, first-out); sessions run concurrently.
+(see core/locks.py, shared with the heartbeat); sessions run concurrently.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from core.clock import Clock
 from core.config import AgentConfig, KeptConfig
 from core.llm import Completion, LLMError, Role
+from core.locks import SessionLocks
 from core.logs import event
 from core.messages import Inbound, Outbound, Sender, Target
 from core.store.base import (
@@ -88,6 +89,7 @@ class ConversationManager:
         config: Callable[[], KeptConfig],
         clock: Clock,
         tools: ToolRegistry | None = None,
+        session_locks: SessionLocks | None = None,
     ) -> None:
         self._store = store
         self._llm = llm
@@ -95,7 +97,7 @@ class ConversationManager:
         self._config = config
         self._clock = clock
         self._tools = tools or ToolRegistry()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = session_locks if session_locks is not None else SessionLocks()
         self._sessions: dict[str, SessionRecord] = {}
         self._reply_hooks: list[ReplyHook] = []
         self._background: set[asyncio.Task[None]] = set()
@@ -106,13 +108,6 @@ class ConversationManager:
 
     def add_reply_hook(self, hook: ReplyHook) -> None:
         self._reply_hooks.append(hook)
-
-    def session_lock(self, session_key: str) -> asyncio.Lock:
-        """The lock a turn of this session holds; the heartbeat shares it."""
-        lock = self._locks.get(session_key)
-        if lock is None:
-            lock = self._locks[session_key] = asyncio.Lock()
-        return lock
 
     async def handle(
         self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
@@ -162,7 +157,7 @@ class ConversationManager:
             ) from exc
         if on_stored is not None:
             on_stored()
-        async with self.session_lock(key):
+        async with self._locks.hold(key):
             return await self._turn(session, user)
 
     async def edit(
@@ -255,7 +250,7 @@ class ConversationManager:
                 session=session.key,
                 message=message.id,
             )
-            async with self.session_lock(session.key):
+            async with self._locks.hold(session.key):
                 await self._turn(session, message)
             answered += 1
         return answered

@@ -8,11 +8,10 @@ run in arrival order."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-
-import asyncio
 
 
 @dataclass

@@ -32,6 +32,7 @@ from core.heartbeat.active_hours import is_active, next_window_start
 from core.heartbeat.lease import turn_lease
 from core.heartbeat.store import HeartbeatStore, ReapedClaims
 from core.heartbeat.turn import HeartbeatTurn, log_decision
+from core.locks import SessionLocks
 from core.logs import event
 from core.wake import Wake
 
@@ -65,7 +66,7 @@ class HeartbeatScheduler:
         turn: HeartbeatTurn,
         clock: Clock,
         platforms: Callable[[], set[str]],
-        session_lock: Callable[[str], asyncio.Lock],
+        session_locks: SessionLocks,
         reminders: Reminders | None = None,
         wake: Wake | None = None,
     ) -> None:
@@ -75,10 +76,10 @@ class HeartbeatScheduler:
         self._turn = turn
         self._clock = clock
         self._platforms = platforms
-        self._session_lock = session_lock
+        self._session_locks = session_locks
         self._reminders = reminders
         # Set by whoever stores new timed work (reminders, extraction).
-        self._wake = wake or Wake()
+        self._wake = wake if wake is not None else Wake()
         # Scopes that are due but may not speak yet, and when to look again.
         # Only blocked due scopes live here, so it stays small.
         self._deferred: dict[Scope, datetime] = {}
@@ -244,7 +245,7 @@ class HeartbeatScheduler:
             log_decision(scope, len(items), "cap", until=frees.isoformat())
             return frees
         batch = items[: min(MAX_PER_TURN, room)]
-        async with self._session_lock(scope.session_key):
+        async with self._session_locks.hold(scope.session_key):
             await self._store.record_turn(scope.agent_id, scope.session_key, now=now)
             result = await self._turn.run(
                 scope,
