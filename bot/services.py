@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.clock import Clock
+from core.commands.times import agent_timezone
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.service import CommitmentService
 from core.commitments.store import CommitmentStore
@@ -94,7 +95,7 @@ def build_services(
         on_stored=wake,
     )
     register_reminder_tools(
-        tools, reminders, default_timezone=lambda agent_id: _timezone(config(), agent_id)
+        tools, reminders, default_timezone=lambda agent_id: agent_timezone(config(), agent_id)
     )
     manager = ConversationManager(
         store=store,
@@ -156,10 +157,3 @@ def start_background(services: Services) -> list[asyncio.Task[None]]:
         asyncio.create_task(services.reconciler.run(), name="index-reconciler"),
         services.heartbeat.start(),
     ]
-
-
-def _timezone(config: KeptConfig, agent_id: str) -> str:
-    try:
-        return config.agent(agent_id).timezone
-    except KeyError:
-        return "UTC"

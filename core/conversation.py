@@ -261,7 +261,8 @@ class ConversationManager:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def _turn(self, session: SessionRecord, user: MessageRecord) -> MessageRecord:
-        agent = self._agent(session.agent_id)
+        # The turn's one read of the config: everything below uses `agent`.
+        agent = self._config().agent_or_default(session.agent_id)
         target = Target(session.platform, session.chat_id, session.thread_id)
         ctx = ToolContext(
             agent_id=session.agent_id,
@@ -384,14 +385,6 @@ class ConversationManager:
                 payload=json.dumps(payload, ensure_ascii=False),
             )
         )
-
-    def _agent(self, agent_id: str) -> AgentConfig:
-        try:
-            return self._config().agent(agent_id)
-        except KeyError:
-            # The agent was removed from the config while its sessions live on;
-            # answer with defaults rather than drop the user's message.
-            return AgentConfig(id=agent_id)
 
     def _fire_hooks(self, reply_event: ReplyEvent) -> None:
         for hook in self._reply_hooks:

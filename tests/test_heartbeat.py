@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from core.commitments.model import Scope
 from core.conversation import ConversationManager
 from core.llm import LLMError
 from core.messages import Inbound, SendResult, Target
@@ -356,3 +357,12 @@ async def test_run_loop_sleeps_until_due_and_wakes_early(hb: Harness):
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_no_follow_up_is_sent_for_an_agent_the_config_no_longer_has(hb: Harness):
+    gone = Scope("gone", "agent:gone:telegram:private:42", "telegram", "42", None, "42")
+    c = await hb.seed(gone)
+    hb.model.steps.append(text("How did it go?"))
+    await hb.scheduler().tick()
+    assert hb.sender.sent == [] and hb.model.requests == []
+    assert (await hb.status(c.id)).status == "pending"  # not claimed: it waits

@@ -27,7 +27,7 @@ from core.clock import Clock, sleep_or_until_set
 from core.commitments.expiry import sweep_expired
 from core.commitments.model import Commitment, Scope
 from core.commitments.store import CommitmentStore
-from core.config import AgentConfig, KeptConfig
+from core.config import KeptConfig
 from core.heartbeat.active_hours import is_active, next_window_start
 from core.heartbeat.lease import turn_lease
 from core.heartbeat.store import HeartbeatStore, ReapedClaims
@@ -163,10 +163,12 @@ class HeartbeatScheduler:
             self._last_sweep = now
         if self._reminders is not None and not self._stopping:
             await self._reminders.fire_due()
-        # Read live: switched off, stored follow-ups stay as they are (not
-        # claimed, not consumed) until it is switched on again.
-        if self._config().commitments.enabled:
-            await self._deliver_due(now)
+        # The tick's one snapshot of the config, passed down to every scope's
+        # turn. Switched off, stored follow-ups stay as they are (not claimed,
+        # not consumed) until it is switched on again.
+        config = self._config()
+        if config.commitments.enabled:
+            await self._deliver_due(now, config)
         return await self._next_wake(self._clock.now())
 
     async def _reap(self, *, startup: bool) -> None:
@@ -192,7 +194,7 @@ class HeartbeatScheduler:
             # At start-up recover_missed does this as its first step.
             await self._reminders.reap_expired_claims()
 
-    async def _deliver_due(self, now: datetime) -> None:
+    async def _deliver_due(self, now: datetime, config: KeptConfig) -> None:
         self._deferred = {s: t for s, t in self._deferred.items() if t > now}
         due = await self._store.due_unclaimed(now=now, limit=DUE_BATCH)
         groups: dict[Scope, list[Commitment]] = {}
@@ -202,16 +204,17 @@ class HeartbeatScheduler:
         for scope, items in groups.items():
             if self._stopping:
                 return
-            retry_at = await self._scope_turn(scope, items, now)
+            retry_at = await self._scope_turn(scope, items, now, config)
             if retry_at is not None:
                 self._deferred[scope] = retry_at
 
     async def _scope_turn(
-        self, scope: Scope, items: list[Commitment], now: datetime
+        self, scope: Scope, items: list[Commitment], now: datetime, config: KeptConfig
     ) -> datetime | None:
         """Run the scope's turn if it may have one; else say when to retry."""
-        config = self._config()
-        agent = _agent(config, scope.agent_id)
+        # Unlike a chat turn, no follow-up is sent for an agent the config no
+        # longer has: its follow-ups wait until it is added back.
+        agent = config.find_agent(scope.agent_id)
         later = now + timedelta(seconds=MAX_SLEEP)
         if agent is None:
             log_decision(scope, len(items), "no-agent", action="add the agent back to the config")
@@ -252,6 +255,8 @@ class HeartbeatScheduler:
                 batch,
                 timezone=agent.timezone,
                 lease=turn_lease(config.llm),
+                # The one live read: the off switch, asked again just before
+                # sending, as switching off during the model call must stop it.
                 may_send=lambda: self._config().commitments.enabled,
             )
         log_decision(
@@ -291,10 +296,3 @@ class HeartbeatScheduler:
             return
         await sleep_or_until_set(self._clock, seconds, self._wake.event)
         self._wake.event.clear()
-
-
-def _agent(config: KeptConfig, agent_id: str) -> AgentConfig | None:
-    try:
-        return config.agent(agent_id)
-    except KeyError:
-        return None
