@@ -27,6 +27,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from core.errors import KeptError
+
 
 class Model(BaseModel):
     model_config = ConfigDict(
@@ -345,7 +347,7 @@ class KeptConfig(Model):
 # --- Reporting every problem with a config by key path ---
 
 
-class ConfigError(Exception):
+class ConfigError(KeptError):
     """Everything wrong with a config, one line per problem.
 
     Each line reads `<source>: <key.path>: <reason>` (key paths use the JSON

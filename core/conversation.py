@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from core.clock import Clock
 from core.config import AgentConfig, KeptConfig
+from core.errors import KeptError
 from core.llm import Completion, LLMError, Role
 from core.locks import SessionLocks
 from core.logs import event
@@ -41,7 +42,7 @@ RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
 
 
-class MessageNotStored(Exception):
+class MessageNotStored(KeptError):
     """`handle` could not store the incoming message, or `edit` / `delete`
     could not store their change (database locked past its busy timeout, disk
     full, I/O error). Nothing was answered; the channel must not confirm the
