@@ -18,7 +18,6 @@ from core.clock import Clock
 from core.commands.times import agent_timezone
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.service import CommitmentService
-from core.commitments.store import CommitmentStore
 from core.config import KeptConfig
 from core.conversation import ConversationManager
 from core.heartbeat.scheduler import HeartbeatScheduler
@@ -30,7 +29,6 @@ from core.reminders import ReminderService, register_reminder_tools
 from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
 from core.search.tools import register_search_tools
-from core.store import Store
 from core.store.backends import Backend, open_backend
 from core.tools import ToolRegistry
 from core.wake import Wake
@@ -38,12 +36,10 @@ from core.wake import Wake
 
 @dataclass
 class Services:
-    backend: Backend
-    store: Store
+    backend: Backend  # every store, e.g. backend.commitments
     llm: LLMClient
     manager: ConversationManager
     search: SessionSearch
-    commitment_store: CommitmentStore
     commitments: CommitmentService
     extraction: ExtractionWorker
     reminders: ReminderService
@@ -135,11 +131,9 @@ def build_services(
 
     return Services(
         backend=backend,
-        store=store,
         llm=llm,
         manager=manager,
         search=search,
-        commitment_store=commitment_store,
         commitments=CommitmentService(commitment_store, clock),
         extraction=extraction,
         reminders=reminders,
