@@ -34,6 +34,7 @@ from core.config import KeptConfig
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
+from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
 from core.store.backends import open_backend
 from core.store.sqlite.rows import to_ms
@@ -137,7 +138,7 @@ async def measure(pending: int, repeat: int, tmp: Path) -> dict[str, Any]:
         ),
         clock=clock,
         platforms=lambda: {"telegram"},
-        session_lock=lambda key: asyncio.Lock(),
+        session_locks=SessionLocks(),
     )
     t0 = time.perf_counter()
     await scheduler.tick()

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import member_label, print_table, scope_label
-from bot.store_access import commitment_store_for, load_or_fail, opened_store
+from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock, iso_utc
 from core.commands import FollowUpCommands
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
@@ -37,8 +37,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 @asynccontextmanager
 async def _opened(config_path: Path | None) -> AsyncIterator[CommitmentStore]:
     config = load_or_fail(resolve_config_path(config_path))
-    async with opened_store(config) as store:
-        yield commitment_store_for(store)
+    async with opened_backend(config) as backend:
+        yield backend.commitments
 
 
 def _commands(store: CommitmentStore) -> FollowUpCommands:

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import print_table, scope_label
-from bot.store_access import load_or_fail, make_reminder_store, opened_store
+from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
 from core.commands import Outcome, ReminderCommands
 from core.reminders.model import Reminder, to_json
@@ -36,8 +36,8 @@ def _run(config_path: Path | None, work: Callable[[ReminderStore], Awaitable[T]]
 
     async def main() -> T:
         try:
-            async with opened_store(config) as store:
-                return await work(make_reminder_store(store))
+            async with opened_backend(config) as backend:
+                return await work(backend.reminders)
         except (OSError, sqlite3.Error, MigrationError) as exc:  # locked, unreadable, newer
             fail(f"cannot use the database {config.storage.url}: {exc}")
 

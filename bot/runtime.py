@@ -17,6 +17,7 @@ from core.clock import Clock, SystemClock
 from core.config import KeptConfig
 from core.config_file import ConfigWatcher
 from core.conversation import ConversationManager
+from core.errors import KeptError
 from core.llm import LLMClient
 from core.logs import event
 from core.store import Store
@@ -65,7 +66,7 @@ CHANNEL_HELP = (
 )
 
 
-class StartupError(Exception):
+class StartupError(KeptError):
     """A start-up problem the operator must fix; the message says how."""
 
 

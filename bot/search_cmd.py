@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
-from bot.store_access import load_or_fail, opened_store
+from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
 from core.messages import parse_session_key
 from core.search.reconcile import IndexReconciler
@@ -49,7 +49,8 @@ def search_command(
             fail(f"--session: {exc}")
 
     async def go() -> dict:
-        async with opened_store(config) as store:
+        async with opened_backend(config) as backend:
+            store = backend.store
             service = SessionSearch(store, lambda: config)
             scope = service.scope_for(Caller(agent_id, None), session_key, "all")
             return (await service.search(query, scope, limit)).as_json()
@@ -144,7 +145,8 @@ def import_command(config_path: Path | None, file: Path, no_index: bool) -> None
         fail(f"{len(problems)} invalid line(s){more}; nothing was imported. Fix them and retry.")
 
     async def go() -> None:
-        async with opened_store(config) as store:
+        async with opened_backend(config) as backend:
+            store = backend.store
             with _progress() as bar:
                 task = bar.add_task("importing messages", total=len(rows))
                 for start in range(0, len(rows), IMPORT_BATCH):
@@ -167,7 +169,8 @@ def reindex_command(config_path: Path | None, session_key: str | None) -> None:
     config = load_or_fail(resolve_config_path(config_path))
 
     async def go() -> int:
-        async with opened_store(config) as store:
+        async with opened_backend(config) as backend:
+            store = backend.store
             if session_key is not None and await store.get_session(session_key) is None:
                 fail(f"--session: no session {session_key!r}")
             total = await store.mark_index_behind(session_key)

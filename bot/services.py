@@ -15,32 +15,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.clock import Clock
+from core.commands.times import agent_timezone
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.service import CommitmentService
-from core.commitments.store import CommitmentStore
 from core.config import KeptConfig
 from core.conversation import ConversationManager
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import LLMClient
+from core.locks import SessionLocks
 from core.messages import Sender
 from core.reminders import ReminderService, register_reminder_tools
 from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
 from core.search.tools import register_search_tools
-from core.store import Store
 from core.store.backends import Backend, open_backend
 from core.tools import ToolRegistry
+from core.wake import Wake
 
 
 @dataclass
 class Services:
-    backend: Backend
-    store: Store
+    backend: Backend  # every store, e.g. backend.commitments
     llm: LLMClient
     manager: ConversationManager
     search: SessionSearch
-    commitment_store: CommitmentStore
     commitments: CommitmentService
     extraction: ExtractionWorker
     reminders: ReminderService
@@ -73,23 +72,41 @@ def build_services(
     worker: str | None = None,
 ) -> Services:
     worker = worker or new_worker_id()
+    # Storing a reminder or a follow-up wakes the sleeping heartbeat.
+    wake = Wake()
+    # A chat turn and a heartbeat turn of one session never interleave.
+    session_locks = SessionLocks()
     store = backend.store
     tools = ToolRegistry()
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
 
     reminders = ReminderService(
-        backend.reminders, store, sender, clock, platforms=platforms, worker=worker
+        backend.reminders,
+        store,
+        sender,
+        clock,
+        platforms=platforms,
+        worker=worker,
+        on_stored=wake,
     )
     register_reminder_tools(
-        tools, reminders, default_timezone=lambda agent_id: _timezone(config(), agent_id)
+        tools, reminders, default_timezone=lambda agent_id: agent_timezone(config(), agent_id)
     )
     manager = ConversationManager(
-        store=store, llm=llm, sender=sender, config=config, clock=clock, tools=tools
+        store=store,
+        llm=llm,
+        sender=sender,
+        config=config,
+        clock=clock,
+        tools=tools,
+        session_locks=session_locks,
     )
 
     commitment_store = backend.commitments
-    extraction = ExtractionWorker(store=commitment_store, llm=llm, config=config, clock=clock)
+    extraction = ExtractionWorker(
+        store=commitment_store, llm=llm, config=config, clock=clock, on_stored=wake
+    )
     manager.add_reply_hook(extraction.on_reply)
 
     heartbeat_store = backend.heartbeat
@@ -107,19 +124,16 @@ def build_services(
         ),
         clock=clock,
         platforms=platforms,
-        session_lock=manager.session_lock,
+        session_locks=session_locks,
         reminders=reminders,
+        wake=wake,
     )
-    reminders.on_stored = heartbeat.wake
-    extraction.on_stored = heartbeat.wake
 
     return Services(
         backend=backend,
-        store=store,
         llm=llm,
         manager=manager,
         search=search,
-        commitment_store=commitment_store,
         commitments=CommitmentService(commitment_store, clock),
         extraction=extraction,
         reminders=reminders,
@@ -137,10 +151,3 @@ def start_background(services: Services) -> list[asyncio.Task[None]]:
         asyncio.create_task(services.reconciler.run(), name="index-reconciler"),
         services.heartbeat.start(),
     ]
-
-
-def _timezone(config: KeptConfig, agent_id: str) -> str:
-    try:
-        return config.agent(agent_id).timezone
-    except KeyError:
-        return "UTC"

@@ -5,7 +5,6 @@ composition root (bot/services.py)."""
 from __future__ import annotations
 
 import sys
-import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,19 +14,11 @@ import click
 
 from bot.context import fail
 from bot.services import open_storage
-from core.commitments.store import CommitmentStore
 from core.config import KeptConfig
 from core.config_file import ConfigError, load_config
-from core.reminders.store import ReminderStore
-from core.store import Store
 
 if TYPE_CHECKING:
     from core.store.backends import Backend
-
-# The backend each store handed out by `opened_store` belongs to, so a
-# command holding the transcript store can reach the other stores of the
-# same database (they share its connection).
-_BACKENDS: weakref.WeakKeyDictionary[Store, Backend] = weakref.WeakKeyDictionary()
 
 
 def load_or_fail(path: Path) -> KeptConfig:
@@ -54,20 +45,3 @@ async def opened_backend(config: KeptConfig) -> AsyncIterator[Backend]:
         yield backend
     finally:
         await backend.close()
-
-
-@asynccontextmanager
-async def opened_store(config: KeptConfig) -> AsyncIterator[Store]:
-    async with opened_backend(config) as backend:
-        _BACKENDS[backend.store] = backend
-        yield backend.store
-
-
-def commitment_store_for(store: Store) -> CommitmentStore:
-    """The commitment store of the database `opened_store` gave `store` for."""
-    return _BACKENDS[store].commitments
-
-
-def make_reminder_store(store: Store) -> ReminderStore:
-    """The reminder store of the database `opened_store` gave `store` for."""
-    return _BACKENDS[store].reminders

@@ -214,7 +214,6 @@ class ChannelAdapter(abc.ABC, Generic[Buttons]):
             text=said.text,
             ts=self._clock.now(),
             platform_message_id=said.platform_message_id,
-            sender_name=said.sender_name,
         )
 
     async def keep_typing(self, target: Target) -> None:

@@ -27,6 +27,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from core.errors import KeptError
+
 
 class Model(BaseModel):
     model_config = ConfigDict(
@@ -331,26 +333,21 @@ class KeptConfig(Model):
             raise KeyedValueError(problems)
         return self
 
-    def agent(self, agent_id: str) -> AgentConfig:
-        for a in self.agents:
-            if a.id == agent_id:
-                return a
-        raise KeyError(agent_id)
+    def find_agent(self, agent_id: str) -> AgentConfig | None:
+        """The agent, or None when the config no longer has it."""
+        return next((a for a in self.agents if a.id == agent_id), None)
 
     def agent_or_default(self, agent_id: str) -> AgentConfig:
         """The agent, or one with default settings when it was removed from
         the config while its sessions live on: their messages are still
         answered (and listed) rather than dropped."""
-        try:
-            return self.agent(agent_id)
-        except KeyError:
-            return AgentConfig(id=agent_id)
+        return self.find_agent(agent_id) or AgentConfig(id=agent_id)
 
 
 # --- Reporting every problem with a config by key path ---
 
 
-class ConfigError(Exception):
+class ConfigError(KeptError):
     """Everything wrong with a config, one line per problem.
 
     Each line reads `<source>: <key.path>: <reason>` (key paths use the JSON

@@ -3,7 +3,7 @@
 A user message is stored before anything else, so a crash at any later point
 loses nothing: on start-up `recover_unanswered` answers what was stored but
 never replied to. Turns of one session run one at a time in arrival order
-(asyncio.Lock wakes waiters first-in, first-out); sessions run concurrently.
+(see core/locks.py, shared with the heartbeat); sessions run concurrently.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from zoneinfo import ZoneInfo
 
 from core.clock import Clock
 from core.config import AgentConfig, KeptConfig
+from core.errors import KeptError
 from core.llm import Completion, LLMError, Role
+from core.locks import SessionLocks
 from core.logs import event
 from core.messages import Inbound, Outbound, Sender, Target
 from core.store.base import (
@@ -40,7 +42,7 @@ RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
 
 
-class MessageNotStored(Exception):
+class MessageNotStored(KeptError):
     """`handle` could not store the incoming message, or `edit` / `delete`
     could not store their change (database locked past its busy timeout, disk
     full, I/O error). Nothing was answered; the channel must not confirm the
@@ -88,6 +90,7 @@ class ConversationManager:
         config: Callable[[], KeptConfig],
         clock: Clock,
         tools: ToolRegistry | None = None,
+        session_locks: SessionLocks | None = None,
     ) -> None:
         self._store = store
         self._llm = llm
@@ -95,7 +98,7 @@ class ConversationManager:
         self._config = config
         self._clock = clock
         self._tools = tools or ToolRegistry()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = session_locks if session_locks is not None else SessionLocks()
         self._sessions: dict[str, SessionRecord] = {}
         self._reply_hooks: list[ReplyHook] = []
         self._background: set[asyncio.Task[None]] = set()
@@ -106,13 +109,6 @@ class ConversationManager:
 
     def add_reply_hook(self, hook: ReplyHook) -> None:
         self._reply_hooks.append(hook)
-
-    def session_lock(self, session_key: str) -> asyncio.Lock:
-        """The lock a turn of this session holds; the heartbeat shares it."""
-        lock = self._locks.get(session_key)
-        if lock is None:
-            lock = self._locks[session_key] = asyncio.Lock()
-        return lock
 
     async def handle(
         self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
@@ -162,7 +158,7 @@ class ConversationManager:
             ) from exc
         if on_stored is not None:
             on_stored()
-        async with self.session_lock(key):
+        async with self._locks.hold(key):
             return await self._turn(session, user)
 
     async def edit(
@@ -255,7 +251,7 @@ class ConversationManager:
                 session=session.key,
                 message=message.id,
             )
-            async with self.session_lock(session.key):
+            async with self._locks.hold(session.key):
                 await self._turn(session, message)
             answered += 1
         return answered
@@ -266,7 +262,8 @@ class ConversationManager:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def _turn(self, session: SessionRecord, user: MessageRecord) -> MessageRecord:
-        agent = self._agent(session.agent_id)
+        # The turn's one read of the config: everything below uses `agent`.
+        agent = self._config().agent_or_default(session.agent_id)
         target = Target(session.platform, session.chat_id, session.thread_id)
         ctx = ToolContext(
             agent_id=session.agent_id,
@@ -389,14 +386,6 @@ class ConversationManager:
                 payload=json.dumps(payload, ensure_ascii=False),
             )
         )
-
-    def _agent(self, agent_id: str) -> AgentConfig:
-        try:
-            return self._config().agent(agent_id)
-        except KeyError:
-            # The agent was removed from the config while its sessions live on;
-            # answer with defaults rather than drop the user's message.
-            return AgentConfig(id=agent_id)
 
     def _fire_hooks(self, reply_event: ReplyEvent) -> None:
         for hook in self._reply_hooks:

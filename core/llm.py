@@ -27,6 +27,7 @@ from openai.types.chat import ChatCompletion
 
 from core.clock import Clock, SystemClock
 from core.config import LlmConfig
+from core.errors import KeptError
 from core.logs import event
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class Completion:
     model: str
 
 
-class LLMError(Exception):
+class LLMError(KeptError):
     def __init__(
         self,
         message: str,

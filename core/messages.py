@@ -70,7 +70,6 @@ class Inbound:
     text: str
     ts: datetime
     platform_message_id: str | None = None
-    sender_name: str | None = None
 
     @property
     def session_key(self) -> str:

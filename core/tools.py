@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from core.errors import KeptError
 from core.logs import event
 from core.messages import ChatKind, Target
 
@@ -34,7 +35,7 @@ ToolResult = str | dict[str, Any] | list[Any]
 ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]
 
 
-class ToolError(Exception):
+class ToolError(KeptError):
     """An expected failure whose message is shown to the model as is."""
 
 

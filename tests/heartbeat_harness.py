@@ -3,7 +3,6 @@ commitment and heartbeat stores, a scripted model and a scriptable sender."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -16,6 +15,7 @@ from core.config import KeptConfig
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.store import HeartbeatStore
 from core.heartbeat.turn import HeartbeatTurn
+from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
 from core.reminders import ReminderService
 from core.store import Store
@@ -59,10 +59,7 @@ class Harness:
     sender: ScriptedSender
     config: KeptConfig
     platforms: set[str] = field(default_factory=lambda: {"telegram"})
-    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
-
-    def lock(self, key: str) -> asyncio.Lock:
-        return self.locks.setdefault(key, asyncio.Lock())
+    locks: SessionLocks = field(default_factory=SessionLocks)
 
     def reminder_service(self) -> ReminderService:
         return ReminderService(
@@ -92,7 +89,7 @@ class Harness:
             turn=turn,
             clock=self.clock,
             platforms=lambda: self.platforms,
-            session_lock=self.lock,
+            session_locks=self.locks,
             reminders=reminders,
         )
 

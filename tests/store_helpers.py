@@ -7,7 +7,7 @@ import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from core.commitments.store import CommitmentStore
+from core.commitments.store import CommitmentStore, Filter
 from core.heartbeat.store import HeartbeatStore
 from core.reminders.store import ReminderStore
 from core.store.backends import open_backend
@@ -124,3 +124,8 @@ def _consistency(conn: sqlite3.Connection, session_key: str | None) -> tuple[int
         (session_filter(row[0]),),
     ).fetchone()
     return int(missing), int(orphans)
+
+
+def chat_filter(agent_id: str, session_key: str, sender_id: str | None) -> Filter:
+    """What one user in one chat may see and change (tests only)."""
+    return Filter(agent_id=agent_id, session_key=session_key, sender_id=sender_id)

@@ -224,9 +224,8 @@ async def test_interview_tomorrow_stores_one_commitment_in_the_turns_scope(make_
 
 
 async def test_storing_wakes_the_heartbeat_once_per_batch(make_harness) -> None:
-    h = await make_harness()
     wakes: list[int] = []
-    h.worker.on_stored = lambda: wakes.append(1)
+    h = await make_harness(on_stored=lambda: wakes.append(1))
     await h.say("nothing to see")
     assert wakes == []
     h.extraction.append(answer(interview()))

@@ -17,12 +17,12 @@ from core.commitments.service import (
     MIN_SNOOZE_WINDOW,
     CommitmentService,
     SnoozeError,
-    chat_filter,
 )
 from core.store.sqlite.commitments import _NO_ACTIVE_TWIN, _where
 from core.store.sqlite.rows import to_ms
 from tests.fakes.scripted_model import text
 from tests.heartbeat_harness import OTHER, SCOPE, Harness, make_harness
+from tests.store_helpers import chat_filter
 
 DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)

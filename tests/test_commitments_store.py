@@ -14,12 +14,18 @@ import pytest
 from core.clock import TestClock
 from core.commitments.expiry import EXPIRY_GRACE, sweep_expired
 from core.commitments.model import Commitment, NewCommitment, Scope
-from core.commitments.service import CommitmentService, SnoozeError, chat_filter
+from core.commitments.service import CommitmentService, SnoozeError
 from core.commitments.store import Filter
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.commitments import _COLUMN_NAMES, ACTIVE, SqliteCommitmentStore
 from core.store.sqlite.rows import to_ms
-from tests.store_helpers import commitment_store_for, heartbeat_store_for, mark_sent, open_store
+from tests.store_helpers import (
+    chat_filter,
+    commitment_store_for,
+    heartbeat_store_for,
+    mark_sent,
+    open_store,
+)
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

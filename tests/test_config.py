@@ -301,3 +301,12 @@ async def test_watcher_run_polls_on_the_clock(cfg: Path, clock: TestClock) -> No
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+def test_a_removed_agent_is_not_found_and_answers_with_defaults() -> None:
+    config = KeptConfig.model_validate({"agents": [{"id": "main", "timezone": "Europe/Paris"}]})
+    assert config.find_agent("main") is config.agents[0]
+    assert config.find_agent("gone") is None
+    assert config.agent_or_default("main").timezone == "Europe/Paris"
+    fallback = config.agent_or_default("gone")
+    assert (fallback.id, fallback.timezone) == ("gone", "UTC")

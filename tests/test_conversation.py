@@ -335,3 +335,20 @@ async def test_an_edit_or_deletion_the_store_refuses_is_not_stored(sqlite_store,
     with pytest.raises(MessageNotStored) as deletion:
         await manager.delete(**where)
     assert deletion.value.__cause__ is full
+
+
+async def test_a_session_whose_agent_was_removed_is_answered_with_defaults(
+    sqlite_store, clock, sender
+):
+    model = ScriptedModel()
+    config = KeptConfig.model_validate(
+        {
+            "agents": [{"id": "other", "systemPrompt": "Other."}],
+            "channels": {"discord": {"agent": "other"}, "telegram": {"agent": "other"}},
+        }
+    )
+    manager = make_manager(sqlite_store, model, sender, clock, config=config)
+    reply = await manager.handle(inbound(clock, "1", "still there?"))
+    assert reply is not None and sender.texts("1") == ["echo: still there?"]
+    system = model.requests[0][1][0]["content"]
+    assert system.startswith("You are a helpful assistant.") and "(UTC)" in system

@@ -127,7 +127,7 @@ async def test_dismiss_on_a_sent_follow_up(rig: Rig, answers: Responses) -> None
     content = edited(answers)
     assert content.startswith("How did the interview go?")
     assert content.endswith(f"-# Dismissed by {alice.display_name}. I won't follow up on this.")
-    closed = await rig.services.commitment_store.get(c.id)
+    closed = await rig.services.backend.commitments.get(c.id)
     assert closed is not None and closed.status == "dismissed"
     assert closed.sent_at is not None, "the delivery still counts toward the daily cap"
     assert closed.dismissed_at == rig.clock.now()
@@ -151,7 +151,7 @@ async def test_snooze_on_a_sent_follow_up_reopens_it_for_tomorrow(
     channel, alice = rig.channel(0), rig.member(0)
     c = await rig.seed(channel, alice)
     message = await follow_up(rig, channel, c)
-    delivered = await rig.services.commitment_store.get(c.id)
+    delivered = await rig.services.backend.commitments.get(c.id)
     assert delivered is not None
 
     await press(rig, message, "snooze", [c.id], alice)
@@ -161,7 +161,7 @@ async def test_snooze_on_a_sent_follow_up_reopens_it_for_tomorrow(
         f"-# Snoozed by {alice.display_name} until Tue 01 Dec 10:00 (Europe/Paris)."
     )
     tomorrow = rig.clock.now() + timedelta(days=1)
-    found = await rig.services.commitment_store.get(c.id)
+    found = await rig.services.backend.commitments.get(c.id)
     assert found is not None and found.status == "snoozed"
     assert (found.due_earliest, found.due_latest) == (tomorrow, tomorrow + timedelta(hours=24))
     assert found.sent_at == delivered.sent_at
@@ -173,7 +173,7 @@ async def test_snooze_on_a_sent_follow_up_reopens_it_for_tomorrow(
     await rig.clock.advance(60)
     await press(rig, message, "snooze", [c.id], alice)
     assert "Snoozed by" in refused(answers)
-    again = await rig.services.commitment_store.get(c.id)
+    again = await rig.services.backend.commitments.get(c.id)
     assert again is not None and again.due_earliest == tomorrow
 
 
@@ -183,7 +183,7 @@ async def test_buttons_on_a_resolved_or_expired_follow_up_say_so(
     channel, alice = rig.channel(0), rig.member(0)
     resolved = await rig.seed(channel, alice, "Resolved?")
     expired = await rig.seed(channel, alice, "Expired?")
-    store, now = rig.services.commitment_store, rig.clock.now()
+    store, now = rig.services.backend.commitments, rig.clock.now()
     await store.apply_extraction(resolved.scope, [], [resolved.id], now=now)
     await store.expire(before=now + timedelta(days=2), now=now)
 
@@ -203,7 +203,7 @@ async def test_snooze_on_an_active_commitment(rig: Rig, answers: Responses) -> N
     await press(rig, message, "snooze", [c.id], alice)
 
     assert "Snoozed by" in edited(answers)
-    found = await rig.services.commitment_store.get(c.id)
+    found = await rig.services.backend.commitments.get(c.id)
     assert found is not None and found.status == "snoozed"
     assert found.due_earliest == rig.clock.now() + timedelta(days=1)
 

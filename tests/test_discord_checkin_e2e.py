@@ -44,7 +44,7 @@ async def test_a_server_check_in_replies_to_the_members_message(tmp_path: Path) 
             source_message_id=stored.id,
             created_at=now,
         )
-        store = harness.services.commitment_store
+        store = harness.services.backend.commitments
         [created] = (await store.apply_extraction(member, [new], [], now=now)).created
         harness.model.steps.append(text("How did the interview go?"))
         await harness.services.heartbeat.tick()

@@ -189,7 +189,7 @@ async def test_snooze_moves_the_due_window(rig: Rig, answers: Responses) -> None
 
     until = rig.clock.now() + timedelta(days=2)
     assert said(answers) == f"Snoozed `{c.id}` until <t:{int(until.timestamp())}:R>."
-    found = await rig.services.commitment_store.get(c.id)
+    found = await rig.services.backend.commitments.get(c.id)
     assert found is not None and found.status == "snoozed"
     assert found.due_earliest == until
 

@@ -61,7 +61,7 @@ async def test_interview_mention_to_follow_up_in_that_channel_only(
     await rig.settle()
     assert [m.channel.id for m in sent_messages()] == [here.id, elsewhere.id, dm.id]
 
-    [stored] = await rig.services.commitment_store.list(Filter())
+    [stored] = await rig.services.backend.commitments.list(Filter())
     assert stored.session_key == f"agent:main:discord:channel:{here.id}"
     assert (stored.chat_id, stored.thread_id, stored.sender_id) == (
         str(here.id),
@@ -89,7 +89,7 @@ async def test_interview_mention_to_follow_up_in_that_channel_only(
     ]
     assert payloads[0]["allowed_mentions"]["parse"] == []
 
-    sent = await rig.services.commitment_store.get(stored.id)
+    sent = await rig.services.backend.commitments.get(stored.id)
     assert sent is not None and sent.status == "sent"
     assert sent.sent_message_id == str(follow_up.id)
     rows = await rig.store.history(stored.session_key, before_turn_of=10**12, limit=50)

@@ -8,11 +8,14 @@ import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from core.commitments.model import Scope
+from core.conversation import ConversationManager
 from core.llm import LLMError
-from core.messages import SendResult
+from core.messages import Inbound, SendResult, Target
 from core.store.base import NewMessage
 from tests.fakes.scripted_model import text
 from tests.heartbeat_harness import OTHER, SCOPE, Harness, make_harness
@@ -257,15 +260,69 @@ async def test_one_turn_per_interval_per_scope(hb: Harness):
 async def test_heartbeat_waits_for_a_running_conversation_turn(hb: Harness):
     await hb.seed()
     hb.model.steps.append(text("How did it go?"))
-    lock = hb.lock(SCOPE.session_key)
-    await lock.acquire()
+    held, release = asyncio.Event(), asyncio.Event()
+
+    async def conversation_turn() -> None:
+        async with hb.locks.hold(SCOPE.session_key):
+            held.set()
+            await release.wait()
+
+    turn = asyncio.create_task(conversation_turn())
+    await held.wait()
     task = asyncio.create_task(hb.scheduler().tick())
     for _ in range(20):
         await asyncio.sleep(0)
     assert hb.sender.sent == [] and not task.done()
-    lock.release()
+    release.set()
     await asyncio.wait_for(task, 2)
+    await turn
     assert len(hb.sender.sent) == 1
+
+
+async def test_a_chat_turn_and_a_heartbeat_turn_of_one_session_never_overlap(hb: Harness):
+    """The manager and the scheduler share one SessionLocks (as bot/services.py
+    wires them): while the chat turn waits for its model, the due check-in of
+    the same session is not even asked for; it goes out after the reply."""
+    manager = ConversationManager(
+        store=hb.store,
+        llm=hb.model,
+        sender=hb.sender,
+        config=lambda: hb.config,
+        clock=hb.clock,
+        session_locks=hb.locks,
+    )
+    await hb.seed()
+    answering, answer = asyncio.Event(), asyncio.Event()
+
+    async def gated(messages: Any, tools: Any) -> Any:
+        answering.set()
+        await answer.wait()
+        return text("Chat reply.")
+
+    hb.model.steps.extend([gated, text("How did it go?")])
+    inbound = Inbound(
+        agent_id="main",
+        target=Target("telegram", "42"),
+        chat_kind="private",
+        sender_id="42",
+        text="hello",
+        ts=hb.clock.now(),
+        platform_message_id="m1",
+    )
+    chat = asyncio.create_task(manager.handle(inbound))
+    await asyncio.wait_for(answering.wait(), 2)
+    tick = asyncio.create_task(hb.scheduler().tick())
+    # Unguarded, the check-in reaches the model within milliseconds; give it
+    # far longer than that to show it does not.
+    for _ in range(50):
+        await asyncio.sleep(0.01)
+        if len(hb.model.requests) > 1:
+            break
+    assert len(hb.model.requests) == 1 and hb.sender.sent == [] and not tick.done()
+    answer.set()
+    await asyncio.wait_for(asyncio.gather(chat, tick), 2)
+    assert [o.text for o in hb.sender.sent] == ["Chat reply.", "How did it go?"]
+    assert len(hb.locks) == 0
 
 
 async def settle(hb: Harness) -> None:
@@ -300,3 +357,12 @@ async def test_run_loop_sleeps_until_due_and_wakes_early(hb: Harness):
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_no_follow_up_is_sent_for_an_agent_the_config_no_longer_has(hb: Harness):
+    gone = Scope("gone", "agent:gone:telegram:private:42", "telegram", "42", None, "42")
+    c = await hb.seed(gone)
+    hb.model.steps.append(text("How did it go?"))
+    await hb.scheduler().tick()
+    assert hb.sender.sent == [] and hb.model.requests == []
+    assert (await hb.status(c.id)).status == "pending"  # not claimed: it waits

@@ -105,8 +105,12 @@ class Harness:
             self.clock,
             platforms=lambda: self.platforms,
             worker=WORKER,
+            on_stored=self._wake,
         )
         return self.service
+
+    def _wake(self) -> None:
+        self.wakes += 1
 
     async def transcript(self, key: str = KEY) -> list[tuple[str, str, str]]:
         rows = await self.store.history(key, before_turn_of=10**9, limit=100)
@@ -127,11 +131,6 @@ async def make_harness(store: Store, clock: TestClock, sender: ScriptedSender | 
     reminders = make_reminder_store(store)
     h = Harness(store, reminders, None, sender or ScriptedSender(), clock)  # type: ignore[arg-type]
     h.restart(h.sender)
-
-    def wake() -> None:
-        h.wakes += 1
-
-    h.service.on_stored = wake
     return h
 
 

@@ -180,7 +180,7 @@ async def runtime_with_due_follow_up(
         due_latest=now + timedelta(hours=36), due_timezone="UTC", source_message_id=None,
         created_at=now,
     )  # fmt: skip
-    await runtime.services.commitment_store.apply_extraction(where, [new], [], now=now)
+    await runtime.services.backend.commitments.apply_extraction(where, [new], [], now=now)
     return runtime
 
 

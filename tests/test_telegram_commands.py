@@ -308,7 +308,7 @@ async def test_snooze_button_moves_the_commitment_a_day(tg: TelegramHarness) -> 
 
 async def test_buttons_on_a_resolved_or_expired_follow_up_say_so(tg: TelegramHarness) -> None:
     resolved, expired = await tg.seed(scope(42), "Resolved?"), await tg.seed(scope(42), "Expired?")
-    store, now = tg.services.commitment_store, tg.clock.now()
+    store, now = tg.services.backend.commitments, tg.clock.now()
     await store.apply_extraction(scope(42), [], [resolved.id], now=now)
     await store.expire(before=now + timedelta(days=2), now=now)
     await tg.start()

@@ -103,11 +103,13 @@ class TelegramHarness:
             source_message_id=None,
             created_at=now,
         )
-        applied = await self.services.commitment_store.apply_extraction(scope, [new], [], now=now)
+        applied = await self.services.backend.commitments.apply_extraction(
+            scope, [new], [], now=now
+        )
         return applied.created[0]
 
     async def commitment(self, commitment_id: str) -> Commitment:
-        found = await self.services.commitment_store.get(commitment_id)
+        found = await self.services.backend.commitments.get(commitment_id)
         assert found is not None
         return found
 

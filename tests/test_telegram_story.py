@@ -65,7 +65,7 @@ async def test_interview_mention_to_follow_up_in_that_chat_only(tg: TelegramHarn
     model: RoleModel = tg.role_model  # type: ignore[attr-defined]
     await settle(tg, model, replies=2, extractions=2)
 
-    [stored] = await tg.services.commitment_store.list(Filter())
+    [stored] = await tg.services.backend.commitments.list(Filter())
     assert (stored.session_key, stored.chat_id, stored.sender_id) == (GROUP_KEY, str(GROUP), "7")
     evening = datetime(2026, 12, 1, 18, 0, tzinfo=PARIS)
     assert stored.due_earliest == evening
@@ -80,7 +80,7 @@ async def test_interview_mention_to_follow_up_in_that_chat_only(tg: TelegramHarn
     [follow_up] = tg.fake.sent[before:]
     assert (follow_up.chat_id, follow_up.text) == (GROUP, "How did the interview go?")
     assert follow_up.reply_markup is not None
-    assert (await tg.services.commitment_store.get(stored.id)).status == "sent"  # type: ignore[union-attr]
+    assert (await tg.services.backend.commitments.get(stored.id)).status == "sent"  # type: ignore[union-attr]
 
     # Later ticks send nothing more, anywhere.
     tg.clock.set(evening + timedelta(hours=3))

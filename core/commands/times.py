@@ -20,7 +20,4 @@ def local_time(moment: datetime, timezone: str) -> str:
 
 def agent_timezone(config: KeptConfig, agent_id: str) -> str:
     """The agent's time zone; UTC for an agent the config no longer has."""
-    try:
-        return config.agent(agent_id).timezone
-    except KeyError:
-        return "UTC"
+    return config.agent_or_default(agent_id).timezone

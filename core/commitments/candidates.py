@@ -18,6 +18,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 from pydantic.alias_generators import to_camel
 
 from core.commitments.model import Kind, Sensitivity, Source
+from core.errors import KeptError
 
 MAX_CANDIDATES = 10  # more than this in one exchange is not a careful answer
 MAX_RESOLVED = 50
@@ -67,7 +68,7 @@ class ExtractionAnswer(_Strict):
     ] = []
 
 
-class UnusableAnswer(ValueError):
+class UnusableAnswer(KeptError, ValueError):
     """The model's text is not a valid extraction answer; the message says why."""
 
 

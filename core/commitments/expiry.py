@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from core.clock import Clock
 from core.commitments.store import CommitmentStore
 from core.logs import event
 
@@ -20,7 +19,6 @@ log = logging.getLogger("kept.commitments")
 # the active hours begin next morning; short enough that a stale check-in
 # about last week never arrives.
 EXPIRY_GRACE = timedelta(hours=12)
-SWEEP_EVERY = timedelta(minutes=10)
 
 
 async def sweep_expired(
@@ -31,34 +29,3 @@ async def sweep_expired(
     if count:
         event(log, logging.INFO, "commitments_expired", count=count)
     return count
-
-
-class ExpirySweeper:
-    """Runs `sweep_expired` every `every` on the injected clock until cancelled."""
-
-    def __init__(
-        self,
-        store: CommitmentStore,
-        clock: Clock,
-        *,
-        every: timedelta = SWEEP_EVERY,
-        grace: timedelta = EXPIRY_GRACE,
-    ) -> None:
-        self._store = store
-        self._clock = clock
-        self._every = every
-        self._grace = grace
-
-    async def run(self) -> None:
-        while True:
-            try:
-                await sweep_expired(self._store, now=self._clock.now(), grace=self._grace)
-            except Exception as exc:  # a locked or closed database must not end the loop
-                event(
-                    log,
-                    logging.WARNING,
-                    "commitments_expiry_failed",
-                    error=repr(exc),
-                    action="check the database; the sweep retries on its own",
-                )
-            await self._clock.sleep(self._every.total_seconds())

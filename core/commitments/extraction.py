@@ -69,11 +69,12 @@ def scope_of(ev: ReplyEvent) -> Scope:
 
 @dataclass(frozen=True, slots=True)
 class _Agent:
-    """What one batch needs of the agent's config, read once per batch."""
+    """What one batch needs of the config, read once per batch."""
 
     id: str
     timezone: str
     heartbeat_seconds: float
+    call_deadline: float  # seconds, for any ChatModel, not just ours
 
 
 @dataclass
@@ -114,7 +115,7 @@ class ExtractionWorker:
         self._pauses = Pauses(clock, pause)
         # Called after a batch created or changed commitments, so a sleeping
         # heartbeat can look at the new due times (e.g. HeartbeatScheduler.wake).
-        self.on_stored = on_stored
+        self._on_stored = on_stored
         self._lanes: dict[str, _Lane] = {}
         self._running = False
         self._stopping = asyncio.Event()
@@ -241,7 +242,9 @@ class ExtractionWorker:
         agent_config = config.agent_or_default(agent_id)
         # every_seconds parses the duration text; once per batch is enough.
         hb_seconds = agent_config.heartbeat.every_seconds
-        agent = _Agent(agent_id, agent_config.timezone, hb_seconds)
+        agent = _Agent(
+            agent_id, agent_config.timezone, hb_seconds, config.llm.timeout_seconds * 2 + 5
+        )
         groups: dict[Scope, list[Exchange]] = {}
         kinds: dict[Scope, ChatKind] = {}
         for item in batch:
@@ -267,7 +270,7 @@ class ExtractionWorker:
             event(
                 log, logging.INFO, "commitment_resolved", agent=agent.id, commitment=commitment_id
             )
-        hook = self.on_stored
+        hook = self._on_stored
         if hook is not None and (applied.created or applied.merged):
             try:
                 hook()
@@ -285,6 +288,8 @@ class ExtractionWorker:
         """The scope's exchanges, a few per model call, in order."""
         results: list[ScopeResult] = []
         for start in range(0, len(exchanges), self._per_call):
+            # The off switch alone is read live between calls, so switching
+            # off stops a long batch; the rest comes from the batch's snapshot.
             if not self._config().commitments.enabled or self._pauses.paused(agent.id):
                 break
             chunk = exchanges[start : start + self._per_call]
@@ -327,7 +332,7 @@ class ExtractionWorker:
             now=now, timezone=agent.timezone, exchanges=chunk, pending=pending
         )
         self.requests += 1
-        deadline = self._config().llm.timeout_seconds * 2 + 5  # for any ChatModel, not just ours
+        deadline = agent.call_deadline
         try:
             async with asyncio.timeout(deadline):
                 completion = await self._llm.complete("extraction", messages, tools=None)

@@ -20,9 +20,6 @@ Sensitivity = Literal["routine", "personal", "care"]
 Source = Literal["inferred_user_context", "agent_promise"]
 
 STATUSES: tuple[Status, ...] = get_args(Status)
-KINDS: tuple[Kind, ...] = get_args(Kind)
-SENSITIVITIES: tuple[Sensitivity, ...] = get_args(Sensitivity)
-SOURCES: tuple[Source, ...] = get_args(Source)
 
 # Active commitments can still be delivered, dismissed, snoozed, merged or
 # expired; every other status is final.

@@ -128,7 +128,7 @@ _REMINDER_CANDIDATE = _any([r"\bremind(?:er|ers|ed|ing)?\b", r"\bscheduled task\
 
 
 # Every pattern above needs one of these substrings of the folded text; the
-# big alternations are slow (tens of µs on a long message), the stems are not,
+# big alternations are slow on a long message, the stems are not,
 # and almost no message contains any of them. Keep in step with the patterns.
 _STEMS = (
     "remind", "alarm", "timer", "ping me", "notify me", "alert me", "wake me", "nudge me",

@@ -21,15 +21,11 @@ from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, Status
 from core.commitments.rules import MAX_HORIZON, MAX_WINDOW
 from core.commitments.store import CommitmentStore, Filter
 from core.commitments.visibility import ChatAccess
+from core.errors import KeptError
 
 # A snoozed follow-up keeps its window width, but at least this much, so a
 # check-in snoozed into a quiet hour still has time to go out.
 MIN_SNOOZE_WINDOW = timedelta(hours=2)
-
-
-def chat_filter(agent_id: str, session_key: str, sender_id: str | None) -> Filter:
-    """What a slash command in one chat, from one user, may see and change."""
-    return Filter(agent_id=agent_id, session_key=session_key, sender_id=sender_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +42,7 @@ class SnoozeOutcome:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-class SnoozeError(ValueError):
+class SnoozeError(KeptError, ValueError):
     """Why a snooze was refused, phrased for the person who asked."""
 
 

@@ -11,8 +11,6 @@ from zoneinfo import ZoneInfo
 
 from core.config import ActiveHours
 
-_MIDNIGHT = time(0, 0)
-
 
 def _zone(hours: ActiveHours, agent_timezone: str) -> ZoneInfo:
     return ZoneInfo(hours.timezone or agent_timezone)

@@ -27,12 +27,14 @@ from core.clock import Clock, sleep_or_until_set
 from core.commitments.expiry import sweep_expired
 from core.commitments.model import Commitment, Scope
 from core.commitments.store import CommitmentStore
-from core.config import AgentConfig, KeptConfig
+from core.config import KeptConfig
 from core.heartbeat.active_hours import is_active, next_window_start
 from core.heartbeat.lease import turn_lease
 from core.heartbeat.store import HeartbeatStore, ReapedClaims
 from core.heartbeat.turn import HeartbeatTurn, log_decision
+from core.locks import SessionLocks
 from core.logs import event
+from core.wake import Wake
 
 log = logging.getLogger("kept.heartbeat")
 
@@ -64,8 +66,9 @@ class HeartbeatScheduler:
         turn: HeartbeatTurn,
         clock: Clock,
         platforms: Callable[[], set[str]],
-        session_lock: Callable[[str], asyncio.Lock],
+        session_locks: SessionLocks,
         reminders: Reminders | None = None,
+        wake: Wake | None = None,
     ) -> None:
         self._config = config
         self._commitments = commitments
@@ -73,9 +76,10 @@ class HeartbeatScheduler:
         self._turn = turn
         self._clock = clock
         self._platforms = platforms
-        self._session_lock = session_lock
+        self._session_locks = session_locks
         self._reminders = reminders
-        self._wake = asyncio.Event()
+        # Set by whoever stores new timed work (reminders, extraction).
+        self._wake = wake if wake is not None else Wake()
         # Scopes that are due but may not speak yet, and when to look again.
         # Only blocked due scopes live here, so it stays small.
         self._deferred: dict[Scope, datetime] = {}
@@ -87,7 +91,7 @@ class HeartbeatScheduler:
         """Look again now; `reset` forgets deferrals (config or adapters changed)."""
         if reset:
             self._deferred.clear()
-        self._wake.set()
+        self._wake()
 
     async def start_up(self) -> None:
         """Settle what a previous process left behind, before the first tick:
@@ -109,7 +113,7 @@ class HeartbeatScheduler:
         self._stopping = True
         if self._reminders is not None:
             self._reminders.stop_taking_work()
-        self._wake.set()
+        self._wake()
         task = self._task
         if task is None or task.done():
             return
@@ -159,10 +163,12 @@ class HeartbeatScheduler:
             self._last_sweep = now
         if self._reminders is not None and not self._stopping:
             await self._reminders.fire_due()
-        # Read live: switched off, stored follow-ups stay as they are (not
-        # claimed, not consumed) until it is switched on again.
-        if self._config().commitments.enabled:
-            await self._deliver_due(now)
+        # The tick's one snapshot of the config, passed down to every scope's
+        # turn. Switched off, stored follow-ups stay as they are (not claimed,
+        # not consumed) until it is switched on again.
+        config = self._config()
+        if config.commitments.enabled:
+            await self._deliver_due(now, config)
         return await self._next_wake(self._clock.now())
 
     async def _reap(self, *, startup: bool) -> None:
@@ -188,7 +194,7 @@ class HeartbeatScheduler:
             # At start-up recover_missed does this as its first step.
             await self._reminders.reap_expired_claims()
 
-    async def _deliver_due(self, now: datetime) -> None:
+    async def _deliver_due(self, now: datetime, config: KeptConfig) -> None:
         self._deferred = {s: t for s, t in self._deferred.items() if t > now}
         due = await self._store.due_unclaimed(now=now, limit=DUE_BATCH)
         groups: dict[Scope, list[Commitment]] = {}
@@ -198,16 +204,17 @@ class HeartbeatScheduler:
         for scope, items in groups.items():
             if self._stopping:
                 return
-            retry_at = await self._scope_turn(scope, items, now)
+            retry_at = await self._scope_turn(scope, items, now, config)
             if retry_at is not None:
                 self._deferred[scope] = retry_at
 
     async def _scope_turn(
-        self, scope: Scope, items: list[Commitment], now: datetime
+        self, scope: Scope, items: list[Commitment], now: datetime, config: KeptConfig
     ) -> datetime | None:
         """Run the scope's turn if it may have one; else say when to retry."""
-        config = self._config()
-        agent = _agent(config, scope.agent_id)
+        # Unlike a chat turn, no follow-up is sent for an agent the config no
+        # longer has: its follow-ups wait until it is added back.
+        agent = config.find_agent(scope.agent_id)
         later = now + timedelta(seconds=MAX_SLEEP)
         if agent is None:
             log_decision(scope, len(items), "no-agent", action="add the agent back to the config")
@@ -241,13 +248,15 @@ class HeartbeatScheduler:
             log_decision(scope, len(items), "cap", until=frees.isoformat())
             return frees
         batch = items[: min(MAX_PER_TURN, room)]
-        async with self._session_lock(scope.session_key):
+        async with self._session_locks.hold(scope.session_key):
             await self._store.record_turn(scope.agent_id, scope.session_key, now=now)
             result = await self._turn.run(
                 scope,
                 batch,
                 timezone=agent.timezone,
                 lease=turn_lease(config.llm),
+                # The one live read: the off switch, asked again just before
+                # sending, as switching off during the model call must stop it.
                 may_send=lambda: self._config().commitments.enabled,
             )
         log_decision(
@@ -279,18 +288,11 @@ class HeartbeatScheduler:
 
     async def _sleep_until(self, when: datetime) -> None:
         seconds = (when - self._clock.now()).total_seconds()
-        if self._wake.is_set():
-            self._wake.clear()
+        if self._wake.event.is_set():
+            self._wake.event.clear()
             return
         if seconds <= 0:
             await asyncio.sleep(0)
             return
-        await sleep_or_until_set(self._clock, seconds, self._wake)
-        self._wake.clear()
-
-
-def _agent(config: KeptConfig, agent_id: str) -> AgentConfig | None:
-    try:
-        return config.agent(agent_id)
-    except KeyError:
-        return None
+        await sleep_or_until_set(self._clock, seconds, self._wake.event)
+        self._wake.event.clear()

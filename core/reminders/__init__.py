@@ -8,22 +8,15 @@
 - tools.py     schedule_reminder / list_reminders / cancel_reminder for the chat model
 """
 
-from core.reminders.model import NewReminder, Reminder, ScheduleKind, Status
-from core.reminders.schedule import Schedule, ScheduleError, next_cron, parse_schedule
+from core.reminders.schedule import Schedule, parse_schedule
 from core.reminders.service import ReminderService
 from core.reminders.store import ReminderStore
 from core.reminders.tools import register_reminder_tools
 
 __all__ = [
-    "NewReminder",
-    "Reminder",
     "ReminderService",
     "ReminderStore",
     "Schedule",
-    "ScheduleError",
-    "ScheduleKind",
-    "Status",
-    "next_cron",
     "parse_schedule",
     "register_reminder_tools",
 ]

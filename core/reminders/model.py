@@ -20,7 +20,6 @@ from core.messages import Target
 ScheduleKind = Literal["at", "after", "cron"]
 Status = Literal["active", "done", "cancelled", "failed"]
 
-SCHEDULE_KINDS: tuple[ScheduleKind, ...] = get_args(ScheduleKind)
 STATUSES: tuple[Status, ...] = get_args(Status)
 
 ID_PREFIX = "rm_"

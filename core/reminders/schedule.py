@@ -32,10 +32,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterBadDateError, CroniterError, croniter
 
 from core.config import parse_duration
+from core.errors import KeptError
 from core.reminders.model import ScheduleKind
 
 
-class ScheduleError(ValueError):
+class ScheduleError(KeptError, ValueError):
     """A schedule that cannot be used; the message says why, for a user or model."""
 
 

@@ -81,7 +81,7 @@ class ReminderService:
         self._platforms = platforms
         # Called after a reminder is stored, so a sleeping scheduler can wake
         # before the time it computed without this reminder.
-        self.on_stored = on_stored
+        self._on_stored = on_stored
         self._max_attempts = max_attempts
         # Who claims (one id per process, see bot/services.py) and whether
         # this process still takes new reminders (not while stopping).
@@ -127,7 +127,7 @@ class ReminderService:
             )
         )
         self._log(logging.INFO, "reminder_scheduled", reminder, next=reminder.next_fire_at)
-        hook = self.on_stored
+        hook = self._on_stored
         if hook is not None:
             try:
                 hook()

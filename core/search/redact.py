@@ -150,7 +150,7 @@ def _bearer(m: re.Match[str]) -> str:
 
 
 # key=value, key: value, "key": "value", key => value. A case-insensitive
-# scan for the keys would try every position (tens of µs on French text, where
+# scan for the keys would try every position (slow on French text, where
 # "passé" passes the gate), so assignments are found from their separator,
 # which is rare, and the key is checked just before it.
 _SEP = re.compile(r"[:=]>?")  # a leading class lets the engine skip ahead

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from core.clock import iso_utc
 from core.config import KeptConfig
+from core.errors import KeptError
 from core.messages import parse_session_key
 from core.search.redact import Redactor
 from core.store.base import MessageRecord, SearchHit, SearchScope, Store
@@ -30,7 +31,7 @@ INDEXING_TTL = 1.0
 Visibility = Literal["self", "agent", "all"]
 
 
-class NotVisible(Exception):
+class NotVisible(KeptError):
     """The caller asked for a session outside its visibility."""
 
 

@@ -6,37 +6,25 @@ Importing this package never imports a backend.
 """
 
 from core.store.base import (
-    INDEXED_KINDS,
-    INDEXED_ROLES,
     DuplicateMessage,
     ImportRow,
-    MessageKind,
     MessageRecord,
     NewMessage,
-    Role,
     SearchHit,
     SearchScope,
-    SessionRecord,
     Store,
     UnknownSession,
-    is_indexed,
 )
 from core.store.errors import MigrationError
 
 __all__ = [
-    "INDEXED_KINDS",
-    "INDEXED_ROLES",
     "DuplicateMessage",
     "ImportRow",
-    "MessageKind",
     "MessageRecord",
     "MigrationError",
     "NewMessage",
-    "Role",
     "SearchHit",
     "SearchScope",
-    "SessionRecord",
     "Store",
     "UnknownSession",
-    "is_indexed",
 ]

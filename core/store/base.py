@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Self
 
+from core.errors import KeptError
 from core.messages import ChatKind
 
 if TYPE_CHECKING:
@@ -109,11 +110,11 @@ class ImportRow:
     ts: datetime
 
 
-class DuplicateMessage(Exception):
+class DuplicateMessage(KeptError):
     """The platform message was stored before (same platform, chat and id)."""
 
 
-class UnknownSession(LookupError):
+class UnknownSession(KeptError, LookupError):
     """A message was added to a session key that `ensure_session` never created."""
 
 

@@ -7,6 +7,8 @@ out a storage outage log this hint with them instead of a traceback.
 
 from __future__ import annotations
 
+from core.errors import KeptError
+
 _HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (
         ("locked", "busy"),
@@ -30,7 +32,7 @@ def storage_action(error: BaseException) -> str:
     return _DEFAULT
 
 
-class MigrationError(RuntimeError):
+class MigrationError(KeptError, RuntimeError):
     """A migration failed (and was rolled back), or the schema is unusable."""
 
     def __init__(self, message: str, *, version: int | None = None) -> None:

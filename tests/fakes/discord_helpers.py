@@ -376,11 +376,11 @@ class Rig:
             source_message_id=None,
             created_at=now,
         )
-        store = self.services.commitment_store
+        store = self.services.backend.commitments
         return (await store.apply_extraction(scope, [new], [], now=now)).created[0]
 
     async def status(self, commitment_id: str) -> str:
-        found = await self.services.commitment_store.get(commitment_id)
+        found = await self.services.backend.commitments.get(commitment_id)
         assert found is not None
         return found.status
 

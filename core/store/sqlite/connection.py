@@ -46,7 +46,7 @@ _PRAGMAS = (
     # search candidates are looked up without going to the OS.
     "PRAGMA cache_size = -65536",
     # A checkpoint (every 1,000 WAL pages by default) syncs the WAL and the
-    # database file; with a dozen pages per message that was about a third of
+    # database file; with a dozen pages per message that was a large part of
     # add_message's time. 10,000 pages (~40 MB of WAL) makes it rare; the
     # cost is that a power loss (not a crash) may drop a few more commits.
     "PRAGMA wal_autocheckpoint = 10000",

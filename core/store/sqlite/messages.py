@@ -258,7 +258,7 @@ class SqliteStore(SqliteConnection, Store):
     async def import_messages(self, rows: Sequence[ImportRow]) -> int:
         # Grouped by session (time order within it; stable, so file order
         # breaks ties): consecutive inserts then touch the same pages of the
-        # per-session indexes, which makes a large import several times faster.
+        # per-session indexes, which keeps a large import fast.
         checked = sorted(sqlite_index.check_import(rows), key=lambda r: (r[0], r[4]))
         stored = 0
         for start in range(0, len(checked), IMPORT_BATCH):
