@@ -106,7 +106,6 @@ class Said:
     sender_id: str
     text: str
     username: str | None = None
-    sender_name: str | None = None
     platform_message_id: str | None = None
     # The server (Discord guild) the message was posted in; None for DMs and
     # platforms without one.

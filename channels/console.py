@@ -73,7 +73,6 @@ class ConsoleAdapter(ChannelAdapter[None]):
                 chat_kind="private",
                 sender_id=self.user,
                 text=text,
-                sender_name=self.user,
             )
             if await self.admit(said):
                 await self.take_turn(self.inbound(said))

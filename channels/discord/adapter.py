@@ -270,7 +270,6 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             sender_id=str(message.author.id),
             text=clean_text(message, me),
             username=message.author.name,
-            sender_name=message.author.display_name,
             platform_message_id=str(message.id),
             server_id=str(message.guild.id) if message.guild else None,
         )

@@ -376,7 +376,6 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
             sender_id=str(user.id),
             text=text,
             username=user.username,
-            sender_name=user.full_name or user.username,
             platform_message_id=str(message.message_id),
         )
 
