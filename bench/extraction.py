@@ -105,19 +105,18 @@ class Side:
         backend = open_backend(f"sqlite:///{self.db}")
         await backend.open()
         self.store = backend.store
+        self.commitments = backend.commitments
+        self.worker = ExtractionWorker(
+            store=self.commitments, llm=self.model, config=self.config, clock=self.clock
+        )
         self.manager = ConversationManager(
             store=self.store,
             llm=self.model,
             sender=self.sender,
             config=self.config,
             clock=self.clock,
+            reply_hooks=[self.worker.on_reply, self._remember],
         )
-        self.commitments = backend.commitments
-        self.worker = ExtractionWorker(
-            store=self.commitments, llm=self.model, config=self.config, clock=self.clock
-        )
-        self.manager.add_reply_hook(self.worker.on_reply)
-        self.manager.add_reply_hook(self._remember)
         self.worker.start()
         self.replayable: list[ReplyEvent] = []
 

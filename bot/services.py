@@ -93,6 +93,10 @@ def build_services(
     register_reminder_tools(
         tools, reminders, default_timezone=lambda agent_id: agent_timezone(config(), agent_id)
     )
+    commitment_store = backend.commitments
+    extraction = ExtractionWorker(
+        store=commitment_store, llm=llm, config=config, clock=clock, on_stored=wake
+    )
     manager = ConversationManager(
         store=store,
         llm=llm,
@@ -101,13 +105,8 @@ def build_services(
         clock=clock,
         tools=tools,
         session_locks=session_locks,
+        reply_hooks=[extraction.on_reply],
     )
-
-    commitment_store = backend.commitments
-    extraction = ExtractionWorker(
-        store=commitment_store, llm=llm, config=config, clock=clock, on_stored=wake
-    )
-    manager.add_reply_hook(extraction.on_reply)
 
     heartbeat_store = backend.heartbeat
     heartbeat = HeartbeatScheduler(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
@@ -91,6 +91,7 @@ class ConversationManager:
         clock: Clock,
         tools: ToolRegistry | None = None,
         session_locks: SessionLocks | None = None,
+        reply_hooks: Sequence[ReplyHook] = (),
     ) -> None:
         self._store = store
         self._llm = llm
@@ -100,15 +101,12 @@ class ConversationManager:
         self._tools = tools or ToolRegistry()
         self._locks = session_locks if session_locks is not None else SessionLocks()
         self._sessions: dict[str, SessionRecord] = {}
-        self._reply_hooks: list[ReplyHook] = []
+        self._reply_hooks: list[ReplyHook] = list(reply_hooks)
         self._background: set[asyncio.Task[None]] = set()
 
     @property
     def tools(self) -> ToolRegistry:
         return self._tools
-
-    def add_reply_hook(self, hook: ReplyHook) -> None:
-        self._reply_hooks.append(hook)
 
     async def handle(
         self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None

@@ -161,9 +161,6 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         assert isinstance(store, SqliteStore)
         await store.open()
         sender = StampingSender()
-        manager = ConversationManager(
-            store=store, llm=llm, sender=sender, config=lambda: config[0], clock=clock
-        )
         worker_args.setdefault("batch_seconds", 0)
         worker = ExtractionWorker(
             store=commitment_store_for(store),
@@ -172,7 +169,14 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             clock=clock,
             **worker_args,
         )
-        manager.add_reply_hook(worker.on_reply)
+        manager = ConversationManager(
+            store=store,
+            llm=llm,
+            sender=sender,
+            config=lambda: config[0],
+            clock=clock,
+            reply_hooks=[worker.on_reply],
+        )
         worker.start()
         h = Harness(fake, clock, store, manager, worker, sender, config)
 

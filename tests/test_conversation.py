@@ -4,13 +4,20 @@ import asyncio
 import json
 import random
 import sqlite3
+from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
 
 from core.clock import TestClock
 from core.config import AgentConfig, KeptConfig
-from core.conversation import APOLOGY, ConversationManager, MessageNotStored, ReplyEvent
+from core.conversation import (
+    APOLOGY,
+    ConversationManager,
+    MessageNotStored,
+    ReplyEvent,
+    ReplyHook,
+)
 from core.llm import LLMError, ToolCall
 from core.messages import Inbound, Target
 from core.store import Store
@@ -27,10 +34,17 @@ def make_manager(
     clock: TestClock,
     config: KeptConfig | None = None,
     tools: ToolRegistry | None = None,
+    reply_hooks: Sequence[ReplyHook] = (),
 ) -> ConversationManager:
     cfg = config or KeptConfig()
     return ConversationManager(
-        store=store, llm=model, sender=sender, config=lambda: cfg, clock=clock, tools=tools
+        store=store,
+        llm=model,
+        sender=sender,
+        config=lambda: cfg,
+        clock=clock,
+        tools=tools,
+        reply_hooks=reply_hooks,
     )
 
 
@@ -225,8 +239,7 @@ async def test_reply_hook_runs_after_send_and_not_for_failures(sqlite_store, clo
         events.append(ev)
 
     model = ScriptedModel()
-    manager = make_manager(sqlite_store, model, sender, clock)
-    manager.add_reply_hook(hook)
+    manager = make_manager(sqlite_store, model, sender, clock, reply_hooks=[hook])
     await manager.handle(inbound(clock, "1", "interview tomorrow"))
     model.steps.append(LLMError("boom", kind="server"))
     await manager.handle(inbound(clock, "1", "again"))
