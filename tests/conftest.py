@@ -8,7 +8,7 @@ import pytest
 from core.clock import TestClock
 from core.messages import Outbound, SendResult
 from core.store import Store
-from tests.store_helpers import open_store
+from tests.support.store_helpers import open_store
 
 
 class RecordingSender:

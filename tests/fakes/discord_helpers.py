@@ -43,7 +43,7 @@ from core.config import KeptConfig
 from core.store import Store
 from core.store.backends import sqlite_backend
 from tests.fakes.scripted_model import ScriptedModel
-from tests.store_helpers import open_store
+from tests.support.store_helpers import open_store
 
 THREAD_METADATA = {
     "archived": False,

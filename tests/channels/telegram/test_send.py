@@ -1,0 +1,191 @@
+"""Sending robustly: what each Bot API failure means for a retry, start-up
+errors, and a polling loop that no error stops."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from channels.base import ChannelStartError
+from core.delivery import deliver_once
+from core.messages import Outbound, Target
+from tests.fakes.telegram_server import TOKEN, Script
+from tests.support.telegram_harness import TelegramHarness, drive, telegram_harness
+
+ANA = Target("telegram", "42")
+
+
+@pytest.fixture
+async def tg(tmp_path: Path) -> AsyncIterator[TelegramHarness]:
+    async with telegram_harness(tmp_path) as harness:
+        yield harness
+
+
+async def test_429_retry_after_is_honoured_and_the_message_arrives_once(
+    tg: TelegramHarness,
+) -> None:
+    adapter = await tg.start()
+    tg.fake.fail("sendMessage", 429, "Too Many Requests: retry after 3", retry_after=3)
+    start = tg.clock.now()
+    result = await drive(tg.clock, adapter.send(Outbound(ANA, "hello")))
+
+    assert result.ok and result.message_id == str(tg.fake.sent[0].message_id)
+    assert tg.fake.texts() == ["hello"]
+    assert len(tg.fake.calls_to("sendMessage")) == 2
+    assert (tg.clock.now() - start).total_seconds() >= 3
+
+
+async def test_a_long_retry_after_goes_back_to_the_caller_as_retryable(
+    tg: TelegramHarness,
+) -> None:
+    adapter = await tg.start()
+    tg.fake.fail("sendMessage", 429, "Too Many Requests: retry after 120", retry_after=120)
+    result = await adapter.send(Outbound(ANA, "hello"))
+
+    assert not result.ok and result.retryable and not result.unknown
+    assert result.retry_after == 120
+    assert tg.fake.sent == []
+
+
+@pytest.mark.parametrize(
+    ("status", "description"),
+    [
+        (403, "Forbidden: bot was blocked by the user"),
+        (400, "Bad Request: chat not found"),
+        (400, "Bad Request: not enough rights to send text messages to the chat"),
+    ],
+)
+async def test_permanent_errors_are_neither_retryable_nor_unknown(
+    tg: TelegramHarness, status: int, description: str
+) -> None:
+    adapter = await tg.start()
+    tg.fake.fail("sendMessage", status, description)
+    result = await adapter.send(Outbound(ANA, "hello"))
+
+    assert not result.ok and not result.retryable and not result.unknown
+    assert description.split(": ", 1)[1].lower() in (result.error or "").lower()
+    assert len(tg.fake.calls_to("sendMessage")) == 1
+
+
+async def test_blocked_user_fails_a_heartbeat_delivery_at_once(tg: TelegramHarness) -> None:
+    await tg.start()
+    tg.fake.fail("sendMessage", 403, "Forbidden: bot was blocked by the user")
+    delivery = await deliver_once(tg.router, Outbound(ANA, "How did it go?"), tg.clock)
+
+    assert delivery.outcome == "failed" and delivery.attempts == 1
+
+
+async def test_server_errors_are_retried_with_backoff_then_reported_retryable(
+    tg: TelegramHarness,
+) -> None:
+    adapter = await tg.start()
+    tg.fake.script("sendMessage", *[Script(502, "Bad Gateway")] * 3)
+    result = await drive(tg.clock, adapter.send(Outbound(ANA, "hello")))
+
+    assert not result.ok and result.retryable and not result.unknown
+    assert len(tg.fake.calls_to("sendMessage")) == 3
+    tg.fake.script("sendMessage", Script(500, "Internal Server Error"))
+    assert (await drive(tg.clock, adapter.send(Outbound(ANA, "again")))).ok
+    assert tg.fake.texts() == ["again"]
+
+
+async def test_timeout_after_sending_is_unknown_and_not_retried(tg: TelegramHarness) -> None:
+    adapter = await tg.start(request_timeout=0.2)
+    tg.fake.script("sendMessage", Script(delay=0.6, apply=True))
+    result = await adapter.send(Outbound(ANA, "hello"))
+
+    assert not result.ok and result.unknown and not result.retryable
+    assert len(tg.fake.calls_to("sendMessage")) == 1
+    assert tg.fake.texts() == ["hello"]  # Telegram did take it: a retry would double it
+    delivery = await deliver_once(tg.router, Outbound(ANA, "check-in"), tg.clock)
+    assert delivery.outcome in ("sent", "unknown") and delivery.attempts == 1
+
+
+async def test_refused_connection_is_retryable(tg: TelegramHarness) -> None:
+    adapter = await tg.start()
+    await tg.fake.close()  # nothing listens on the port any more
+    result = await drive(tg.clock, adapter.send(Outbound(ANA, "hello")))
+
+    assert not result.ok and result.retryable and not result.unknown
+    assert "not sent" in (result.error or "")
+
+
+async def test_send_before_start_is_retryable(tg: TelegramHarness) -> None:
+    result = await tg.adapter().send(Outbound(ANA, "hello"))
+    assert result.retryable and not result.unknown
+
+
+async def test_missing_token_is_one_clear_error_naming_the_variable(
+    tg: TelegramHarness,
+) -> None:
+    tg.environ.clear()
+    with pytest.raises(ChannelStartError, match=r"\$TELEGRAM_BOT_TOKEN"):
+        await tg.adapter().start()
+    assert tg.fake.calls == []
+
+    tg.config.channels.telegram.token_env = "MY_TG_TOKEN"
+    with pytest.raises(ChannelStartError, match=r"\$MY_TG_TOKEN"):
+        await tg.adapter().start()
+
+
+async def test_rejected_token_is_one_clear_error_without_the_token(
+    tg: TelegramHarness,
+) -> None:
+    tg.environ["TELEGRAM_BOT_TOKEN"] = "999:wrong-token"
+    with pytest.raises(ChannelStartError) as info:
+        await tg.adapter().start()
+
+    message = str(info.value)
+    assert "rejected" in message and "$TELEGRAM_BOT_TOKEN" in message
+    assert "wrong-token" not in message and TOKEN not in message
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+async def test_unreachable_api_is_a_clear_start_error(tg: TelegramHarness) -> None:
+    await tg.fake.close()
+    with pytest.raises(ChannelStartError, match="cannot reach the Telegram Bot API"):
+        await tg.adapter().start()
+
+
+async def test_polling_survives_errors_and_keeps_going(tg: TelegramHarness) -> None:
+    tg.fake.script(
+        "getUpdates",
+        Script(502, "Bad Gateway"),
+        Script(409, "Conflict: terminated by other getUpdates request"),
+        Script(429, "Too Many Requests: retry after 5", retry_after=5),
+    )
+    await tg.start()
+    await tg.fake.push_message("are you there?", chat_id=42)
+    await drive(tg.clock, tg.fake.wait_for(lambda: tg.fake.sent))
+
+    assert tg.fake.texts() == ["echo: are you there?"]
+
+
+async def test_an_unreadable_update_is_skipped_not_retried_forever(tg: TelegramHarness) -> None:
+    await tg.start()
+    broken = tg.fake.message("sticker", chat_id=42)
+    broken["sticker"] = {"file_id": "x"}  # required fields missing: PTB cannot parse it
+    await tg.fake.push({"message": broken})
+    await tg.fake.push_message("after it", chat_id=42)
+    await tg.fake.wait_for(lambda: tg.fake.sent)
+
+    assert tg.fake.texts() == ["echo: after it"]
+    await tg.fake.wait_for(lambda: len(tg.fake.confirmed) >= 1)
+
+
+async def test_a_token_revoked_while_running_is_logged_and_polling_goes_on(
+    tg: TelegramHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    await tg.start()
+    await tg.fake.wait_for(lambda: tg.fake.calls_to("getUpdates"))
+    tg.fake.script("getUpdates", Script(401, "Unauthorized"))
+    await tg.fake.push_message("first", chat_id=42)
+    await tg.fake.wait_for(lambda: tg.fake.sent)
+    await tg.fake.push_message("second", chat_id=42)
+    await drive(tg.clock, tg.fake.wait_for(lambda: len(tg.fake.sent) >= 2))
+
+    assert tg.fake.texts() == ["echo: first", "echo: second"]
+    assert "the token was rejected" in caplog.text
+    assert TOKEN not in caplog.text

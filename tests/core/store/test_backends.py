@@ -1,0 +1,63 @@
+"""open_backend(url): every store of one database, and ports that never pull
+a backend in."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from core.store.backends import open_backend
+from tests.core.commitments.test_store import ALICE, NOW, new
+from tests.core.reminders.test_store import new as new_reminder
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+async def test_every_store_of_a_backend_works_on_one_database(tmp_path: Path) -> None:
+    backend = open_backend(f"sqlite:///{tmp_path}/kept.sqlite")
+    async with backend:
+        applied = await backend.commitments.apply_extraction(ALICE, [new()], [], now=NOW)
+        [created] = applied.created
+        # The heartbeat store sees, claims and sends what the commitment store wrote.
+        due = await backend.heartbeat.due_unclaimed(now=NOW + timedelta(hours=12), limit=10)
+        assert [c.id for c in due] == [created.id]
+        claimed = await backend.heartbeat.claim(
+            [created.id], worker="w", now=NOW, lease_until=NOW + timedelta(minutes=5)
+        )
+        await backend.heartbeat.finish(claimed, "sent", worker="w", now=NOW, message_id="m1")
+        sent = await backend.commitments.get(created.id)
+        assert sent is not None and sent.status == "sent"
+        await backend.store.ensure_session(
+            "agent:main:telegram:private:42",
+            agent_id="main",
+            platform="telegram",
+            chat_id="42",
+            chat_kind="private",
+            thread_id=None,
+            now=NOW,
+        )
+        reminder = await backend.reminders.add(new_reminder(key="agent:main:telegram:private:42"))
+        assert await backend.reminders.get(reminder.id) == reminder
+    # One connection: closing the backend closed every store.
+    reopened = open_backend(f"sqlite:///{tmp_path}/kept.sqlite")
+    async with reopened:
+        assert (await reopened.commitments.get(created.id)) == sent
+        assert await reopened.reminders.get(reminder.id) == reminder
+
+
+def test_importing_the_ports_imports_no_backend() -> None:
+    code = (
+        "import sys\n"
+        "import core.store, core.store.base, core.commitments, core.commitments.store\n"
+        "import core.heartbeat.store, core.reminders, core.reminders.store\n"
+        "import core.conversation, core.search.service\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('core.store.sqlite', "
+        "'core.store.backends', 'aiosqlite')))\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr

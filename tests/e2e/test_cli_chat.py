@@ -1,0 +1,139 @@
+"""`kept chat` as a user runs it: a real subprocess, piped stdin, the real
+openai SDK talking to a fake OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+from tests.fakes.openai_server import FakeOpenAI, delay, reply
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_config(tmp_path: Path, base_url: str, timeout: float = 5) -> Path:
+    config = {
+        "storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"},
+        "llm": {"baseUrl": base_url, "timeoutSeconds": timeout, "maxRetries": 0},
+        "agents": [{"id": "main", "systemPrompt": "You are kept, under test."}],
+    }
+    path = tmp_path / "kept.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+async def kept(
+    *args: str, stdin: str = "", cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-test-not-a-secret",
+        "KEPT_CONFIG": "",
+        "PYTHONPATH": str(ROOT),
+        **(env or {}),
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=30)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def transcript(tmp_path: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(tmp_path / "kept.sqlite") as db:
+        return db.execute("SELECT role, kind, text FROM messages ORDER BY id").fetchall()
+
+
+async def test_piped_chat_prints_replies_and_stores_transcript(tmp_path: Path):
+    async with FakeOpenAI() as fake:
+        config = write_config(tmp_path, fake.base_url)
+        fake.push(reply("Good luck with the interview!"))
+        code, out, err = await kept(
+            "chat", "--config", str(config), "--user", "ann", stdin="I have an interview tomorrow\n"
+        )
+        assert code == 0, err
+        assert out == "Good luck with the interview!\n"
+        assert transcript(tmp_path) == [
+            ("user", "text", "I have an interview tomorrow"),
+            ("assistant", "text", "Good luck with the interview!"),
+        ]
+        request = fake.completions[0]
+        assert (request.system_text or "").startswith("You are kept, under test.")
+        assert request.bearer == "sk-test-not-a-secret"
+
+
+async def test_think_block_never_reaches_output(tmp_path: Path):
+    async with FakeOpenAI() as fake:
+        config = write_config(tmp_path, fake.base_url)
+        fake.push(reply("<think>the user seems nervous; plan reply</think>\nYou'll do great."))
+        code, out, err = await kept("chat", "--config", str(config), stdin="nervous\n")
+        assert code == 0, err
+        assert out == "You'll do great.\n"
+        assert "nervous; plan" not in out
+        assert all("plan reply" not in row[2] for row in transcript(tmp_path))
+
+
+async def test_model_timeout_gives_apology_and_loses_nothing(tmp_path: Path):
+    async with FakeOpenAI() as fake:
+        config = write_config(tmp_path, fake.base_url, timeout=0.3)
+        fake.push(delay(2.0, reply("too late")))
+        code, out, err = await kept(
+            "chat", "--config", str(config), stdin="first question\nsecond question\n"
+        )
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[0].startswith("Sorry")
+        assert lines[1] == "echo: second question"
+        assert "model_failed" in err and "timeout" in err
+        rows = transcript(tmp_path)
+        assert [r[2] for r in rows if r[0] == "user"] == ["first question", "second question"]
+        assert rows[1][1] == "error"
+
+
+async def test_chat_creates_config_from_example(tmp_path: Path):
+    (tmp_path / "config").mkdir()
+    example = json.loads((ROOT / "config" / "kept.example.json").read_text())
+    (tmp_path / "config" / "kept.example.json").write_text(json.dumps(example))
+    async with FakeOpenAI() as fake:
+        env_config = tmp_path / "config" / "kept.json"
+        # The example points at the default endpoint; the SDK honours OPENAI_BASE_URL.
+        code, out, err = await kept(
+            "chat", stdin="hi\n", cwd=tmp_path, env={"OPENAI_BASE_URL": fake.base_url}
+        )
+        assert code == 0, err
+        assert env_config.exists()
+        assert "created config/kept.json" in err
+        assert out == "echo: hi\n"
+        assert (tmp_path / "data" / "kept.sqlite").exists()
+
+
+async def test_invalid_config_names_key_and_exits_nonzero(tmp_path: Path):
+    path = tmp_path / "kept.json"
+    path.write_text(json.dumps({"commitments": {"maxPerDay": "lots"}}))
+    code, _out, err = await kept("chat", "--config", str(path), stdin="hi\n")
+    assert code != 0
+    assert "commitments.maxPerDay" in err
+    assert "Traceback" not in err
+
+
+async def test_run_without_channels_explains_and_fails(tmp_path: Path):
+    async with FakeOpenAI() as fake:
+        config = write_config(tmp_path, fake.base_url)
+        code, _out, err = await kept("run", "--config", str(config))
+    assert code != 0
+    assert "channels.telegram.enabled" in err and "TELEGRAM_BOT_TOKEN" in err
+    assert "kept chat" in err
+    assert "Traceback" not in err
