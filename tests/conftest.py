@@ -10,6 +10,8 @@ from core.messages import Outbound, SendResult
 from core.store import Store
 from tests.support.store_helpers import open_store
 
+pytest_plugins = ["tests.support.postgres"]
+
 
 class RecordingSender:
     """A Sender that records what core asked to send."""

