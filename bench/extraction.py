@@ -107,7 +107,12 @@ class Side:
         self.store = backend.store
         self.commitments = backend.commitments
         self.worker = ExtractionWorker(
-            store=self.commitments, llm=self.model, config=self.config, clock=self.clock
+            store=self.commitments,
+            jobs=backend.extraction_jobs,
+            llm=self.model,
+            config=self.config,
+            clock=self.clock,
+            worker="bench",
         )
         self.manager = ConversationManager(
             store=self.store,

@@ -95,7 +95,13 @@ def build_services(
     )
     commitment_store = backend.commitments
     extraction = ExtractionWorker(
-        store=commitment_store, llm=llm, config=config, clock=clock, on_stored=wake
+        store=commitment_store,
+        jobs=backend.extraction_jobs,
+        llm=llm,
+        config=config,
+        clock=clock,
+        worker=worker,
+        on_stored=wake,
     )
     manager = ConversationManager(
         store=store,

@@ -1,15 +1,18 @@
 """The hidden extraction pass: after a reply went out, look for follow-ups.
 
-`on_reply` (a ConversationManager reply hook) only appends to an in-memory
-queue and returns: it never awaits the model or the database, so it cannot
-delay or alter a reply. One lane per agent collects items for a short batch
-window, then asks the model once per scope (up to a few exchanges of that
-scope together, in order) and applies the code rules to the answer.
+`on_reply` (a ConversationManager reply hook, run after the reply went out)
+stores the exchange as a job row (core/commitments/jobs.py) claimed by this
+worker and queues it in memory; it never awaits the model, so it cannot delay
+or alter a reply. One lane per agent collects items for a short batch window,
+then asks the model once per scope (up to a few exchanges of that scope
+together, in order), applies the code rules to the answer, and removes the
+jobs. A stop releases the jobs still queued; a crash leaves them claimed until
+their lease runs out. Either way a worker adopts them (at start, and whenever
+a lease runs out), so a restart loses no exchange.
 
 Failure policy: a model that times out, errors or answers garbage stores
 nothing and logs why. An authentication or unknown-model error pauses the
 agent's extraction for a while with one log line, rather than one per turn.
-A crash loses at most the items still queued in memory.
 """
 
 from __future__ import annotations
@@ -17,26 +20,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from core.clock import Clock
-from core.commitments.candidates import UnusableAnswer, parse_answer
-from core.commitments.model import Commitment, Scope
+from core.commitments.batch import BatchExtractor
+from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
+from core.commitments.model import Scope
 from core.commitments.pause import Pauses
-from core.commitments.prompt import build_messages
-from core.commitments.rules import Exchange, evaluate, merge_fields
-from core.commitments.store import CommitmentStore, ScopeResult
+from core.commitments.rules import Exchange
+from core.commitments.store import CommitmentStore
 from core.config import KeptConfig
 from core.conversation import ChatModel, ReplyEvent
-from core.llm import LLMError
 from core.logs import event
-from core.messages import ChatKind
+from core.store.errors import storage_action
 
 log = logging.getLogger("kept.commitments")
 
 DROP_LOG_EVERY = timedelta(minutes=1)
+# How long a worker vouches for the jobs it holds; renewed when a batch
+# starts. Longer than any batch's model calls, or a live worker's jobs would
+# be adopted by another (harmless, but a wasted call); it is also the longest
+# a crashed worker's jobs wait for another worker.
+JOB_LEASE = timedelta(minutes=15)
+# How often a worker looks for jobs that nobody vouches for any more.
+ADOPT_EVERY = timedelta(minutes=1)
 
 
 def eligible(ev: ReplyEvent) -> bool:
@@ -52,36 +61,17 @@ def eligible(ev: ReplyEvent) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Item:
-    """One queued exchange, with where it happened."""
-
-    scope: Scope
-    chat_kind: ChatKind  # the stored session's, for the group privacy rule
-    exchange: Exchange
-
-
 def scope_of(ev: ReplyEvent) -> Scope:
     """The scope, copied from the stored session and the turn's sender."""
     s = ev.session
     return Scope(s.agent_id, s.key, s.platform, s.chat_id, s.thread_id, ev.sender_id)
 
 
-@dataclass(frozen=True, slots=True)
-class _Agent:
-    """What one batch needs of the config, read once per batch."""
-
-    id: str
-    timezone: str
-    heartbeat_seconds: float
-    call_deadline: float  # seconds, for any ChatModel, not just ours
-
-
 @dataclass
 class _Lane:
     """One agent's queue and the task that drains it."""
 
-    items: list[_Item] = field(default_factory=list)
+    items: list[ExtractionJob] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)  # something to do
     full: asyncio.Event = field(default_factory=asyncio.Event)  # no need to wait longer
     task: asyncio.Task[None] | None = None
@@ -92,9 +82,11 @@ class ExtractionWorker:
         self,
         *,
         store: CommitmentStore,
+        jobs: ExtractionJobStore,
         llm: ChatModel,
         config: Callable[[], KeptConfig],
         clock: Clock,
+        worker: str,
         max_queue: int = 2000,
         batch_seconds: float = 2.0,
         max_batch: int = 200,
@@ -103,20 +95,26 @@ class ExtractionWorker:
         pause: timedelta = timedelta(minutes=10),
         on_stored: Callable[[], None] | None = None,
     ) -> None:
-        self._store = store
-        self._llm = llm
+        self._jobs = jobs
+        self._worker = worker
         self._config = config
         self._clock = clock
         self._max_queue = max_queue
         self._batch_seconds = batch_seconds
         self._max_batch = max(1, max_batch)
-        self._per_call = max(1, exchanges_per_call)
-        self._calls = asyncio.Semaphore(concurrency)
         self._pauses = Pauses(clock, pause)
-        # Called after a batch created or changed commitments, so a sleeping
-        # heartbeat can look at the new due times (e.g. HeartbeatScheduler.wake).
-        self._on_stored = on_stored
+        self._batches = BatchExtractor(
+            store=store,
+            llm=llm,
+            config=config,
+            clock=clock,
+            pauses=self._pauses,
+            exchanges_per_call=exchanges_per_call,
+            concurrency=concurrency,
+            on_stored=on_stored,
+        )
         self._lanes: dict[str, _Lane] = {}
+        self._adopter: asyncio.Task[None] | None = None
         self._running = False
         self._stopping = asyncio.Event()
         self._idle = asyncio.Event()
@@ -125,9 +123,13 @@ class ExtractionWorker:
         self._drops_unlogged = 0
         self._last_drop_log: datetime | None = None
         # Counters for tests, logs and the benchmark.
-        self.requests = 0
         self.high_water = 0
         self.dropped = 0
+
+    @property
+    def requests(self) -> int:
+        """Model calls made (tests, logs and the benchmark)."""
+        return self._batches.requests
 
     @property
     def queued(self) -> int:
@@ -149,26 +151,60 @@ class ExtractionWorker:
         if self._held >= self._max_queue:
             self._drop(agent_id, ev.session.key)
             return
+        exchange = Exchange(ev.user_message.id, ev.user_message.text, ev.reply.text)
+        new = NewJob(scope_of(ev), ev.session.chat_kind, exchange)
+        # Counted before the write, so concurrent hooks respect the bound.
+        self._held += 1
+        self.high_water = max(self.high_water, self._held)
+        self._idle.clear()
+        now = self._clock.now()
+        try:
+            job = await self._jobs.enqueue(
+                new, worker=self._worker, now=now, lease_until=now + JOB_LEASE
+            )
+        except Exception as exc:
+            self._release_count(1)
+            event(
+                log,
+                logging.ERROR,
+                "extraction_not_queued",
+                agent=agent_id,
+                session=ev.session.key,
+                message=ev.user_message.id,
+                error=repr(exc),
+                action=storage_action(exc),
+            )
+            return
+        self._queue(job)
+
+    def _queue(self, job: ExtractionJob) -> None:
+        """Hand a claimed job (already counted in `_held`) to its agent's lane."""
+        agent_id = job.scope.agent_id
         lane = self._lanes.get(agent_id)
         if lane is None:
             lane = self._lanes[agent_id] = _Lane()
             lane.task = asyncio.create_task(
                 self._run_lane(agent_id, lane), name=f"extract-{agent_id}"
             )
-        exchange = Exchange(ev.user_message.id, ev.user_message.text, ev.reply.text)
-        lane.items.append(_Item(scope_of(ev), ev.session.chat_kind, exchange))
-        self._held += 1
-        self.high_water = max(self.high_water, self._held)
-        self._idle.clear()
+        lane.items.append(job)
         lane.wake.set()
         if len(lane.items) >= self._max_batch:
             lane.full.set()
+
+    def _release_count(self, count: int) -> None:
+        self._held -= count
+        if self._held <= 0:
+            self._held = 0
+            self._idle.set()
 
     # --- lifecycle -----------------------------------------------------------
 
     def start(self) -> None:
         self._running = True
         self._stopping.clear()
+        if self._adopter is None or self._adopter.done():
+            self._idle.clear()  # until the first look for waiting jobs
+            self._adopter = asyncio.create_task(self._adopt_orphans(), name="extract-adopt")
 
     async def stop(self, *, drain_seconds: float = 5.0) -> None:
         """Stop taking items, give queued ones `drain_seconds` (wall time) to
@@ -178,8 +214,10 @@ class ExtractionWorker:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain_seconds):
                 await self._idle.wait()
-        left = self._held
         tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
+        if self._adopter is not None:
+            tasks.append(self._adopter)
+            self._adopter = None
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -188,8 +226,72 @@ class ExtractionWorker:
         self._lanes.clear()
         self._held = 0
         self._idle.set()
+        try:
+            left = await self._jobs.release(worker=self._worker)
+        except Exception as exc:
+            event(
+                log,
+                logging.WARNING,
+                "extraction_release_failed",
+                error=repr(exc),
+                action="none: the jobs are adopted when their lease runs out",
+            )
+            return
         if left:
-            event(log, logging.WARNING, "extraction_dropped_at_stop", count=left)
+            event(
+                log,
+                logging.INFO,
+                "extraction_queued_at_stop",
+                count=left,
+                action="none: the next start (or another worker) extracts them",
+            )
+
+    async def _adopt_orphans(self) -> None:
+        """Take over jobs nobody vouches for: left by a stop or a crash."""
+        while not self._stopping.is_set():
+            # Not idle while looking: wait_idle() also waits for jobs found
+            # in the database (at start, or once a dead worker's lease ran out).
+            self._idle.clear()
+            try:
+                claimed = await self.adopt()
+                if claimed:
+                    continue  # maybe more; the lanes bound what is taken
+                if self._held == 0:
+                    self._idle.set()
+                now = self._clock.now()
+                at = await self._jobs.next_orphan_at(now)
+                wait = ADOPT_EVERY if at is None else min(max(at - now, timedelta()), ADOPT_EVERY)
+            except Exception as exc:
+                event(
+                    log,
+                    logging.WARNING,
+                    "extraction_adopt_failed",
+                    error=repr(exc),
+                    action=storage_action(exc),
+                )
+                wait = ADOPT_EVERY
+                if self._held == 0:
+                    self._idle.set()
+            await self._clock.sleep(max(wait.total_seconds(), 1.0))
+
+    async def adopt(self) -> int:
+        """Claim jobs nobody vouches for now and queue them; how many (the
+        background loop calls this; so may a test)."""
+        room = min(self._max_queue - self._held, self._max_batch)
+        if room <= 0:
+            return 0
+        now = self._clock.now()
+        jobs = await self._jobs.claim_orphans(
+            worker=self._worker, now=now, lease_until=now + JOB_LEASE, limit=room
+        )
+        if jobs:
+            self._held += len(jobs)
+            self.high_water = max(self.high_water, self._held)
+            self._idle.clear()
+            for job in jobs:
+                self._queue(job)
+            event(log, logging.INFO, "extraction_jobs_adopted", count=len(jobs))
+        return len(jobs)
 
     async def wait_idle(self) -> None:
         """Until every queued item has been processed (tests, benchmarks)."""
@@ -209,16 +311,42 @@ class ExtractionWorker:
             if len(lane.items) < self._max_batch:
                 lane.full.clear()
             try:
-                await self._process(agent_id, batch)
-            except Exception as exc:  # never let one bad batch end the lane
-                event(
-                    log, logging.ERROR, "extraction_batch_failed", agent=agent_id, error=repr(exc)
-                )
+                await self._run_batch(agent_id, batch)
             finally:
-                self._held -= len(batch)
-                if self._held <= 0:
-                    self._held = 0
-                    self._idle.set()
+                self._release_count(len(batch))
+
+    async def _run_batch(self, agent_id: str, batch: list[ExtractionJob]) -> None:
+        """Extract, then remove the jobs whatever the model answered (as a
+        reply is never extracted twice on purpose). A stop cancels before the
+        removal, leaving them for release(); a database that cannot remove
+        them leaves them to be adopted when their lease runs out."""
+        ids = [job.id for job in batch]
+        try:
+            now = self._clock.now()
+            await self._jobs.renew(ids, worker=self._worker, lease_until=now + JOB_LEASE)
+            await self._batches.process(agent_id, batch)
+        except Exception as exc:  # never let one bad batch end the lane
+            event(
+                log,
+                logging.ERROR,
+                "extraction_batch_failed",
+                agent=agent_id,
+                jobs=len(ids),
+                error=repr(exc),
+                action=storage_action(exc),
+            )
+        try:
+            await self._jobs.complete(ids, worker=self._worker)
+        except Exception as exc:
+            event(
+                log,
+                logging.WARNING,
+                "extraction_jobs_not_removed",
+                agent=agent_id,
+                jobs=len(ids),
+                error=repr(exc),
+                action=storage_action(exc),
+            )
 
     async def _batch_wait(self, lane: _Lane) -> None:
         """The batch window: it ends early when the batch is full or at stop."""
@@ -234,157 +362,6 @@ class ExtractionWorker:
         finally:
             for w in waits:
                 w.cancel()
-
-    async def _process(self, agent_id: str, batch: Sequence[_Item]) -> None:
-        config = self._config()
-        if not config.commitments.enabled or self._pauses.paused(agent_id):
-            return
-        agent_config = config.agent_or_default(agent_id)
-        # every_seconds parses the duration text; once per batch is enough.
-        hb_seconds = agent_config.heartbeat.every_seconds
-        agent = _Agent(
-            agent_id, agent_config.timezone, hb_seconds, config.llm.timeout_seconds * 2 + 5
-        )
-        groups: dict[Scope, list[Exchange]] = {}
-        kinds: dict[Scope, ChatKind] = {}
-        for item in batch:
-            groups.setdefault(item.scope, []).append(item.exchange)
-            kinds[item.scope] = item.chat_kind  # one session key, one kind
-        # One read and one write transaction per batch, however many scopes:
-        # the connection is shared with the chat turns, so every trip counts.
-        pending = await self._store.active_for_scopes(list(groups))
-        per_scope = await asyncio.gather(
-            *(self._scope(agent, s, kinds[s], groups[s], pending.get(s, [])) for s in groups)
-        )
-        results = [r for rs in per_scope for r in rs]
-        if not results:
-            return
-        applied = await self._store.apply_extractions(
-            results, now=self._clock.now(), merge=merge_fields
-        )
-        for c in applied.created:
-            self._stored(c, "commitment_created")
-        for c in applied.merged:
-            self._stored(c, "commitment_merged")
-        for commitment_id in applied.resolved:
-            event(
-                log, logging.INFO, "commitment_resolved", agent=agent.id, commitment=commitment_id
-            )
-        hook = self._on_stored
-        if hook is not None and (applied.created or applied.merged):
-            try:
-                hook()
-            except Exception as exc:  # stored already; the heartbeat's own timer still runs
-                event(log, logging.ERROR, "extraction_wake_failed", agent=agent.id, error=repr(exc))
-
-    async def _scope(
-        self,
-        agent: _Agent,
-        scope: Scope,
-        chat_kind: ChatKind,
-        exchanges: list[Exchange],
-        pending: list[Commitment],
-    ) -> list[ScopeResult]:
-        """The scope's exchanges, a few per model call, in order."""
-        results: list[ScopeResult] = []
-        for start in range(0, len(exchanges), self._per_call):
-            # The off switch alone is read live between calls, so switching
-            # off stops a long batch; the rest comes from the batch's snapshot.
-            if not self._config().commitments.enabled or self._pauses.paused(agent.id):
-                break
-            chunk = exchanges[start : start + self._per_call]
-            try:
-                async with self._calls:
-                    result = await self._extract(agent, scope, chat_kind, chunk, pending)
-            except Exception as exc:
-                event(
-                    log,
-                    logging.ERROR,
-                    "extraction_failed",
-                    agent=agent.id,
-                    session=scope.session_key,
-                    error=repr(exc),
-                )
-                continue
-            if result is not None:
-                results.append(result)
-                # A later call of this batch must not be offered what an
-                # earlier one closed (new ones get their ids only when written).
-                closed = set(result.resolved_ids)
-                pending = [c for c in pending if c.id not in closed]
-            # A model that answers without suspending (in-process, cached)
-            # would otherwise keep the chat turns waiting for the whole batch.
-            await asyncio.sleep(0)
-        return results
-
-    async def _extract(
-        self,
-        agent: _Agent,
-        scope: Scope,
-        chat_kind: ChatKind,
-        chunk: list[Exchange],
-        pending: list[Commitment],
-    ) -> ScopeResult | None:
-        """One model call and the rules applied to its answer; None when
-        there is nothing to write."""
-        now = self._clock.now()
-        messages = build_messages(
-            now=now, timezone=agent.timezone, exchanges=chunk, pending=pending
-        )
-        self.requests += 1
-        deadline = agent.call_deadline
-        try:
-            async with asyncio.timeout(deadline):
-                completion = await self._llm.complete("extraction", messages, tools=None)
-        except LLMError as exc:
-            self._pauses.failed(agent.id, scope.session_key, exc.kind, str(exc))
-            return None
-        except TimeoutError:
-            self._pauses.failed(
-                agent.id, scope.session_key, "timeout", f"no answer within {deadline:.0f}s"
-            )
-            return None
-        self._pauses.succeeded(agent.id)
-        try:
-            answer = parse_answer(completion.text)
-        except UnusableAnswer as exc:
-            event(
-                log,
-                logging.WARNING,
-                "extraction_unusable",
-                agent=agent.id,
-                session=scope.session_key,
-                reason=str(exc),
-                action="none needed if rare; a model that keeps failing needs a better "
-                "llm.models.extraction",
-            )
-            return None
-        accepted, rejected = evaluate(
-            answer.candidates,
-            scope=scope,
-            exchanges=chunk,
-            now=now,
-            created_at=self._clock.now(),
-            heartbeat_seconds=agent.heartbeat_seconds,
-            timezone=agent.timezone,
-            chat_kind=chat_kind,
-        )
-        if rejected:
-            event(
-                log,
-                logging.INFO,
-                "commitment_candidates_rejected",
-                agent=agent.id,
-                session=scope.session_key,
-                reasons="; ".join(f"{r.dedupe_key}: {r.reason}" for r in rejected),
-            )
-        # Resolutions only for this scope's own active commitments; the store
-        # checks the scope again in the same statement.
-        own = {c.id for c in pending}
-        resolved = [i for i in answer.resolved if i in own]
-        if not accepted and not resolved:
-            return None
-        return ScopeResult(scope, accepted, resolved)
 
     # --- drops, logs ----------------------------------------------------
 
@@ -406,15 +383,3 @@ class ExtractionWorker:
             )
             self._last_drop_log = now
             self._drops_unlogged = 0
-
-    def _stored(self, c: Commitment, name: str) -> None:
-        event(
-            log,
-            logging.INFO,
-            name,
-            agent=c.agent_id,
-            session=c.session_key,
-            commitment=c.id,
-            kind=c.kind,
-            due=c.due_earliest.isoformat(timespec="minutes"),
-        )

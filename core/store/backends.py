@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
+from core.commitments.jobs import ExtractionJobStore
 from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
 from core.reminders.store import ReminderStore
 from core.store.base import Store
 from core.store.sqlite import (
     SqliteCommitmentStore,
+    SqliteExtractionJobStore,
     SqliteHeartbeatStore,
     SqliteReminderStore,
     SqliteStore,
@@ -36,6 +38,7 @@ class Backend:
     commitments: CommitmentStore
     heartbeat: HeartbeatStore
     reminders: ReminderStore
+    extraction_jobs: ExtractionJobStore
 
     async def open(self) -> None:
         await self.store.open()
@@ -58,6 +61,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         commitments=SqliteCommitmentStore(store),
         heartbeat=SqliteHeartbeatStore(store),
         reminders=SqliteReminderStore(store),
+        extraction_jobs=SqliteExtractionJobStore(store),
     )
 
 

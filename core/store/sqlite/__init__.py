@@ -10,11 +10,19 @@ search.py       search and context reads
 commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore
 reminders.py    the ReminderStore
+extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 """
 
 from core.store.sqlite.commitments import SqliteCommitmentStore
+from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
 from core.store.sqlite.reminders import SqliteReminderStore
 
-__all__ = ["SqliteCommitmentStore", "SqliteHeartbeatStore", "SqliteReminderStore", "SqliteStore"]
+__all__ = [
+    "SqliteCommitmentStore",
+    "SqliteExtractionJobStore",
+    "SqliteHeartbeatStore",
+    "SqliteReminderStore",
+    "SqliteStore",
+]

@@ -36,7 +36,7 @@ from core.config import (
 from core.conversation import ConversationManager
 from core.llm import LLMClient
 from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
-from core.store.sqlite import SqliteStore
+from core.store.sqlite import SqliteExtractionJobStore, SqliteStore
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, error, hang, reply
 from tests.support.store_helpers import commitment_store_for, open_store
 
@@ -162,8 +162,10 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         await store.open()
         sender = StampingSender()
         worker_args.setdefault("batch_seconds", 0)
+        worker_args.setdefault("worker", "w1")
         worker = ExtractionWorker(
             store=commitment_store_for(store),
+            jobs=SqliteExtractionJobStore(store),
             llm=llm,
             config=lambda: config[0],
             clock=clock,
@@ -372,7 +374,7 @@ async def test_a_hanging_extraction_never_delays_the_next_reply(make_harness, ca
     await h.manager.drain()  # the reply hooks have run: both exchanges are queued
     assert h.worker.queued == 2  # one hanging, one waiting behind it
     await h.worker.stop(drain_seconds=0.05)
-    assert "extraction_dropped_at_stop count=2" in caplog.text
+    assert "extraction_queued_at_stop count=2" in caplog.text
 
 
 async def test_disabled_makes_no_extraction_requests_and_applies_without_restart(

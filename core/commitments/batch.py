@@ -1,0 +1,229 @@
+"""One batch of the extraction pass: the model calls for a batch of queued
+exchanges (grouped per scope, a few exchanges per call, in order), the code
+rules applied to each answer, and one write for the whole batch.
+
+The queue that feeds it (lanes, job rows, adoption) is in extraction.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from core.clock import Clock
+from core.commitments.candidates import UnusableAnswer, parse_answer
+from core.commitments.jobs import ExtractionJob
+from core.commitments.model import Commitment, Scope
+from core.commitments.pause import Pauses
+from core.commitments.prompt import build_messages
+from core.commitments.rules import Exchange, evaluate, merge_fields
+from core.commitments.store import CommitmentStore, ScopeResult
+from core.config import KeptConfig
+from core.conversation import ChatModel
+from core.llm import LLMError
+from core.logs import event
+from core.messages import ChatKind
+
+log = logging.getLogger("kept.commitments")
+
+
+@dataclass(frozen=True, slots=True)
+class _Agent:
+    """What one batch needs of the config, read once per batch."""
+
+    id: str
+    timezone: str
+    heartbeat_seconds: float
+    call_deadline: float  # seconds, for any ChatModel, not just ours
+
+
+class BatchExtractor:
+    def __init__(
+        self,
+        *,
+        store: CommitmentStore,
+        llm: ChatModel,
+        config: Callable[[], KeptConfig],
+        clock: Clock,
+        pauses: Pauses,
+        exchanges_per_call: int,
+        concurrency: int,
+        on_stored: Callable[[], None] | None,
+    ) -> None:
+        self._store = store
+        self._llm = llm
+        self._config = config
+        self._clock = clock
+        self._pauses = pauses
+        self._per_call = max(1, exchanges_per_call)
+        self._calls = asyncio.Semaphore(concurrency)
+        # Called after a batch created or changed commitments, so a sleeping
+        # heartbeat can look at the new due times (e.g. HeartbeatScheduler.wake).
+        self._on_stored = on_stored
+        self.requests = 0  # model calls made, for tests, logs and the benchmark
+
+    async def process(self, agent_id: str, batch: Sequence[ExtractionJob]) -> None:
+        """Extract from one agent's batch and write what the rules accept."""
+        config = self._config()
+        if not config.commitments.enabled or self._pauses.paused(agent_id):
+            return
+        agent_config = config.agent_or_default(agent_id)
+        # every_seconds parses the duration text; once per batch is enough.
+        hb_seconds = agent_config.heartbeat.every_seconds
+        agent = _Agent(
+            agent_id, agent_config.timezone, hb_seconds, config.llm.timeout_seconds * 2 + 5
+        )
+        groups: dict[Scope, list[Exchange]] = {}
+        kinds: dict[Scope, ChatKind] = {}
+        for item in batch:
+            groups.setdefault(item.scope, []).append(item.exchange)
+            kinds[item.scope] = item.chat_kind  # one session key, one kind
+        # One read and one write transaction per batch, however many scopes:
+        # the connection is shared with the chat turns, so every trip counts.
+        pending = await self._store.active_for_scopes(list(groups))
+        per_scope = await asyncio.gather(
+            *(self._scope(agent, s, kinds[s], groups[s], pending.get(s, [])) for s in groups)
+        )
+        results = [r for rs in per_scope for r in rs]
+        if not results:
+            return
+        applied = await self._store.apply_extractions(
+            results, now=self._clock.now(), merge=merge_fields
+        )
+        for c in applied.created:
+            self._stored(c, "commitment_created")
+        for c in applied.merged:
+            self._stored(c, "commitment_merged")
+        for commitment_id in applied.resolved:
+            event(
+                log, logging.INFO, "commitment_resolved", agent=agent.id, commitment=commitment_id
+            )
+        hook = self._on_stored
+        if hook is not None and (applied.created or applied.merged):
+            try:
+                hook()
+            except Exception as exc:  # stored already; the heartbeat's own timer still runs
+                event(log, logging.ERROR, "extraction_wake_failed", agent=agent.id, error=repr(exc))
+
+    async def _scope(
+        self,
+        agent: _Agent,
+        scope: Scope,
+        chat_kind: ChatKind,
+        exchanges: list[Exchange],
+        pending: list[Commitment],
+    ) -> list[ScopeResult]:
+        """The scope's exchanges, a few per model call, in order."""
+        results: list[ScopeResult] = []
+        for start in range(0, len(exchanges), self._per_call):
+            # The off switch alone is read live between calls, so switching
+            # off stops a long batch; the rest comes from the batch's snapshot.
+            if not self._config().commitments.enabled or self._pauses.paused(agent.id):
+                break
+            chunk = exchanges[start : start + self._per_call]
+            try:
+                async with self._calls:
+                    result = await self._extract(agent, scope, chat_kind, chunk, pending)
+            except Exception as exc:
+                event(
+                    log,
+                    logging.ERROR,
+                    "extraction_failed",
+                    agent=agent.id,
+                    session=scope.session_key,
+                    error=repr(exc),
+                )
+                continue
+            if result is not None:
+                results.append(result)
+                # A later call of this batch must not be offered what an
+                # earlier one closed (new ones get their ids only when written).
+                closed = set(result.resolved_ids)
+                pending = [c for c in pending if c.id not in closed]
+            # A model that answers without suspending (in-process, cached)
+            # would otherwise keep the chat turns waiting for the whole batch.
+            await asyncio.sleep(0)
+        return results
+
+    async def _extract(
+        self,
+        agent: _Agent,
+        scope: Scope,
+        chat_kind: ChatKind,
+        chunk: list[Exchange],
+        pending: list[Commitment],
+    ) -> ScopeResult | None:
+        """One model call and the rules applied to its answer; None when
+        there is nothing to write."""
+        now = self._clock.now()
+        messages = build_messages(
+            now=now, timezone=agent.timezone, exchanges=chunk, pending=pending
+        )
+        self.requests += 1
+        deadline = agent.call_deadline
+        try:
+            async with asyncio.timeout(deadline):
+                completion = await self._llm.complete("extraction", messages, tools=None)
+        except LLMError as exc:
+            self._pauses.failed(agent.id, scope.session_key, exc.kind, str(exc))
+            return None
+        except TimeoutError:
+            self._pauses.failed(
+                agent.id, scope.session_key, "timeout", f"no answer within {deadline:.0f}s"
+            )
+            return None
+        self._pauses.succeeded(agent.id)
+        try:
+            answer = parse_answer(completion.text)
+        except UnusableAnswer as exc:
+            event(
+                log,
+                logging.WARNING,
+                "extraction_unusable",
+                agent=agent.id,
+                session=scope.session_key,
+                reason=str(exc),
+                action="none needed if rare; a model that keeps failing needs a better "
+                "llm.models.extraction",
+            )
+            return None
+        accepted, rejected = evaluate(
+            answer.candidates,
+            scope=scope,
+            exchanges=chunk,
+            now=now,
+            created_at=self._clock.now(),
+            heartbeat_seconds=agent.heartbeat_seconds,
+            timezone=agent.timezone,
+            chat_kind=chat_kind,
+        )
+        if rejected:
+            event(
+                log,
+                logging.INFO,
+                "commitment_candidates_rejected",
+                agent=agent.id,
+                session=scope.session_key,
+                reasons="; ".join(f"{r.dedupe_key}: {r.reason}" for r in rejected),
+            )
+        # Resolutions only for this scope's own active commitments; the store
+        # checks the scope again in the same statement.
+        own = {c.id for c in pending}
+        resolved = [i for i in answer.resolved if i in own]
+        if not accepted and not resolved:
+            return None
+        return ScopeResult(scope, accepted, resolved)
+
+    def _stored(self, c: Commitment, name: str) -> None:
+        event(
+            log,
+            logging.INFO,
+            name,
+            agent=c.agent_id,
+            session=c.session_key,
+            commitment=c.id,
+            kind=c.kind,
+            due=c.due_earliest.isoformat(timespec="minutes"),
+        )
