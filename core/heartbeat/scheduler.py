@@ -40,6 +40,9 @@ log = logging.getLogger("kept.heartbeat")
 
 MAX_PER_TURN = 3
 DUE_BATCH = 500
+# Pages of due rows read per tick at most; what lies beyond waits for the
+# next tick (a bound on one tick's reads, not a delivery limit).
+MAX_DUE_PAGES = 100
 MAX_SLEEP = 300.0
 MIN_SLEEP = timedelta(seconds=1)
 NO_ADAPTER_RETRY = timedelta(minutes=1)
@@ -195,18 +198,26 @@ class HeartbeatScheduler:
             await self._reminders.reap_expired_claims()
 
     async def _deliver_due(self, now: datetime, config: KeptConfig) -> None:
+        """Every scope with due rows gets its chance this tick: due rows are
+        read page by page, so rows of blocked scopes (quiet hours, cap, no
+        adapter), however many, never hide deliverable ones behind them."""
         self._deferred = {s: t for s, t in self._deferred.items() if t > now}
-        due = await self._store.due_unclaimed(now=now, limit=DUE_BATCH)
-        groups: dict[Scope, list[Commitment]] = {}
-        for c in due:
-            if c.scope not in self._deferred:
-                groups.setdefault(c.scope, []).append(c)
-        for scope, items in groups.items():
-            if self._stopping:
+        after: tuple[datetime, str] | None = None
+        for _ in range(MAX_DUE_PAGES):
+            due = await self._store.due_unclaimed(now=now, limit=DUE_BATCH, after=after)
+            groups: dict[Scope, list[Commitment]] = {}
+            for c in due:
+                if c.scope not in self._deferred:
+                    groups.setdefault(c.scope, []).append(c)
+            for scope, items in groups.items():
+                if self._stopping:
+                    return
+                retry_at = await self._scope_turn(scope, items, now, config)
+                if retry_at is not None:
+                    self._deferred[scope] = retry_at
+            if len(due) < DUE_BATCH:
                 return
-            retry_at = await self._scope_turn(scope, items, now, config)
-            if retry_at is not None:
-                self._deferred[scope] = retry_at
+            after = (due[-1].due_earliest, due[-1].id)
 
     async def _scope_turn(
         self, scope: Scope, items: list[Commitment], now: datetime, config: KeptConfig

@@ -31,8 +31,12 @@ class ReapedClaims:
 
 class HeartbeatStore(abc.ABC):
     @abc.abstractmethod
-    async def due_unclaimed(self, *, now: datetime, limit: int) -> list[Commitment]:
-        """Active, unclaimed commitments due at `now` (indexed), soonest first."""
+    async def due_unclaimed(
+        self, *, now: datetime, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[Commitment]:
+        """Active, unclaimed commitments due at `now` (indexed), soonest first
+        (by due_earliest, then id); `after` = the (due_earliest, id) of the
+        last row of the previous page."""
 
     @abc.abstractmethod
     async def next_due_after(self, now: datetime) -> datetime | None:

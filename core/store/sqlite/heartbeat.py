@@ -32,13 +32,20 @@ class SqliteHeartbeatStore(HeartbeatStore):
     def __init__(self, store: SqliteConnection) -> None:
         self._store = store
 
-    async def due_unclaimed(self, *, now: datetime, limit: int) -> list[Commitment]:
+    async def due_unclaimed(
+        self, *, now: datetime, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[Commitment]:
         # Walks the partial commitments_due index up to `now`; claimed rows are
         # the few in flight, filtered on the way.
+        page, params = "", [to_ms(now), to_ms(now)]
+        if after is not None:
+            page = "AND (due_earliest > ? OR (due_earliest = ? AND id > ?)) "
+            params += [to_ms(after[0]), to_ms(after[0]), after[1]]
         rows = await self._store.fetchall(
             f"SELECT {_COLUMNS} FROM commitments WHERE {ACTIVE} AND due_earliest <= ? "
-            "AND due_latest >= ? AND claimed_at IS NULL ORDER BY due_earliest, id LIMIT ?",
-            (to_ms(now), to_ms(now), limit),
+            f"AND due_latest >= ? AND claimed_at IS NULL {page}"
+            "ORDER BY due_earliest, id LIMIT ?",
+            (*params, limit),
         )
         return [_row(r) for r in rows]
 

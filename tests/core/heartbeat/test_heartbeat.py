@@ -366,3 +366,21 @@ async def test_no_follow_up_is_sent_for_an_agent_the_config_no_longer_has(hb: Ha
     await hb.scheduler().tick()
     assert hb.sender.sent == [] and hb.model.requests == []
     assert (await hb.status(c.id)).status == "pending"  # not claimed: it waits
+
+
+async def test_blocked_scopes_never_hide_a_deliverable_follow_up(
+    hb: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pages of 5: twelve due rows of a scope whose platform has no adapter
+    # come first; the deliverable one, due last, still goes out this tick.
+    monkeypatch.setattr("core.heartbeat.scheduler.DUE_BATCH", 5)
+    blocked = Scope("main", "agent:main:discord:private:9", "discord", "9", None, "u9")
+    for i in range(12):
+        await hb.seed(blocked, text=f"blocked {i}", key=f"b{i}", due_in=-100 + i)
+    c = await hb.seed(text="How did the interview go?", due_in=-1)
+    hb.model.steps.append(text("Hi! How did the interview go?"))
+    await hb.scheduler().tick()
+    assert [(o.target.chat_id, o.text) for o in hb.sender.sent] == [
+        ("42", "Hi! How did the interview go?")
+    ]
+    assert (await hb.status(c.id)).status == "sent"
