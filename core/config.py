@@ -236,6 +236,35 @@ class DiscordConfig(Model):
     # <apiBaseUrl>/api/v10/...), e.g. a REST proxy such as nirn-proxy; the
     # gateway URL then comes from its /gateway/bot answer. None: Discord's.
     api_base_url: HttpUrl = None
+    # Several workers split Discord's gateway: each runs `shardIds` of
+    # `shardCount` shards (a server's messages arrive on one shard, DMs on
+    # shard 0). None: this process runs every shard itself.
+    shard_count: Annotated[int, Field(ge=1)] | None = None
+    shard_ids: list[Annotated[int, Field(ge=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _shards(self) -> DiscordConfig:
+        ids, count = self.shard_ids, self.shard_count
+        if ids is None:
+            return self
+        problem: str | None = None
+        if count is None:
+            problem = "needs shardCount (the total number of shards) beside it"
+        elif not ids:
+            problem = "is empty: name at least one shard, or leave it out"
+        elif too_big := sorted(i for i in ids if i >= count):
+            problem = f"{too_big} must be below shardCount (shards are 0 to {count - 1})"
+        elif len(set(ids)) != len(ids):
+            problem = "lists a shard twice"
+        if problem is not None:
+            raise KeyedValueError([(("shardIds",), problem)])
+        return self
+
+    def runs_shard(self, shard: int) -> bool:
+        """Whether this worker runs `shard` (always, when not sharded)."""
+        if self.shard_count is None:
+            return True
+        return self.shard_ids is None or shard in self.shard_ids
 
 
 class TelegramWebhookConfig(Model):

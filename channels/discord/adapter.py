@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import discord
@@ -65,22 +65,19 @@ def intents() -> discord.Intents:
     return wanted
 
 
-class KeptBot(commands.Bot):
-    """discord.py's Bot; its gateway events reach the adapter through the
-    KeptEvents cog. Prefix commands are never processed: slash commands are
-    the only commands."""
+if TYPE_CHECKING:
+    _BotBase = commands.Bot
+else:
+    _BotBase = object
 
-    def __init__(self, adapter: DiscordAdapter, api_root: str | None, **options: Any) -> None:
-        super().__init__(
-            command_prefix=commands.when_mentioned,
-            help_command=None,
-            intents=intents(),
-            allowed_mentions=SAFE_MENTIONS,
-            **options,
-        )
-        use_api_root(self, api_root)
-        self.kept_adapter = adapter
-        self.kept_followups: FollowUpActions = adapter.followups
+
+class _KeptBehaviour(_BotBase):
+    """What kept adds to discord.py's Bot, sharded or not: gateway events
+    reach the adapter through the KeptEvents cog, and prefix commands are
+    never processed (slash commands are the only commands)."""
+
+    kept_adapter: DiscordAdapter
+    kept_followups: FollowUpActions
 
     async def setup_hook(self) -> None:
         # Registered on every start: buttons sent before a restart keep working.
@@ -92,6 +89,36 @@ class KeptBot(commands.Bot):
 
     async def process_commands(self, message: discord.Message) -> None:
         return None  # no prefix commands (Bot.on_message would look for one)
+
+
+class KeptBot(_KeptBehaviour, commands.Bot):
+    """One process, every shard (Discord's recommendation for small bots)."""
+
+
+class ShardedKeptBot(_KeptBehaviour, commands.AutoShardedBot):
+    """One of several workers: this worker runs `shardIds` of `shardCount`."""
+
+
+def build_bot(
+    adapter: DiscordAdapter, settings: DiscordConfig, **options: Any
+) -> KeptBot | ShardedKeptBot:
+    common: dict[str, Any] = {
+        "command_prefix": commands.when_mentioned,
+        "help_command": None,
+        "intents": intents(),
+        "allowed_mentions": SAFE_MENTIONS,
+    }
+    bot: KeptBot | ShardedKeptBot
+    if settings.shard_count is None:
+        bot = KeptBot(**common, **options)
+    else:
+        bot = ShardedKeptBot(
+            **common, shard_count=settings.shard_count, shard_ids=settings.shard_ids, **options
+        )
+    use_api_root(bot, settings.api_base_url)
+    bot.kept_adapter = adapter
+    bot.kept_followups = adapter.followups
+    return bot
 
 
 class DiscordAdapter(ChannelAdapter[discord.ui.View]):
@@ -112,7 +139,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         self.catchup = CatchUp(
             store=ctx.store, clock=ctx.clock, fetch=self._history, deliver=self._deliver
         )
-        self._bot = KeptBot(self, settings.api_base_url, **bot_options)
+        self._bot = build_bot(self, settings, **bot_options)
         support = CommandSupport(
             commitments=ctx.commitments,
             reminders=ctx.reminders,
@@ -212,8 +239,9 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             id=user.id if user else None,
             guilds=len(self._bot.guilds),
         )
-        if not self._synced:
+        if not self._synced and self._settings().runs_shard(0):
             # Once per process: READY comes again after each full reconnect.
+            # With several workers, the one running shard 0 syncs for all.
             self._synced = True
             await self._sync_commands()
 
@@ -281,6 +309,16 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         """The allow-list, then allowGuilds."""
         return await self.gate.admits(said.sender_id, said.username, said.server_id, self._bot)
 
+    def _runs_chat(self, channel: object) -> bool:
+        """Whether this worker's shards receive the chat's messages: a
+        server's go to shard (server id >> 22) % shardCount, DMs to shard 0."""
+        settings = self._settings()
+        if settings.shard_count is None:
+            return True
+        guild = getattr(channel, "guild", None)
+        shard = 0 if guild is None else (guild.id >> 22) % settings.shard_count
+        return settings.runs_shard(shard)
+
     async def _history(self, ref: ChatRef, after: int) -> list[discord.Message]:
         """Messages of a chat after the id `after`, oldest first (bounded)."""
         channel = self._bot.get_channel(ref.channel_id)
@@ -288,6 +326,8 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             # Not cached (an archived thread): fetched, so that its messages
             # know their server for allowGuilds.
             channel = await self._bot.fetch_channel(ref.channel_id)
+        if not self._runs_chat(channel):
+            return []  # another worker's shard reads it
         if channel is None:
             kind = discord.ChannelType.private
             if ref.chat_kind == "group":

@@ -312,17 +312,20 @@ class FakeDiscord:
                 if payload["d"].get("token") != self.token:
                     await ws.close(code=4004)  # authentication failed
                     break
-                await self._ready()
+                await self._ready(payload["d"].get("shard"))
             elif payload["op"] == 6:
                 await self._send({"op": 9, "d": False})  # sessions are not kept
         if self._ws is ws:
             self._ws = None
         return ws
 
-    async def _ready(self) -> None:
+    async def _ready(self, shard: list[int] | None) -> None:
+        # As Discord does, READY echoes the shard the client identified with.
+        ready: JSON = {"shard": shard} if shard is not None else {}
         await self.dispatch(
             "READY",
-            {
+            ready
+            | {
                 "v": 10,
                 "user": self.bot,
                 "guilds": [{"id": self.guild_id, "unavailable": True}],

@@ -51,8 +51,8 @@ async def test_a_live_message_right_behind_ready_waits_for_the_catch_up(
 
     real_ready = fake._ready
 
-    async def ready_then_live_message() -> None:
-        await real_ready()
+    async def ready_then_live_message(shard: list[int] | None) -> None:
+        await real_ready(shard)
         await fake.say("three")  # MESSAGE_CREATE right behind READY and GUILD_CREATE
 
     fake._ready = ready_then_live_message  # type: ignore[method-assign]
