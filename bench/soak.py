@@ -26,6 +26,7 @@ import gc
 import json
 import multiprocessing
 import os
+import socket
 import statistics
 import sys
 import tempfile
@@ -85,11 +86,10 @@ def _serve(conn: Connection) -> None:
         app.router.add_post("/v1/chat/completions", chat)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        conn.send(server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        await web.SockSite(runner, sock).start()
+        conn.send(sock.getsockname()[1])
         await asyncio.get_running_loop().run_in_executor(None, conn.recv)  # until told to stop
         await runner.cleanup()
 
