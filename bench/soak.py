@@ -11,7 +11,8 @@ hour); `--model http` sends them through the SDK too.
 A warm-up of `--warmup` chats fills what is bounded (the session cache,
 SQLite's page cache up to its cap); then `--chats` more distinct chats say
 `--messages` messages each, while a few regulars keep talking so their
-histories sit at the prompt's row limit. RSS is read at checkpoints. Last,
+histories sit at the prompt's row limit. RSS is read at checkpoints (after
+a gc.collect, so a pending cycle collection does not show as growth). Last,
 CPU per turn is measured in fresh chats whose histories hold 10, 50 and 200
 rows, with the size of the request body sent.
 
@@ -151,17 +152,14 @@ class Soak:
             platform_message_id=str(self.sent),
         )
 
-    async def chats(self, first: int, count: int, messages: int, regulars: bool) -> None:
+    async def chats(self, first: int, count: int, messages: int) -> None:
         """`count` distinct chats, BATCH at a time, `messages` each; a regular
         chat speaks with every batch."""
         for start in range(first, first + count, BATCH):
             batch = [f"c{i}" for i in range(start, min(start + BATCH, first + count))]
+            batch.append(f"r{(start // BATCH) % REGULARS}")
             for n in range(messages):
-                turns = [self.manager.handle(self.inbound(chat, n)) for chat in batch]
-                if regulars:
-                    regular = f"r{(start // BATCH) % REGULARS}"
-                    turns.append(self.manager.handle(self.inbound(regular, n)))
-                await asyncio.gather(*turns)
+                await asyncio.gather(*(self.manager.handle(self.inbound(c, n)) for c in batch))
                 await self.clock.advance(1)
 
     async def seed(self, chat: str, rows: int) -> None:
@@ -182,7 +180,10 @@ class Soak:
 
 
 def gauge(manager: ConversationManager) -> dict[str, int]:
-    sessions = getattr(manager, "sessions", None) or getattr(manager, "_sessions", {})
+    # `_sessions` was a plain dict before the bounded cache: measurable on older code too.
+    sessions = getattr(manager, "sessions", None)
+    if sessions is None:
+        sessions = manager._sessions
     return {"cached": len(sessions), "locks": len(manager._locks)}
 
 
@@ -220,7 +221,7 @@ async def run(args: argparse.Namespace, db: Path, base_url: str) -> dict[str, An
 
     started = time.perf_counter()
     t0, warm = time.perf_counter(), args.warmup
-    await soak.chats(0, warm, args.messages, regulars=True)
+    await soak.chats(0, warm, args.messages)
     baseline = checkpoint("warm-up", warm, warm * args.messages / (time.perf_counter() - t0))
     step = max(BATCH, args.chats // CHECKPOINTS // BATCH * BATCH)
     rss: list[float] = [baseline]
@@ -228,7 +229,7 @@ async def run(args: argparse.Namespace, db: Path, base_url: str) -> dict[str, An
     while done < args.chats:
         count = min(step, args.chats - done)
         t0 = time.perf_counter()
-        await soak.chats(warm + done, count, args.messages, regulars=True)
+        await soak.chats(warm + done, count, args.messages)
         done += count
         rate = (count * args.messages) / (time.perf_counter() - t0)
         rss.append(checkpoint("soak", done, rate))
