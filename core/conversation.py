@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -40,6 +41,9 @@ log = logging.getLogger("kept.conversation")
 APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
+# Sessions whose record is kept between turns (about 1 KB each): a chat seen
+# lately skips the session upsert; one idle longer is looked up again.
+SESSION_CACHE_SIZE = 10_000
 
 
 class MessageNotStored(KeptError):
@@ -80,6 +84,34 @@ class ReplyEvent:
 ReplyHook = Callable[[ReplyEvent], Awaitable[None]]
 
 
+class SessionCache:
+    """The `size` most recently used session records, by key. A long-running
+    process sees far more chats than are active at once, so the least
+    recently used record is dropped rather than kept until restart."""
+
+    def __init__(self, size: int = SESSION_CACHE_SIZE) -> None:
+        self._size = max(1, size)
+        self._records: OrderedDict[str, SessionRecord] = OrderedDict()
+
+    def get(self, key: str) -> SessionRecord | None:
+        record = self._records.get(key)
+        if record is not None:
+            self._records.move_to_end(key)
+        return record
+
+    def put(self, record: SessionRecord) -> None:
+        self._records[record.key] = record
+        self._records.move_to_end(record.key)
+        if len(self._records) > self._size:
+            self._records.popitem(last=False)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
 class ConversationManager:
     def __init__(
         self,
@@ -92,6 +124,7 @@ class ConversationManager:
         tools: ToolRegistry | None = None,
         session_locks: SessionLocks | None = None,
         reply_hooks: Sequence[ReplyHook] = (),
+        session_cache_size: int = SESSION_CACHE_SIZE,
     ) -> None:
         self._store = store
         self._llm = llm
@@ -100,13 +133,18 @@ class ConversationManager:
         self._clock = clock
         self._tools = tools or ToolRegistry()
         self._locks = session_locks if session_locks is not None else SessionLocks()
-        self._sessions: dict[str, SessionRecord] = {}
+        self._sessions = SessionCache(session_cache_size)
         self._reply_hooks: list[ReplyHook] = list(reply_hooks)
         self._background: set[asyncio.Task[None]] = set()
 
     @property
     def tools(self) -> ToolRegistry:
         return self._tools
+
+    @property
+    def sessions(self) -> SessionCache:
+        """The cached session records (read by tests and the soak bench)."""
+        return self._sessions
 
     async def handle(
         self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
@@ -156,6 +194,11 @@ class ConversationManager:
             ) from exc
         if on_stored is not None:
             on_stored()
+        if user.session_id != session.id:
+            # The cached record is of a session deleted and started again
+            # elsewhere (another worker, an import): the store has the live one.
+            # (Were the old id reused, only the times would differ: no turn reads them.)
+            session = await self._ensure_session(inbound, fresh=True)
         async with self._locks.hold(key):
             return await self._turn(session, user)
 
@@ -219,7 +262,7 @@ class ConversationManager:
         key = inbound.session_key
         if not fresh and (known := self._sessions.get(key)) is not None:
             return known
-        record = self._sessions[key] = await self._store.ensure_session(
+        record = await self._store.ensure_session(
             key,
             agent_id=inbound.agent_id,
             platform=inbound.target.platform,
@@ -228,6 +271,7 @@ class ConversationManager:
             thread_id=inbound.target.thread_id,
             now=self._clock.now(),
         )
+        self._sessions.put(record)
         return record
 
     async def recover_unanswered(

@@ -161,9 +161,8 @@ class LLMClient:
     ) -> Completion:
         config = self._config  # one snapshot per call, even if a reload lands mid-retry
         model = config.model_for(role)
-        params: dict[str, Any] = {"model": model, "messages": messages}
-        if tools:
-            params["tools"] = tools
+        body = _wire_body(messages, tools)
+        params: dict[str, Any] = {"model": model, "messages": [], "extra_body": body}
         if temperature is not None:
             params["temperature"] = temperature
         response = await self._call(
@@ -321,6 +320,22 @@ class LLMClient:
             return min(max(retry_after, 0.0), _RETRY_AFTER_CAP_SECONDS)
         base = min(_BACKOFF_BASE_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
         return base * random.uniform(1 - _JITTER, 1 + _JITTER)
+
+
+def _wire_body(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    """The messages (and tools) as sent, past the SDK's request transform.
+
+    `create` walks every message and tool against its TypedDict annotations
+    to rename aliased keys and encode files; kept's messages are plain JSON
+    dicts already in wire shape, so the walk changes nothing and its cost
+    would grow with every history row. `extra_body` is merged over the body
+    as it is, so the bytes on the wire are the same."""
+    body: dict[str, Any] = {"messages": messages}
+    if tools:
+        body["tools"] = tools
+    return body
 
 
 def _retry_after(headers: Mapping[str, str], clock: Clock) -> float | None:

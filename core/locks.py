@@ -4,14 +4,18 @@ and the heartbeat's turns so their replies never interleave.
 A session's lock exists only while a turn holds it or waits for it: idle
 chats leave nothing behind, however many a long-running process has seen.
 asyncio.Lock wakes its waiters first-in, first-out, so turns of one session
-run in arrival order."""
+run in arrival order. KeyedLocks is the same for any key (a channel's
+catch-up lane, say)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass
@@ -20,16 +24,18 @@ class _Entry:
     users: int = 0  # holding or waiting
 
 
-class SessionLocks:
+class KeyedLocks(Generic[K]):
+    """A lock per key that exists only while it is held or awaited."""
+
     def __init__(self) -> None:
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[K, _Entry] = {}
 
     @asynccontextmanager
-    async def hold(self, session_key: str) -> AsyncIterator[None]:
-        """Run the body as the session's only turn."""
-        entry = self._entries.get(session_key)
+    async def hold(self, key: K) -> AsyncIterator[None]:
+        """Run the body as the key's only holder."""
+        entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[session_key] = _Entry()
+            entry = self._entries[key] = _Entry()
         entry.users += 1
         try:
             async with entry.lock:
@@ -37,8 +43,12 @@ class SessionLocks:
         finally:
             entry.users -= 1
             if entry.users == 0:
-                del self._entries[session_key]
+                del self._entries[key]
 
     def __len__(self) -> int:
-        """Sessions with a turn running or waiting."""
+        """Keys held or waited for."""
         return len(self._entries)
+
+
+class SessionLocks(KeyedLocks[str]):
+    """Per session key: the turns of one session, one at a time."""

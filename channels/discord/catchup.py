@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -37,6 +37,7 @@ from channels.discord.errors import describe
 from channels.discord.scope import PLATFORM, ChatRef, ref_of_session
 from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
+from core.locks import KeyedLocks
 from core.logs import event
 from core.store import Store
 from core.store.errors import storage_action
@@ -81,7 +82,8 @@ class CatchUp:
         self._fetch = fetch
         self._deliver = deliver
         self._behind: dict[int, _Behind] = {}
-        self._lanes: dict[int, asyncio.Lock] = {}
+        # A channel's lane exists only while a message or a catch-up holds it.
+        self._lanes: KeyedLocks[int] = KeyedLocks()
         self._listed = asyncio.Event()
         self._listed.set()
         self._kick = asyncio.Event()
@@ -126,31 +128,30 @@ class CatchUp:
         caught up and no other message of it is being handled. Yields False
         when the adapter stopped meanwhile: the message, never stored, is
         left to the next start's catch-up."""
-        lock = self._lanes.setdefault(channel_id, asyncio.Lock())
-        self.held += 1
-        try:
-            await self._listed.wait()
-            while not self._stopped:
-                behind = self._behind.get(channel_id)
-                if behind is not None:
-                    await behind.caught_up.wait()
-                    continue
-                await lock.acquire()
-                if channel_id not in self._behind:
-                    break
-                lock.release()  # fell behind while we queued: wait for that first
-        finally:
-            self.held -= 1
-        if self._stopped:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            lock.release()
+        async with AsyncExitStack() as lane:
+            self.held += 1
+            try:
+                await self._listed.wait()
+                while not self._stopped:
+                    behind = self._behind.get(channel_id)
+                    if behind is not None:
+                        await behind.caught_up.wait()
+                        continue
+                    await lane.enter_async_context(self._lanes.hold(channel_id))
+                    if channel_id not in self._behind:
+                        break
+                    await lane.aclose()  # fell behind while we queued: wait for that first
+            finally:
+                self.held -= 1
+            yield not self._stopped
 
     def behind(self) -> list[int]:
         return sorted(self._behind)
+
+    @property
+    def lanes(self) -> int:
+        """Channels with a message or catch-up in hand or waiting."""
+        return len(self._lanes)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -240,7 +241,7 @@ class CatchUp:
         if newest is None and behind.first_missing is not None:
             newest = behind.first_missing - 1
         after = max(newest or 0, floor)
-        async with self._lanes.setdefault(channel_id, asyncio.Lock()):
+        async with self._lanes.hold(channel_id):
             try:
                 messages = await self._fetch(ref, after)
             except (discord.Forbidden, discord.NotFound) as exc:

@@ -115,6 +115,11 @@ class UpdateIntake:
 
     # --- lanes ------------------------------------------------------------------
 
+    @property
+    def lanes(self) -> int:
+        """Chats with updates in hand or waiting: an idle chat has no lane."""
+        return len(self._lanes)
+
     def submit(self, update: Update) -> _Job | None:
         """Queue an update (or find it already queued); None for an update
         that is already safe."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from core.locks import SessionLocks
+from core.locks import KeyedLocks, SessionLocks
 
 
 async def test_a_session_lock_exists_only_while_held_or_awaited() -> None:
@@ -70,4 +70,12 @@ async def test_a_waiter_cancelled_before_its_turn_leaves_nothing_behind() -> Non
     release.set()
     await held
     assert waiter.cancelled()
+    assert len(locks) == 0
+
+
+async def test_keyed_locks_keep_nothing_for_a_key_no_one_holds() -> None:
+    locks: KeyedLocks[int] = KeyedLocks()
+    for channel in range(1000):
+        async with locks.hold(channel):
+            assert len(locks) == 1
     assert len(locks) == 0
