@@ -3,7 +3,10 @@
 A user message is stored before anything else, so a crash at any later point
 loses nothing: on start-up `recover_unanswered` answers what was stored but
 never replied to. Turns of one session run one at a time in arrival order
-(see core/locks.py, shared with the heartbeat); sessions run concurrently.
+(see core/locks.py, shared with the heartbeat; across workers the lock is
+the database's); sessions run concurrently. Whoever holds a session answers
+its messages in stored order and never one that is answered already, so
+several workers, a restart or a recovery never reorder or repeat a reply.
 """
 
 from __future__ import annotations
@@ -200,7 +203,25 @@ class ConversationManager:
             # (Were the old id reused, only the times would differ: no turn reads them.)
             session = await self._ensure_session(inbound, fresh=True)
         async with self._locks.hold(key):
-            return await self._turn(session, user)
+            return await self._answer_in_order(session, user)
+
+    async def _answer_in_order(
+        self, session: SessionRecord, user: MessageRecord
+    ) -> MessageRecord | None:
+        """Answer `user`, first answering what its session still owes from
+        before it, and nothing twice. With several workers, an earlier message
+        of the chat may have been stored by a worker that has not got the
+        session yet (or died): whoever holds the session answers the chat's
+        messages in stored order, and a message found answered is skipped.
+        Returns the reply to `user`, None when someone else answered it."""
+        since = self._clock.now() - RECOVERY_WINDOW
+        owed = await self._store.unanswered_up_to(user, since=since)
+        reply: MessageRecord | None = None
+        for message in owed:
+            reply = await self._turn(session, message)
+        if owed and owed[-1].id == user.id:
+            return reply
+        return None
 
     async def edit(
         self, *, platform: str, chat_id: str, platform_message_id: str, text: str
@@ -294,8 +315,9 @@ class ConversationManager:
                 message=message.id,
             )
             async with self._locks.hold(session.key):
-                await self._turn(session, message)
-            answered += 1
+                # Answered meanwhile (by a live worker) or not: asked under the lock.
+                if await self._answer_in_order(session, message) is not None:
+                    answered += 1
         return answered
 
     async def drain(self) -> None:

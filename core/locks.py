@@ -5,15 +5,20 @@ A session's lock exists only while a turn holds it or waits for it: idle
 chats leave nothing behind, however many a long-running process has seen.
 asyncio.Lock wakes its waiters first-in, first-out, so turns of one session
 run in arrival order. KeyedLocks is the same for any key (a channel's
-catch-up lane, say)."""
+catch-up lane, say).
+
+Several workers on one database (PostgreSQL) also need the session to be
+theirs alone across processes: SessionLocks then takes the backend's
+`SessionGuard` after its own lock, so one waiter per worker asks the database,
+and a turn of one chat runs on one worker at a time."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Hashable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -50,5 +55,25 @@ class KeyedLocks(Generic[K]):
         return len(self._entries)
 
 
+class SessionGuard(Protocol):
+    """Exclusion of a session across processes, held in the database."""
+
+    def hold(self, session_key: str) -> AbstractAsyncContextManager[None]: ...
+
+
 class SessionLocks(KeyedLocks[str]):
-    """Per session key: the turns of one session, one at a time."""
+    """Per session key: the turns of one session, one at a time (in this
+    process, and across workers when a `shared` guard is given)."""
+
+    def __init__(self, shared: SessionGuard | None = None) -> None:
+        super().__init__()
+        self._shared = shared
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        async with super().hold(key):
+            if self._shared is None:
+                yield
+                return
+            async with self._shared.hold(key):
+                yield

@@ -110,6 +110,11 @@ class ImportRow:
     ts: datetime
 
 
+# How far back a turn looks for earlier messages of its session still
+# unanswered (another worker's, or a crashed turn's): a bound on one read.
+UNANSWERED_LOOKBACK = 50
+
+
 class DuplicateMessage(KeptError):
     """The platform message was stored before (same platform, chat and id)."""
 
@@ -182,6 +187,15 @@ class Store(abc.ABC):
     async def unanswered(self, *, since: datetime) -> list[MessageRecord]:
         """User text messages at or after `since` that no stored reply answers,
         oldest first."""
+
+    @abc.abstractmethod
+    async def unanswered_up_to(
+        self, message: MessageRecord, *, since: datetime
+    ) -> list[MessageRecord]:
+        """`message` and the user text messages of its session before it
+        that no stored reply answers, oldest first: earlier ones only from
+        `since` on and among the last UNANSWERED_LOOKBACK messages, `message`
+        itself unless it is answered (or no longer active)."""
 
     @abc.abstractmethod
     async def get_message(self, message_id: int) -> MessageRecord | None: ...

@@ -22,6 +22,7 @@ from core.messages import ChatKind
 from core.search.query import build_query
 from core.search.snippet import make_snippet
 from core.store.base import (
+    UNANSWERED_LOOKBACK,
     DuplicateMessage,
     ImportRow,
     MessageRecord,
@@ -177,6 +178,22 @@ class SqliteStore(SqliteConnection, Store):
             "AND r.role = 'assistant' AND r.kind IN ('text', 'error')) "
             "ORDER BY m.ts, m.id",
             (to_ms(since),),
+        )
+        return [message_record(row) for row in rows]
+
+    async def unanswered_up_to(
+        self, message: MessageRecord, *, since: datetime
+    ) -> list[MessageRecord]:
+        rows = await self._fetch(
+            f"SELECT {MESSAGE_COLUMNS} FROM ("
+            "SELECT * FROM messages WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT ?"
+            ") m JOIN sessions s ON s.id = m.session_id "
+            "WHERE m.role = 'user' AND m.kind = 'text' AND m.active = 1 "
+            "AND (m.id = ? OR m.ts >= ?) "
+            "AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.in_reply_to = m.id "
+            "AND r.role = 'assistant' AND r.kind IN ('text', 'error')) "
+            "ORDER BY m.id",
+            (message.session_id, message.id, UNANSWERED_LOOKBACK, message.id, to_ms(since)),
         )
         return [message_record(row) for row in rows]
 
