@@ -1,0 +1,109 @@
+"""The session guard on PostgreSQL: a chat's turn runs on one worker at a
+time, across every worker on the database (core/locks.py SessionGuard).
+
+Session-level advisory locks on one connection of the worker's own, outside
+the pool: a lock is held for a whole turn (model call included) without
+holding a transaction or a pooled connection open, and a worker that dies
+drops its connection, which frees its locks at once. Waiting is a try-lock
+retried with a short backoff, so the shared connection never blocks on one
+session while others are asked for.
+
+If that connection breaks while locks are held, PostgreSQL has already freed
+them: the turns in flight finish unguarded (each message is still answered
+once, checked under the next lock), and the next `hold` reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+import psycopg
+from psycopg import AsyncConnection
+
+from core.logs import event
+
+log = logging.getLogger("kept.store")
+
+# The advisory lock namespace of session turns (the two-int form's first int).
+SESSION_NAMESPACE = 0x6B70  # "kp"
+FIRST_RETRY = 0.005
+MAX_RETRY = 0.1
+
+
+def session_lock_id(session_key: str) -> int:
+    """A stable 32-bit id for a session key (a collision only makes two chats
+    take turns, never lets one chat run twice)."""
+    digest = hashlib.blake2b(session_key.encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class PostgresSessionGuard:
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._conn: AsyncConnection[tuple[object, ...]] | None = None
+        self._connecting = asyncio.Lock()
+
+    async def _connection(self) -> AsyncConnection[tuple[object, ...]]:
+        async with self._connecting:
+            if self._conn is None or self._conn.closed:
+                self._conn = await AsyncConnection.connect(
+                    self._url, autocommit=True, prepare_threshold=None
+                )
+            return self._conn
+
+    async def _try(self, lock_id: int) -> bool:
+        conn = await self._connection()
+        try:
+            cursor = await conn.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (SESSION_NAMESPACE, lock_id)
+            )
+        except psycopg.OperationalError:
+            await self._drop(conn)
+            raise
+        row = await cursor.fetchone()
+        return bool(row and row[0])
+
+    async def _unlock(self, lock_id: int) -> None:
+        conn = self._conn
+        if conn is None or conn.closed:
+            return  # the connection went, and its locks with it
+        try:
+            await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SESSION_NAMESPACE, lock_id))
+        except psycopg.Error as exc:
+            event(
+                log,
+                logging.WARNING,
+                "session_unlock_failed",
+                error=repr(exc),
+                action="none: the lock went with the broken connection",
+            )
+            await self._drop(conn)
+
+    async def _drop(self, conn: AsyncConnection[tuple[object, ...]]) -> None:
+        if self._conn is conn:
+            self._conn = None
+        with suppress(psycopg.Error):
+            await conn.close()
+
+    @asynccontextmanager
+    async def hold(self, session_key: str) -> AsyncIterator[None]:
+        lock_id = session_lock_id(session_key)
+        delay = FIRST_RETRY
+        while not await self._try(lock_id):
+            await asyncio.sleep(delay)  # real time: another worker's turn
+            delay = min(delay * 2, MAX_RETRY)
+        try:
+            yield
+        finally:
+            # Shielded: a cancelled turn must still free the chat for others.
+            await asyncio.shield(self._unlock(lock_id))
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with suppress(psycopg.Error):
+                await conn.close()

@@ -1,0 +1,68 @@
+"""The database's session lock: a chat's turn runs on one worker at a time,
+another chat is never held up by it, and a worker that dies frees its chats."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+
+from core.locks import SessionLocks
+from core.store.postgres.locks import PostgresSessionGuard
+
+
+@pytest.fixture
+async def workers(postgres_url: str) -> AsyncIterator[tuple[SessionLocks, SessionLocks]]:
+    guards = [PostgresSessionGuard(postgres_url) for _ in range(2)]
+    try:
+        yield SessionLocks(shared=guards[0]), SessionLocks(shared=guards[1])
+    finally:
+        for guard in guards:
+            await guard.close()
+
+
+async def hold_until(locks: SessionLocks, key: str, held: asyncio.Event, go: asyncio.Event) -> None:
+    async with locks.hold(key):
+        held.set()
+        await go.wait()
+
+
+async def test_one_chat_runs_on_one_worker_at_a_time(workers) -> None:
+    a, b = workers
+    a_held, a_go = asyncio.Event(), asyncio.Event()
+    first = asyncio.create_task(hold_until(a, "chat-1", a_held, a_go))
+    await a_held.wait()
+    b_held, b_go = asyncio.Event(), asyncio.Event()
+    second = asyncio.create_task(hold_until(b, "chat-1", b_held, b_go))
+    other_held, other_go = asyncio.Event(), asyncio.Event()
+    other = asyncio.create_task(hold_until(b, "chat-2", other_held, other_go))
+    await asyncio.wait_for(other_held.wait(), 5)  # another chat is not held up
+    await asyncio.sleep(0.05)  # several of b's retries
+    assert not b_held.is_set()
+    a_go.set()
+    await first
+    await asyncio.wait_for(b_held.wait(), 5)
+    b_go.set()
+    other_go.set()
+    await asyncio.gather(second, other)
+
+
+async def test_a_worker_that_dies_frees_its_chats(workers, postgres_url: str) -> None:
+    a, b = workers
+    a_held, a_go = asyncio.Event(), asyncio.Event()
+    first = asyncio.create_task(hold_until(a, "chat-1", a_held, a_go))
+    await a_held.wait()
+    # The worker's process dies: PostgreSQL ends its session.
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks "
+            "WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
+        )
+    b_held, b_go = asyncio.Event(), asyncio.Event()
+    second = asyncio.create_task(hold_until(b, "chat-1", b_held, b_go))
+    await asyncio.wait_for(b_held.wait(), 5)
+    b_go.set()
+    a_go.set()
+    await asyncio.gather(first, second)
