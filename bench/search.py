@@ -26,8 +26,13 @@ reported is the median block. Search is measured in `--rounds` rounds of
 `--per-class` times a pass); each class's p50/p95 is computed per round and
 the median over rounds is reported (per-round figures are in the JSON).
 
+With `--fill live` every message goes through `add_message` instead (no
+import, no reconciler), search is measured on the index as live writes
+leave it, then after one background compaction pass, and the store's search
+SQL runs on both files taking turns (bench/search_live.py).
+
     .venv/bin/python bench/search.py [--messages 1000000] [--sessions 10000]
-        [--repeat 10] [--keep PATH] [--quick]
+        [--repeat 10] [--keep PATH] [--quick] [--fill import|live]
 """
 
 from __future__ import annotations

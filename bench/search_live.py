@@ -159,7 +159,11 @@ def interleaved(
         conn = sqlite3.connect(path, isolation_level=None)
         conn.execute("PRAGMA cache_size = -65536")
         conns[name] = conn
-    parsed = {q: build_query(q) for q in queries}
+    parsed = {}
+    for q in queries:
+        built = build_query(q)
+        assert built is not None, q
+        parsed[q] = built
     scope = SearchScope(agent_id="main")
     samples: dict[str, dict[str, list[float]]] = {}
     rng = random.Random(f"{seed}-interleaved")
@@ -167,7 +171,7 @@ def interleaved(
     try:
         for q in order:  # warm-up
             for conn in conns.values():
-                sqlite_search.search_rows(conn, parsed[q], scope, DEFAULT_LIMIT)  # type: ignore[arg-type]
+                sqlite_search.search_rows(conn, parsed[q], scope, DEFAULT_LIMIT)
         for _ in range(rounds):
             rng.shuffle(order)
             for q in order:
@@ -175,7 +179,7 @@ def interleaved(
                 rng.shuffle(names)
                 for name in names:
                     t0 = time.perf_counter()
-                    sqlite_search.search_rows(conns[name], parsed[q], scope, DEFAULT_LIMIT)  # type: ignore[arg-type]
+                    sqlite_search.search_rows(conns[name], parsed[q], scope, DEFAULT_LIMIT)
                     ms = (time.perf_counter() - t0) * 1000
                     samples.setdefault(queries[q], {}).setdefault(name, []).append(ms)
     finally:

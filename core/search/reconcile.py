@@ -97,7 +97,14 @@ class IndexReconciler:
         steps = 0
         if self._compacted_at is None or writes - self._compacted_at >= self._compact_after:
             steps = await self.compact()
-        await self._store.checkpoint_log()
+        if not await self._store.checkpoint_log():
+            event(
+                log,
+                logging.DEBUG,
+                "wal_checkpoint_deferred",
+                reason="another connection was reading",
+                action="none; it is retried when next idle",
+            )
         return steps
 
     async def run(self) -> None:
