@@ -26,8 +26,13 @@ reported is the median block. Search is measured in `--rounds` rounds of
 `--per-class` times a pass); each class's p50/p95 is computed per round and
 the median over rounds is reported (per-round figures are in the JSON).
 
+With `--fill live` every message goes through `add_message` instead (no
+import, no reconciler), search is measured on the index as live writes
+leave it, then after one background compaction pass, and the store's search
+SQL runs on both files taking turns (bench/search_live.py).
+
     .venv/bin/python bench/search.py [--messages 1000000] [--sessions 10000]
-        [--repeat 10] [--keep PATH] [--quick]
+        [--repeat 10] [--keep PATH] [--quick] [--fill import|live]
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import json
 import math
 import os
 import random
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -57,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.console import Console
 from rich.table import Table
 
+from bench import search_live
 from bench.search_corpus import LANGUAGE_SHARE, LANGUAGES, NEEDLES, UNSPACED, TextGenerator
 from bot.cpu import pin_to_one_cpu
 from bot.search_cmd import IMPORT_BATCH, read_import_file
@@ -401,7 +408,10 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     assert isinstance(store, SqliteStore)
     await store.open()
     serial = [0]
-    for spec in writers:
+    by_key = {s.key: s for s in specs}
+
+    async def ensure(key: str) -> None:
+        spec = by_key[key]
         await store.ensure_session(
             spec.key,
             agent_id=spec.agent,
@@ -411,9 +421,14 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             thread_id=None,
             now=IMPORT_START,
         )
+
+    for spec in writers:
+        await ensure(spec.key)
+    live = args.fill == "live"
     stages: dict[str, Any] = {}
     halves: list[dict[str, Any]] = []
     reindexes: list[dict[str, Any]] = []
+    fills: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
         for label, half, count, planted in (
             ("empty", 0, first_count, planted_first),
@@ -423,6 +438,10 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             stages[label] = await measure_writes(store, gen, writers, writes, args.blocks, serial)
             _log(f"writes at {label}: {stages[label]['median_rate_per_s']}/s")
             rows = import_stream(specs, gen, count, half, planted, args.seed)
+            if live:
+                fills.append(await search_live.live_fill(store, rows, ensure, serial))
+                _log(f"live fill half {half + 1}: {fills[-1]}")
+                continue
             halves.append(await import_half(store, rows, Path(tmp)))
             _log(f"import half {half + 1}: {halves[-1]}")
             reindexes.append(await reindex_all(store))
@@ -430,6 +449,8 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         settle()
         stages["full"] = await measure_writes(store, gen, writers, writes, args.blocks, serial)
         _log(f"writes at full: {stages['full']['median_rate_per_s']}/s")
+    wal = await search_live.wal_upkeep(store) if live else None
+    shape = await search_live.shape(store)
     for name, info in needles.items():
         rows = await store.fetchall(
             "SELECT m.id FROM sessions s JOIN messages m ON m.session_id = s.id "
@@ -441,21 +462,9 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     total = await count_messages(store)
     sessions = int((await store.fetchall("SELECT count(*) FROM sessions"))[0][0])
     await store.close()
-
-    rows_imported = sum(h["rows"] for h in halves)
-    import_s = sum(h["import_messages_s"] for h in halves)
-    parse_s = sum(h["parse_s"] for h in halves)
-    reindex_rows = sum(r["rows"] for r in reindexes)
-    reindex_s = sum(r["seconds"] for r in reindexes)
     caller = next(s for s in specs if s.agent == CALLER_AGENT and s.half == 0 and s.count > 0)
-    return {
-        "built_with": (
-            f"{3 * writes} messages via SqliteStore.add_message (one per transaction, timed at "
-            f"three sizes); {rows_imported} via JSONL files -> bot.search_cmd.read_import_file -> "
-            f"SqliteStore.import_messages in {IMPORT_BATCH}-row calls (as `kept import`), then "
-            "IndexReconciler.run_once (one session per transaction, as `kept import` and the "
-            "bot's reconciler); no direct SQL writes"
-        ),
+    common = {
+        "fill": args.fill,
         "messages": total,
         "sessions": sessions,
         "sessions_requested": args.sessions,
@@ -463,6 +472,42 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         "agents": {a: sum(s.agent == a for s in specs) for a, _ in AGENTS},
         "languages": {lang: sum(s.lang == lang for s in specs) for lang in LANGUAGES},
         "writes": stages,
+        "index_shape": shape,
+        "build_seconds": round(time.perf_counter() - t_build, 1),
+        "pinned_cpu": args.pinned_cpu,
+        "needles": needles,
+        "caller": {"session_key": caller.key, "platform": caller.platform,
+                   "chat_id": caller.chat_id, "chat_kind": caller.chat_kind},
+    }  # fmt: skip
+    if live:
+        rows_live = sum(f["rows"] for f in fills)
+        live_s = sum(f["seconds"] for f in fills)
+        return common | {
+            "built_with": (
+                f"{3 * writes + rows_live} messages via SqliteStore.add_message (one per "
+                "transaction), no import and no reconciler: the index as live writes leave it"
+            ),
+            "live_fill": {
+                "halves": fills,
+                "rows": rows_live,
+                "rate_per_s": _rate(rows_live, live_s),
+            },
+            "wal": wal,
+        }
+
+    rows_imported = sum(h["rows"] for h in halves)
+    import_s = sum(h["import_messages_s"] for h in halves)
+    parse_s = sum(h["parse_s"] for h in halves)
+    reindex_rows = sum(r["rows"] for r in reindexes)
+    reindex_s = sum(r["seconds"] for r in reindexes)
+    return common | {
+        "built_with": (
+            f"{3 * writes} messages via SqliteStore.add_message (one per transaction, timed at "
+            f"three sizes); {rows_imported} via JSONL files -> bot.search_cmd.read_import_file -> "
+            f"SqliteStore.import_messages in {IMPORT_BATCH}-row calls (as `kept import`), then "
+            "IndexReconciler.run_once (one session per transaction, as `kept import` and the "
+            "bot's reconciler); no direct SQL writes"
+        ),
         "import": {
             "halves": halves,
             "rows": rows_imported,
@@ -476,12 +521,7 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             "rows": reindex_rows,
             "rows_per_s": _rate(reindex_rows, reindex_s),
         },
-        "build_seconds": round(time.perf_counter() - t_build, 1),
-        "pinned_cpu": args.pinned_cpu,
-        "needles": needles,
-        "caller": {"session_key": caller.key, "platform": caller.platform,
-                   "chat_id": caller.chat_id, "chat_kind": caller.chat_kind},
-    }  # fmt: skip
+    }
 
 
 # --- queries ----------------------------------------------------------------------
@@ -843,11 +883,14 @@ def verdicts(meta: dict[str, Any], search: dict[str, Any]) -> tuple[dict[str, bo
         misses.append(
             f"add_message not flat: {rates['full']}/s at full vs {rates['empty']}/s empty"
         )
-    import_rate = meta["import"]["import_messages_rate_per_s"]
+    # A live-filled database imported nothing.
+    imp = meta.get("import", {"import_messages_rate_per_s": IMPORT_TARGET,
+                              "parse_plus_import_rate_per_s": IMPORT_TARGET})  # fmt: skip
+    import_rate = imp["import_messages_rate_per_s"]
     import_ok = import_rate >= IMPORT_TARGET
     if not import_ok:
         misses.append(f"import_messages {import_rate}/s < {IMPORT_TARGET:.0f}/s")
-    cli_rate = meta["import"]["parse_plus_import_rate_per_s"]
+    cli_rate = imp["parse_plus_import_rate_per_s"]
     if cli_rate < IMPORT_TARGET:
         misses.append(
             f"kept import end to end without indexing (JSONL parse + import_messages) "
@@ -921,14 +964,26 @@ def report(
             f"{w['median_rate_per_s']:,.0f}/s (p50 {w['latency_p50_ms']:.2f} ms)",
             f">= {WRITE_TARGET:,.0f}/s",
         )
-    imp = meta["import"]
-    other.add_row("import_messages", f"{imp['import_messages_rate_per_s']:,.0f}/s", ">= 20,000/s")
-    other.add_row("JSONL parse (read_import_file)", f"{imp['parse_rate_per_s']:,.0f}/s", "")
-    other.add_row("parse + import_messages", f"{imp['parse_plus_import_rate_per_s']:,.0f}/s", "")
-    other.add_row("reindex (reconciler)", f"{meta['reindex']['rows_per_s']:,.0f} rows/s", "")
-    other.add_row(
-        "parse + import + reindex", f"{imp['parse_import_reindex_rate_per_s']:,.0f}/s", ""
-    )
+    if "import" in meta:
+        imp = meta["import"]
+        rate = f"{imp['import_messages_rate_per_s']:,.0f}/s"
+        other.add_row("import_messages", rate, ">= 20,000/s")
+        other.add_row("JSONL parse (read_import_file)", f"{imp['parse_rate_per_s']:,.0f}/s", "")
+        rate = f"{imp['parse_plus_import_rate_per_s']:,.0f}/s"
+        other.add_row("parse + import_messages", rate, "")
+        other.add_row("reindex (reconciler)", f"{meta['reindex']['rows_per_s']:,.0f} rows/s", "")
+        rate = f"{imp['parse_import_reindex_rate_per_s']:,.0f}/s"
+        other.add_row("parse + import + reindex", rate, "")
+    else:
+        other.add_row("live fill (add_message)", f"{meta['live_fill']['rate_per_s']:,.0f}/s", "")
+        wal = meta["wal"]
+        other.add_row("WAL after the fill (a burst)", f"{wal['wal_mb_after_burst']} MB", "")
+        other.add_row(
+            "WAL after the idle checkpoint", f"{wal['wal_mb_after_idle_checkpoint']} MB", ""
+        )
+    shape = meta.get("index_shape")
+    if shape:
+        other.add_row("index levels / segments", f"{shape['levels']} / {shape['segments']}", "")
     other.add_row(
         "database size",
         f"{size['mb']} MB (fts {size['fts_mb']}, messages {size['messages_mb']})",
@@ -962,10 +1017,45 @@ async def main_async(args: argparse.Namespace) -> None:
         size = db_size(path)
         _log(f"database {size['mb']} MB; measuring search")
         search = await measure_search(path, meta, args)
+        compacted = side_by_side = None
+        uncompacted = path.with_name(path.name + ".uncompacted")
+        if meta.get("fill") == "live" and "compaction" not in meta:
+            # The live-filled file is kept as it is, for the side-by-side runs.
+            shutil.copyfile(path, uncompacted)
+            store = open_backend(f"sqlite:///{path}").store
+            assert isinstance(store, SqliteStore)
+            await store.open()
+            meta["compaction"] = await search_live.compact(store)
+            await store.close()
+            # A kept database is compacted now: a rerun measures only that.
+            meta_path.write_text(json.dumps(meta, ensure_ascii=False))
+            _log(f"compaction pass: {meta['compaction']}; measuring search again")
+            compacted = await measure_search(path, meta, args)
+        if meta.get("fill") == "live" and uncompacted.exists():
+            _log("the store's search SQL on both files, taking turns")
+            classes = {q: info["class"] for q, info in search["per_query"].items()}
+            paths = {"live": uncompacted, "compacted": path}
+            side_by_side = search_live.interleaved(
+                paths, classes, args.repeat * args.rounds, meta["seed"]
+            )
     met, misses = verdicts(meta, search)
     report(meta, search, size, args, reused)
     for miss in misses:
         Console(width=WIDTH).print(f"[red]miss:[/] {miss}")
+    if compacted is not None:
+        pass_ = meta["compaction"]
+        title = (
+            f"live-filled index before and after one background compaction pass "
+            f"({pass_['steps']} steps, {pass_['seconds']} s, longest step "
+            f"{pass_['step_ms_max']} ms; segments {pass_['shape_before']['segments']} -> "
+            f"{pass_['shape_after']['segments']})"
+        )
+        classes = list(search["classes"])
+        Console(width=WIDTH).print(search_live.comparison(classes, search, compacted, title))
+    if side_by_side is not None:
+        title = "store search SQL (agent scope), live-filled vs compacted file, taking turns"
+        table = search_live.interleaved_table(side_by_side, ["live", "compacted"], title)
+        Console(width=WIDTH).print(table)
     summary = {
         "bench": "search",
         "quick": args.quick,
@@ -982,9 +1072,16 @@ async def main_async(args: argparse.Namespace) -> None:
         "db": size,
         "build_seconds": meta["build_seconds"],
         "writes": meta["writes"],
-        "import": meta["import"],
-        "reindex": meta["reindex"],
+        "import": meta.get("import"),
+        "reindex": meta.get("reindex"),
+        "fill": meta.get("fill", "import"),
+        "live_fill": meta.get("live_fill"),
+        "wal": meta.get("wal"),
+        "index_shape": meta.get("index_shape"),
+        "compaction": meta.get("compaction"),
         "search": search,
+        "search_after_compaction": compacted,
+        "search_sql_side_by_side": side_by_side,
         "targets_met": met,
         "misses": misses,
         "targets": (
@@ -1008,6 +1105,13 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=None, help="add_message calls per size")
     parser.add_argument("--blocks", type=int, default=10, help="timed blocks per write stage")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--fill",
+        choices=("import", "live"),
+        default="import",
+        help="import (default): most messages imported, then reindexed and compacted; live: "
+        "every message through add_message, searched as left, then after a compaction pass",
+    )
     parser.add_argument("--keep", default=None, help="build here and keep, or reuse if present")
     parser.add_argument("--quick", action="store_true", help="50,000 messages smoke run")
     parser.add_argument(

@@ -277,3 +277,17 @@ class Store(abc.ABC):
         False when nothing was left to fold. A backend without such segments
         has nothing to do."""
         return False
+
+    async def index_writes(self) -> int:
+        """A count that grows with the data writes put into the full-text
+        index (compaction does not count; it never shrinks and survives
+        restarts): the reconciler compacts once it has grown enough since its
+        last pass. 0 for a backend without segments to fold."""
+        return 0
+
+    async def checkpoint_log(self) -> bool:
+        """Idle upkeep of a write-ahead log the backend keeps itself: fold it
+        into the database and cut it back to a bounded size, without waiting
+        on other connections; False when one kept it from finishing. A
+        backend whose server does this has nothing to do."""
+        return True

@@ -14,6 +14,7 @@ run on one SqliteConnection, so their writes never interleave either.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import suppress
@@ -45,12 +46,19 @@ _PRAGMAS = (
     # of a million messages: bulk imports stay fast as the database grows, and
     # search candidates are looked up without going to the OS.
     "PRAGMA cache_size = -65536",
-    # A checkpoint (every 1,000 WAL pages by default) syncs the WAL and the
-    # database file; with a dozen pages per message that was a large part of
-    # add_message's time. 10,000 pages (~40 MB of WAL) makes it rare; the
-    # cost is that a power loss (not a crash) may drop a few more commits.
-    "PRAGMA wal_autocheckpoint = 10000",
 )
+
+# A checkpoint (every 1,000 WAL pages by default) syncs the WAL and the
+# database file; with a dozen pages per message that was a large part of
+# add_message's time. 10,000 pages (~40 MB of WAL) makes it rare; the
+# cost is that a power loss (not a crash) may drop a few more commits.
+WAL_AUTOCHECKPOINT_PAGES = 10_000
+
+# SQLite reuses the WAL file from its start after a checkpoint and never
+# shrinks it, so one burst (or one bulk transaction) would leave it at its
+# largest for good. With a limit, the first commit after a checkpoint cuts
+# it back to this size, and `checkpoint_log` empties it when idle.
+JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
 
 # Longer texts are indexed on the bulk connection: tens of thousands of
 # distinct words would leave the live connection's FTS5 table that large.
@@ -81,6 +89,18 @@ def _snapshot(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T])
             conn.execute("COMMIT")
 
 
+def _truncate_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> bool:
+    # Without a busy handler, a reader elsewhere makes the checkpoint fall
+    # back to copying what it can (PASSIVE) instead of holding the store's
+    # lock, and so every chat write, for up to the busy timeout.
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        busy, _log_frames, _copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+    return not busy
+
+
 def is_constraint(exc: sqlite3.IntegrityError, name: str) -> bool:
     return getattr(exc, "sqlite_errorname", "") == name
 
@@ -95,9 +115,16 @@ class SqliteConnection:
         *,
         migrations: Sequence[Migration] | None = None,
         busy_timeout: float = BUSY_TIMEOUT,
+        wal_autocheckpoint: int = WAL_AUTOCHECKPOINT_PAGES,
+        journal_size_limit: int = JOURNAL_SIZE_LIMIT,
     ) -> None:
         self._path = str(path)
         self._busy_timeout_ms = int(busy_timeout * 1000)
+        self._wal_pragmas = (
+            f"PRAGMA wal_autocheckpoint = {int(wal_autocheckpoint)}",
+            f"PRAGMA journal_size_limit = {int(journal_size_limit)}",
+        )
+        self._journal_size_limit = int(journal_size_limit)
         self._migrations = list(migrations) if migrations is not None else load_migrations()
         self._db: aiosqlite.Connection | None = None
         # Bulk jobs' own connection, opened on first use (see _bulk_write).
@@ -127,7 +154,7 @@ class SqliteConnection:
         db = await aiosqlite.connect(self._path, isolation_level=None)
         try:
             await db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
-            for pragma in _PRAGMAS:
+            for pragma in (*_PRAGMAS, *self._wal_pragmas):
                 await db.execute(pragma)
         except BaseException:
             await db.close()
@@ -193,6 +220,24 @@ class SqliteConnection:
         async with self._lock:
             db = self._conn()
             return await db._execute(_snapshot, db._conn, work)
+
+    def wal_bytes(self) -> int:
+        """Size of the database's WAL file now (0 when there is none)."""
+        try:
+            return os.stat(self._path + "-wal").st_size
+        except FileNotFoundError:
+            return 0
+
+    async def checkpoint_log(self) -> bool:
+        """Copy the WAL into the database file and truncate it to nothing,
+        when it has grown past the journal size limit; False when another
+        connection (another process reading) kept it from finishing, in which
+        case as much as could be copied without waiting was."""
+        if self.wal_bytes() <= self._journal_size_limit:
+            return True
+        async with self._lock:
+            db = self._conn()
+            return await db._execute(_truncate_wal, db._conn, self._busy_timeout_ms)
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         async with self._lock:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from core.messages import parse_session_key
@@ -176,3 +177,53 @@ def merge_step(conn: sqlite3.Connection, pages: int) -> bool:
     conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?)", (pages,))
     # FTS5's documented signal: fewer than two changes means no work was done.
     return conn.total_changes - before >= 2
+
+
+@dataclass(frozen=True, slots=True)
+class IndexShape:
+    """The header of the full-text index's structure record."""
+
+    levels: int
+    segments: int
+    # Leaf pages that writes have flushed into the index since it was
+    # created; merges do not count. It only grows, and survives restarts.
+    leaves_written: int
+
+
+# FTS5 keeps its segment structure in row 10 of the %_data table: a 4-byte
+# cookie, on newer SQLite versions possibly this 4-byte marker, then varints
+# for levels, segments and the write counter (fts5_index.c, "structure
+# record"; an on-disk format, so it stays readable across versions).
+_STRUCTURE_ROWID = 10
+_STRUCTURE_V2 = b"\xff\x00\x00\x01"
+
+
+def _varints(data: bytes, offset: int, count: int) -> list[int]:
+    """`count` SQLite varints (big-endian, 7 bits a byte, the 9th byte whole)
+    from `offset`."""
+    values = []
+    for _ in range(count):
+        value = 0
+        for n in range(9):
+            byte = data[offset]
+            offset += 1
+            if n == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values
+
+
+def index_shape(conn: sqlite3.Connection) -> IndexShape:
+    row = conn.execute(
+        "SELECT block FROM messages_fts_data WHERE id = ?", (_STRUCTURE_ROWID,)
+    ).fetchone()
+    if row is None or not row[0]:
+        return IndexShape(0, 0, 0)
+    data = bytes(row[0])
+    offset = 8 if data[4:8] == _STRUCTURE_V2 else 4
+    levels, segments, leaves = _varints(data, offset, 3)
+    return IndexShape(levels, segments, leaves)

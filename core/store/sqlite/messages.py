@@ -297,3 +297,10 @@ class SqliteStore(SqliteConnection, Store):
 
     async def compact_index(self, pages: int = 500) -> bool:
         return await self._bulk_write(lambda conn: sqlite_index.merge_step(conn, pages))
+
+    async def index_writes(self) -> int:
+        return (await self.index_shape()).leaves_written
+
+    async def index_shape(self) -> sqlite_index.IndexShape:
+        """Levels, segments and write counter of the full-text index."""
+        return await self._read(sqlite_index.index_shape)
