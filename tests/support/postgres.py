@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from tests.support.followups import Followups, open_followups
 
 ENV_URL = "KEPT_TEST_POSTGRES_URL"
 
@@ -98,3 +100,10 @@ def storage_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/kept.sqlite"
     return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+async def followups(storage_url: str) -> AsyncIterator[Followups]:
+    """The commitment, heartbeat and reminder stores on each backend."""
+    async with open_followups(storage_url) as opened:
+        yield opened
