@@ -196,7 +196,9 @@ class PostgresCommitmentStore(CommitmentStore):
         self, conn: Connection, n: NewCommitment, now: datetime, merge: MergeRule
     ) -> tuple[Commitment, bool]:
         s = n.scope
-        existing = await _one(conn, _FIND_DUPLICATE, (s.session_key, s.sender_id or "", n.dedupe_key))
+        existing = await _one(
+            conn, _FIND_DUPLICATE, (s.session_key, s.sender_id or "", n.dedupe_key)
+        )
         if existing is not None and existing.scope == s:
             # The dedupe index keys on session + sender; the rest of the scope
             # is implied by the session key, checked here all the same.
