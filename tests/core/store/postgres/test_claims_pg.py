@@ -292,7 +292,8 @@ async def test_extraction_of_one_session_waits_for_another_workers_extraction(
             "kind, sensitivity, source, status, reason, suggested_text, dedupe_key, confidence, "
             "due_earliest, due_latest, due_timezone, created_at, updated_at) VALUES "
             "('cm_other', %s, %s, %s, %s, %s, 'event_check_in', 'routine', "
-            "'inferred_user_context', 'pending', 'r', 's', 'interview', 0.5, %s, %s, 'UTC', %s, %s)",
+            "'inferred_user_context', 'pending', 'r', 's', 'interview', 0.5, "
+            "%s, %s, 'UTC', %s, %s)",
             (s.agent_id, s.session_key, s.platform, s.chat_id, s.sender_id,
              NOW, NOW + timedelta(hours=1), NOW, NOW),
         )  # fmt: skip
