@@ -13,11 +13,12 @@ import os
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 from tests.support.followups import Followups, open_followups
 
@@ -42,10 +43,16 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def database_url(server_url: str, database: str) -> str:
-    """`server_url` with its database replaced by `database`."""
-    params = conninfo_to_dict(server_url)
-    params["dbname"] = database
-    return make_conninfo(**params)  # type: ignore[arg-type]
+    """`server_url` with its database replaced by `database`, as a
+    `postgresql://` URL (what `storage.url` takes)."""
+    if "://" not in server_url:
+        # A key=value conninfo: every parameter goes into the query string.
+        params = conninfo_to_dict(server_url)
+        params.pop("dbname", None)
+        query = urlencode({k: str(v) for k, v in params.items()})
+        return f"postgresql:///{quote(database)}" + (f"?{query}" if query else "")
+    parts = urlsplit(server_url)
+    return urlunsplit(parts._replace(path="/" + quote(database)))
 
 
 @pytest.fixture(scope="module")
