@@ -14,6 +14,9 @@ from core.reminders.store import ReminderStore
 from core.store.backends import open_backend
 from core.store.base import SearchScope, Store
 from core.store.postgres import PostgresStore
+from core.store.postgres.commitments import PostgresCommitmentStore
+from core.store.postgres.heartbeat import PostgresHeartbeatStore
+from core.store.postgres.reminders import PostgresReminderStore
 from core.store.sqlite import (
     SqliteCommitmentStore,
     SqliteHeartbeatStore,
@@ -43,15 +46,25 @@ def _sqlite(store: Store) -> SqliteStore:
     return store
 
 
+# The follow-up stores run on the transcript store's connection, whichever
+# backend it is.
+
+
 def commitment_store_for(store: Store) -> CommitmentStore:
+    if isinstance(store, PostgresStore):
+        return PostgresCommitmentStore(store.connection)
     return SqliteCommitmentStore(_sqlite(store))
 
 
 def heartbeat_store_for(store: Store) -> HeartbeatStore:
+    if isinstance(store, PostgresStore):
+        return PostgresHeartbeatStore(store.connection)
     return SqliteHeartbeatStore(_sqlite(store))
 
 
 def make_reminder_store(store: Store) -> ReminderStore:
+    if isinstance(store, PostgresStore):
+        return PostgresReminderStore(store.connection)
     return SqliteReminderStore(_sqlite(store))
 
 
