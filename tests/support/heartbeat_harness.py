@@ -1,5 +1,6 @@
-"""Shared set-up for the heartbeat tests: a real SQLite store, the real
-commitment and heartbeat stores, a scripted model and a scriptable sender."""
+"""Shared set-up for the heartbeat tests: a real store (SQLite, or the
+PostgreSQL database a `url` names), the real commitment and heartbeat stores,
+a scripted model and a scriptable sender."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+from core.store.postgres import PostgresStore
 
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
@@ -24,7 +27,7 @@ from tests.support.store_helpers import (
     commitment_store_for,
     heartbeat_store_for,
     make_reminder_store,
-    open_store,
+    open_any_store,
 )
 
 WORKER = "test-worker"
@@ -139,16 +142,27 @@ class Harness:
         assert found is not None
         return found
 
+    async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of `sql` (`?` placeholders) on the harness's database."""
+        if isinstance(self.store, PostgresStore):
+            rows = await self.store.connection.fetchall(sql.replace("?", "%s"), params)
+        else:
+            rows = await self.store.fetchall(sql, params)  # type: ignore[attr-defined]
+        return [tuple(r) for r in rows]
+
     async def transcript(self, session_key: str = SCOPE.session_key) -> list[tuple[str, str, str]]:
         rows = await self.store.history(session_key, before_turn_of=10**12, limit=1000)
         return [(r.role, r.kind, r.text) for r in rows]
 
 
-async def make_harness(tmp_path: Path, config: dict[str, Any] | None = None) -> Harness:
-    """`config` is a config document; commitments are on unless it says otherwise."""
+async def make_harness(
+    tmp_path: Path, config: dict[str, Any] | None = None, *, url: str | None = None
+) -> Harness:
+    """`config` is a config document; commitments are on unless it says
+    otherwise. `url` names the database (default: a SQLite file in tmp_path)."""
     config = {**(config or {})}
     config["commitments"] = {"enabled": True, **config.get("commitments", {})}
-    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    store = open_any_store(url or f"sqlite:///{tmp_path}/kept.sqlite")
     await store.open()
     return Harness(
         clock=TestClock(),
