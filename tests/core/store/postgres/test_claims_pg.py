@@ -300,3 +300,25 @@ async def test_extraction_of_one_session_waits_for_another_workers_extraction(
         await other.commit()
         applied = await asyncio.wait_for(apply, NOT_WAITING)
     assert applied.created == [] and [m.id for m in applied.merged] == ["cm_other"]
+
+
+async def test_a_claim_whose_lease_ended_cannot_start_sending(workers: list[Followups]) -> None:
+    """Not yet reaped, but no longer vouched for: another worker may reap and
+    take it at any moment, so its owner must not send."""
+    w = workers[0]
+    [cid] = await seed_commitments(w, 1)
+    claimed = await w.heartbeat.claim([cid], worker="w", now=NOW, lease_until=NOW + LEASE)
+    assert not await w.heartbeat.begin_sending(
+        claimed, worker="w", now=NOW + LEASE, lease_until=NOW + 2 * LEASE
+    )
+    added = await w.reminders.add(reminder(1))
+    r = await w.reminders.claim(added.id, NOW, worker="w", lease_until=NOW + LEASE)
+    assert r is not None
+    assert (
+        await w.reminders.begin_sending(r, worker="w", now=NOW + LEASE, lease_until=NOW + 2 * LEASE)
+        is None
+    )
+    phases = await w.fetchall(
+        "SELECT claim_phase FROM commitments UNION ALL SELECT claim_phase FROM reminders"
+    )
+    assert phases == [("claimed",), ("claimed",)]
