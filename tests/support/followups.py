@@ -17,6 +17,8 @@ from typing import Any
 from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
 from core.reminders.store import ReminderStore
+from core.store.base import Store
+from core.store.postgres import PostgresStore
 from core.store.postgres.commitments import PostgresCommitmentStore
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
@@ -120,3 +122,17 @@ async def open_followups(url: str) -> AsyncIterator[Followups]:
         yield postgres_followups(db)
     finally:
         await db.close()
+
+
+async def store_rows(store: Store, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of `sql` (`?` placeholders) on a transcript store's database."""
+    if isinstance(store, PostgresStore):
+        rows = await store.connection.fetchall(sql.replace("?", "%s"), params)
+    else:
+        rows = await _sqlite_store(store).fetchall(sql, params)
+    return [tuple(r) for r in rows]
+
+
+def _sqlite_store(store: Store) -> SqliteStore:
+    assert isinstance(store, SqliteStore), f"a SQLite or PostgreSQL store, not {store!r}"
+    return store

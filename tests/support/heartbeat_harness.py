@@ -9,8 +9,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from core.store.postgres import PostgresStore
-
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.store import CommitmentStore, Filter
@@ -23,6 +21,7 @@ from core.messages import Outbound, SendResult
 from core.reminders import ReminderService
 from core.store import Store
 from tests.fakes.scripted_model import ScriptedModel
+from tests.support.followups import store_rows
 from tests.support.store_helpers import (
     commitment_store_for,
     heartbeat_store_for,
@@ -144,11 +143,7 @@ class Harness:
 
     async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of `sql` (`?` placeholders) on the harness's database."""
-        if isinstance(self.store, PostgresStore):
-            rows = await self.store.connection.fetchall(sql.replace("?", "%s"), params)
-        else:
-            rows = await self.store.fetchall(sql, params)  # type: ignore[attr-defined]
-        return [tuple(r) for r in rows]
+        return await store_rows(self.store, sql, params)
 
     async def transcript(self, session_key: str = SCOPE.session_key) -> list[tuple[str, str, str]]:
         rows = await self.store.history(session_key, before_turn_of=10**12, limit=1000)

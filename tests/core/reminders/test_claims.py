@@ -1,12 +1,14 @@
 """Reminder claims: `claimed` -> `sending` -> done, with a worker id and a
 lease. A claim stopped before `sending` is released and fires once later; a
 `sending` claim whose lease ran out (its worker died) is never sent again; a
-live claim of another worker is left alone. Gated on asyncio.Events."""
+live claim of another worker is left alone. Gated on asyncio.Events; on each
+backend."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -15,7 +17,6 @@ import pytest
 from core.clock import TestClock
 from core.messages import SendResult
 from core.reminders.model import Reminder
-from core.store import Store
 from tests.core.reminders.test_service import (
     KEY,
     WORKER,
@@ -24,18 +25,22 @@ from tests.core.reminders.test_service import (
     make_harness,
     utc,
 )
+from tests.support.followups import store_rows
+from tests.support.store_helpers import open_any_store
 
 DEAD = "dead-host:999:0badc0de"
 LEASE = timedelta(minutes=5)
 
 
 @pytest.fixture
-async def h(sqlite_store: Store, clock: TestClock) -> Harness:
-    return await make_harness(sqlite_store, clock)
+async def h(storage_url: str, clock: TestClock) -> AsyncIterator[Harness]:
+    async with open_any_store(storage_url) as store:
+        yield await make_harness(store, clock)
 
 
 async def claim_columns(h: Harness, reminder_id: str) -> tuple[Any, ...]:
-    rows = await h.store.fetchall(  # type: ignore[attr-defined]
+    rows = await store_rows(
+        h.store,
         "SELECT claim_phase, claimed_by, lease_until, claimed_at FROM reminders WHERE id = ?",
         (reminder_id,),
     )
