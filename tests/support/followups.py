@@ -136,3 +136,13 @@ async def store_rows(store: Store, sql: str, params: Sequence[Any] = ()) -> list
 def _sqlite_store(store: Store) -> SqliteStore:
     assert isinstance(store, SqliteStore), f"a SQLite or PostgreSQL store, not {store!r}"
     return store
+
+
+async def store_execute(store: Store, sql: str, params: Sequence[Any] = ()) -> None:
+    """Run `sql` (`?` placeholders) in its own transaction on a transcript
+    store's database."""
+    if isinstance(store, PostgresStore):
+        async with store.connection.transaction() as conn:
+            await conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+    else:
+        await _sqlite_store(store)._write(lambda conn: conn.execute(sql, params))

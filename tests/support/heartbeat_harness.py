@@ -5,7 +5,7 @@ a scripted model and a scriptable sender."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,10 @@ from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
 from core.reminders import ReminderService
 from core.store import Store
+from core.store.postgres import PostgresStore
+from core.store.sqlite.rows import to_ms
 from tests.fakes.scripted_model import ScriptedModel
-from tests.support.followups import store_rows
+from tests.support.followups import store_execute, store_rows
 from tests.support.store_helpers import (
     commitment_store_for,
     heartbeat_store_for,
@@ -144,6 +146,14 @@ class Harness:
     async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of `sql` (`?` placeholders) on the harness's database."""
         return await store_rows(self.store, sql, params)
+
+    async def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        """Run `sql` (`?` placeholders) on the harness's database."""
+        await store_execute(self.store, sql, params)
+
+    def db_time(self, value: datetime) -> Any:
+        """`value` as the backend stores a time (SQLite: integer ms)."""
+        return value if isinstance(self.store, PostgresStore) else to_ms(value)
 
     async def transcript(self, session_key: str = SCOPE.session_key) -> list[tuple[str, str, str]]:
         rows = await self.store.history(session_key, before_turn_of=10**12, limit=1000)
