@@ -20,6 +20,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from core.store.base import Store
 from tests.support.followups import Followups, open_followups
 
 ENV_URL = "KEPT_TEST_POSTGRES_URL"
@@ -114,3 +115,12 @@ async def followups(storage_url: str) -> AsyncIterator[Followups]:
     """The commitment, heartbeat and reminder stores on each backend."""
     async with open_followups(storage_url) as opened:
         yield opened
+
+
+@pytest.fixture
+async def any_store(storage_url: str) -> AsyncIterator[Store]:
+    """An opened transcript store on each backend."""
+    from tests.support.store_helpers import open_any_store
+
+    async with open_any_store(storage_url) as store:
+        yield store
