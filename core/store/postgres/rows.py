@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from core.store.base import INDEXED_KINDS, INDEXED_ROLES, MessageRecord, SessionRecord
