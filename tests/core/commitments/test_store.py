@@ -317,3 +317,16 @@ async def test_deleting_a_session_deletes_its_commitments(
     await add(cstore, new(ALICE), new(BOB), new(OTHER_CHAT))
     await followups.execute("DELETE FROM sessions WHERE key = ?", (ALICE.session_key,))
     assert [c.scope for c in await cstore.list(Filter())] == [OTHER_CHAT]
+
+
+async def test_naive_times_are_refused(followups: Followups) -> None:
+    """A naive time would be stored shifted (SQLite: read as UTC; PostgreSQL:
+    read in the session's zone); every store refuses it instead."""
+    naive = NOW.replace(tzinfo=None)
+    with pytest.raises(ValueError, match="naive"):
+        await followups.commitments.apply_extraction(ALICE, [new()], [], now=naive)
+    with pytest.raises(ValueError, match="naive"):
+        await followups.heartbeat.due_unclaimed(now=naive, limit=10)
+    with pytest.raises(ValueError, match="naive"):
+        await followups.reminders.due(naive)
+    assert await followups.commitments.list(Filter()) == []
