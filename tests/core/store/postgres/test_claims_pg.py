@@ -322,3 +322,37 @@ async def test_a_claim_whose_lease_ended_cannot_start_sending(workers: list[Foll
         "SELECT claim_phase FROM commitments UNION ALL SELECT claim_phase FROM reminders"
     )
     assert phases == [("claimed",), ("claimed",)]
+
+
+async def test_reaping_reminders_leaves_a_live_claim_of_another_worker_alone(
+    workers: list[Followups],
+) -> None:
+    owner, dead, starter = (w.reminders for w in workers)
+    live, unsent, mid_send = [await owner.add(reminder(i)) for i in range(3)]
+    short = NOW + timedelta(minutes=1)
+    live_claim = await owner.claim(live.id, NOW, worker="owner", lease_until=NOW + LEASE)
+    assert live_claim is not None
+    assert await owner.begin_sending(live_claim, worker="owner", now=NOW, lease_until=NOW + LEASE)
+    assert await dead.claim(unsent.id, NOW, worker="dead", lease_until=short)
+    dead_claim = await dead.claim(mid_send.id, NOW, worker="dead", lease_until=short)
+    assert dead_claim is not None
+    assert await dead.begin_sending(dead_claim, worker="dead", now=NOW, lease_until=short)
+
+    later = NOW + timedelta(minutes=2)
+    assert [r.id for r in await starter.release_expired_claims(later)] == [unsent.id]
+    expired = await starter.expired_sends(later)
+    assert [r.id for r in expired] == [mid_send.id]
+    # Even handed the live one, the reaper's fence refuses it.
+    sending = await owner.get(live.id)
+    assert sending is not None
+    assert await starter.fail_expired_send(sending, now=later, error="x") is None
+    failed = await starter.fail_expired_send(expired[0], now=later, error="unknown")
+    assert failed is not None and failed.status == "failed"
+    # A second reaper acting on the same expired send does nothing.
+    assert await owner.fail_expired_send(expired[0], now=later, error="unknown") is None
+    rows = await workers[0].fetchall("SELECT id, status, claim_phase, claimed_by FROM reminders")
+    assert {r[0]: r[1:] for r in rows} == {
+        live.id: ("active", "sending", "owner"),
+        unsent.id: ("active", None, None),
+        mid_send.id: ("failed", None, None),
+    }
