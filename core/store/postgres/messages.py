@@ -7,8 +7,8 @@ to one database. Transcript writes commit without waiting for the WAL flush
 as with SQLite's WAL at synchronous=NORMAL.
 
 Search rows (`message_search`, migration 0002) are written in the message's
-transaction; searching and context reads live in search.py, edits,
-deletions, imports and rebuilds in index.py.
+transaction (add_message: in its one statement); searching and context
+reads live in search.py, edits, deletions, imports and rebuilds in index.py.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from core.store.base import (
 )
 from core.store.postgres import index as pg_index
 from core.store.postgres import search as pg_search
-from core.store.postgres.connection import Connection, PostgresConnection
+from core.store.postgres.connection import PostgresConnection
+from core.store.postgres.lexemes import tsvector_literal
 from core.store.postgres.rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -54,14 +55,24 @@ __all__ = ["PostgresStore"]
 # one transaction stays short.
 IMPORT_BATCH = 5000
 
-# The session is looked up by key inside the INSERT itself: one statement,
-# and always the session that has this key now. No row inserted means no
-# such session.
+# add_message is one statement, so one trip to the server and its own
+# transaction: the message and its search row are inserted together (a
+# data-modifying WITH runs to completion whether or not it is read). The
+# session is looked up by key inside it, so it is always the session that
+# has this key now; no row inserted means no such session.
+# `set_config(..., true)` is `SET LOCAL synchronous_commit = off` for this
+# statement's transaction, what `transaction(durable=False)` does in two
+# more trips (BEGIN and the SET); a row can only be inserted once it ran.
 _MESSAGE_INSERT = (
-    "INSERT INTO messages(session_id, platform, chat_id, role, kind, text, payload, "
+    "WITH nondurable AS (SELECT set_config('synchronous_commit', 'off', true)), "
+    "m AS (INSERT INTO messages(session_id, platform, chat_id, role, kind, text, payload, "
     "sender_id, platform_message_id, in_reply_to, ts) "
-    "SELECT id, platform, chat_id, %s, %s, %s, %s, %s, %s, %s, %s FROM sessions WHERE key = %s "
-    "RETURNING id, session_id"
+    "SELECT s.id, s.platform, s.chat_id, %(role)s, %(kind)s, %(text)s, %(payload)s, "
+    "%(sender_id)s, %(platform_message_id)s, %(in_reply_to)s, %(ts)s "
+    "FROM sessions s, nondurable WHERE s.key = %(key)s RETURNING id, session_id), "
+    "x AS (INSERT INTO message_search(message_id, session_id, search) "
+    "SELECT id, session_id, %(search)s::tsvector FROM m WHERE %(indexed)s) "
+    "SELECT id, session_id FROM m"
 )
 
 _SESSION_UPSERT = (
@@ -151,26 +162,20 @@ class PostgresStore(Store):
         )
         return session_record(rows[0]) if rows else None
 
-    async def _insert_message(self, conn: Connection, m: NewMessage) -> tuple[int, int]:
-        """The body of add_message's transaction: (message id, session id)."""
-        values = (m.role, m.kind, m.text, m.payload, m.sender_id, m.platform_message_id)
-        cursor = await conn.execute(
-            _MESSAGE_INSERT, (*values, m.in_reply_to, utc(m.ts), m.session_key)
-        )
-        row = await cursor.fetchone()
-        if row is None:
-            raise UnknownSession(f"no session {m.session_key!r}; call ensure_session first")
-        message_id, session_id = row
-        if is_indexed(m.role, m.kind):
-            await pg_index.insert_search_row(conn, message_id, session_id, m.text)
-        return message_id, session_id
-
     async def add_message(self, message: NewMessage) -> MessageRecord:
         m = message
         ts = utc(m.ts)
+        indexed = is_indexed(m.role, m.kind)
+        params = {
+            "role": m.role, "kind": m.kind, "text": m.text, "payload": m.payload,
+            "sender_id": m.sender_id, "platform_message_id": m.platform_message_id,
+            "in_reply_to": m.in_reply_to, "ts": ts, "key": m.session_key, "indexed": indexed,
+            "search": tsvector_literal(m.text) if indexed else "",
+        }  # fmt: skip
         try:
-            async with self._db.transaction(durable=False) as conn:
-                message_id, session_id = await self._insert_message(conn, m)
+            async with self._db.connection() as conn:
+                cursor = await conn.execute(_MESSAGE_INSERT, params)
+                row = await cursor.fetchone()
         except errors.UniqueViolation as exc:
             raise DuplicateMessage(
                 f"user message {m.platform_message_id!r} in session "
@@ -178,6 +183,9 @@ class PostgresStore(Store):
             ) from exc
         except errors.ForeignKeyViolation as exc:
             raise UnknownSession(f"in_reply_to message {m.in_reply_to} does not exist") from exc
+        if row is None:
+            raise UnknownSession(f"no session {m.session_key!r}; call ensure_session first")
+        message_id, session_id = row
         return MessageRecord(
             message_id, session_id, m.session_key, m.role, m.kind, m.text, ts, m.sender_id,
             m.platform_message_id, m.in_reply_to, m.payload, active=True,

@@ -14,7 +14,9 @@ One search is one statement:
 2. Ranking: messages holding the whole query as a phrase first, then
    `ts_rank_cd(search, query, 2)` (cover density, divided by the message's
    length, so a short exact message beats a long one that mentions the word
-   in passing, as bm25 does), then the newest by time.
+   in passing, as bm25 does), then the newest by time. The window's rows are
+   ranked on their search rows alone; only the winners are read from
+   `messages`.
 3. The winners' scope and visibility are checked again on the messages
    themselves (defence in depth: a search row out of step can never show
    another chat's message; at worst it shortens the list).
@@ -63,12 +65,17 @@ def ranked_sql(scope: SearchScope, *, phrase: bool) -> str:
     return (
         "WITH w AS MATERIALIZED (SELECT ms.message_id, ms.search FROM message_search ms "
         f"WHERE ms.search @@ %(query)s::tsquery {window_scope}"
-        "ORDER BY ms.message_id DESC LIMIT %(window)s) "
-        "SELECT m.id, s.key, m.role, m.ts, m.text, "
-        f"ts_rank_cd(w.search, %(query)s::tsquery, 2) AS rank, {flag} AS phrase "
-        "FROM w JOIN messages m ON m.id = w.message_id JOIN sessions s ON s.id = m.session_id "
+        "ORDER BY ms.message_id DESC LIMIT %(window)s), "
+        # Ranked on the search rows alone, ties broken by id; only the
+        # winners (twice `limit`, so ties at the cut are settled by time)
+        # are read from messages.
+        f"r AS (SELECT w.message_id, ts_rank_cd(w.search, %(query)s::tsquery, 2) AS rank, "
+        f"{flag} AS phrase FROM w ORDER BY phrase DESC, rank DESC, w.message_id DESC "
+        "LIMIT %(inner_limit)s) "
+        "SELECT m.id, s.key, m.role, m.ts, m.text, r.rank, r.phrase "
+        "FROM r JOIN messages m ON m.id = r.message_id JOIN sessions s ON s.id = m.session_id "
         f"WHERE m.active AND {INDEXED_SQL} {check}"
-        "ORDER BY phrase DESC, rank DESC, m.ts DESC, m.id DESC LIMIT %(limit)s"
+        "ORDER BY r.phrase DESC, r.rank DESC, m.ts DESC, m.id DESC LIMIT %(limit)s"
     )
 
 
@@ -81,6 +88,7 @@ async def search_rows(
         return []
     phrase = None if query.phrase_unit is None else unit_tsquery(query.phrase_unit)
     params: dict[str, Any] = {"query": tsquery, "phrase": phrase, "limit": limit}
+    params["inner_limit"] = 2 * limit
     params |= {"window": max(RANK_WINDOW, 2 * limit), "agent_id": scope.agent_id}
     if scope.session_key is not None:
         # A scope naming both a session and an agent needs both to agree.

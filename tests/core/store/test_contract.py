@@ -171,6 +171,22 @@ async def test_set_platform_message_id(store: Store) -> None:
         await store.set_platform_message_id(reply.id + 1000, "901")
 
 
+async def test_sessions_with_last_platform_id(store: Store) -> None:
+    quiet = "agent:a:telegram:group:300"
+    await add_session(store, quiet)
+    await add_session(store, "agent:a:discord:private:400")
+    # Ids compare as numbers ("999" < "1000"); the bot's own messages and
+    # messages without a platform id do not count.
+    await add(store, "x", platform_message_id="999")
+    await add(store, "x", platform_message_id="1000")
+    first = await add(store, "x", key=OTHER, platform_message_id="12")
+    await add(store, "x", "assistant", platform_message_id="5000", in_reply_to=first.id)
+    await add(store, "imported")
+    found = await store.sessions_with_last_platform_id("telegram")
+    assert [(s.key, last) for s, last in found] == [(KEY, "1000"), (OTHER, "12"), (quiet, None)]
+    assert await store.sessions_with_last_platform_id("matrix") == []
+
+
 # --- history and unanswered -------------------------------------------------
 
 
@@ -257,6 +273,9 @@ async def test_search_skips_inactive(store: Store) -> None:
     gone = await add(store, "secret")
     await deactivate(store, gone.id)
     assert await search(store, "secret") == []
+    # Hiding took the index row along, not only the search's final check.
+    assert await count_index_rows(store) == 0
+    assert await index_consistency(store) == (0, 0)
 
 
 @pytest.mark.parametrize(

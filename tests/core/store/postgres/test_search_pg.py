@@ -131,7 +131,7 @@ async def test_searches_start_from_the_gin_index(store: PostgresStore) -> None:
     session_id = (await store.get_session(KEY)).id  # type: ignore[union-attr]
     query = build_query("zeppelin")
     assert query is not None
-    params = {"query": query_tsquery(query.units), "phrase": None, "limit": 10}
+    params = {"query": query_tsquery(query.units), "phrase": None, "limit": 10, "inner_limit": 20}
     params |= {"window": RANK_WINDOW, "agent_id": "a", "session_id": session_id}
     for scope in (SearchScope(session_key=KEY), SearchScope(agent_id="a"), SearchScope()):
         plan = await explain(store, ranked_sql(scope, phrase=False), params)
