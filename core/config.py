@@ -112,9 +112,12 @@ class StorageConfig(Model):
     @field_validator("url")
     @classmethod
     def _url(cls, v: str) -> str:
+        if v.startswith(("postgresql://", "postgres://")):
+            return v
         if not v.startswith("sqlite:///"):
             raise ValueError(
-                "only sqlite:///relative/path or sqlite:////absolute/path is supported"
+                "only sqlite:///relative/path, sqlite:////absolute/path or "
+                "postgresql://user@host/database is supported"
             )
         if len(v) == len("sqlite:///"):
             raise ValueError("the sqlite URL names no file")

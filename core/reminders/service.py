@@ -238,9 +238,12 @@ class ReminderService:
             by_chat: dict[str, list[Reminder]] = {}
             for r in fresh:
                 by_chat.setdefault(r.session_key, []).append(r)
-            await asyncio.gather(
-                *(self._fire_chat(group, now, tally, startup) for group in by_chat.values())
-            )
+            # A TaskGroup, not gather: on a stop it waits for every chat to
+            # settle its claim, where gather returns as soon as the first
+            # cancelled chat ends and leaves the others' records half-written.
+            async with asyncio.TaskGroup() as chats:
+                for group in by_chat.values():
+                    chats.create_task(self._fire_chat(group, now, tally, startup))
             if len(rows) < PAGE:
                 break
         return tally

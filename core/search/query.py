@@ -36,6 +36,18 @@ MIN_WORD_PREFIX = 2
 
 
 @dataclass(frozen=True, slots=True)
+class QueryUnit:
+    """One ANDed unit as tokens, for a backend that builds its own query
+    syntax (PostgreSQL's tsquery) instead of FTS5's."""
+
+    column: str  # WORDS or GRAMS
+    # Words as typed (a backend folds them as it folds indexed words), or
+    # grams-column tokens; matched as a phrase, in order.
+    tokens: tuple[str, ...]
+    prefix: bool  # the last token is a prefix
+
+
+@dataclass(frozen=True, slots=True)
 class SearchQuery:
     """What the store needs to run one search."""
 
@@ -46,6 +58,10 @@ class SearchQuery:
     phrase: str | None
     # Normalised words and unspaced-script runs, for snippets.
     terms: tuple[str, ...]
+    # The same two as tokens: `units` are what `expression` ANDs, `phrase_unit`
+    # is what `phrase` matches.
+    units: tuple[QueryUnit, ...] = ()
+    phrase_unit: QueryUnit | None = None
 
 
 @dataclass(slots=True)
@@ -134,7 +150,7 @@ def _gram_tokens(runs: list[str], prefix: bool) -> tuple[list[str], bool]:
     return tokens, prefix
 
 
-def _expression(unit: _Unit) -> str:
+def _query_unit(unit: _Unit) -> QueryUnit:
     if unit.column == WORDS:
         tokens = unit.parts[:MAX_PHRASE_TOKENS]
         prefix = unit.prefix and len(tokens[-1]) >= MIN_WORD_PREFIX
@@ -143,7 +159,11 @@ def _expression(unit: _Unit) -> str:
         tokens = tokens[:MAX_PHRASE_TOKENS]
         # A cut phrase keeps its head; its prefix mark belonged to the tail.
         prefix = prefix and len(tokens) < MAX_PHRASE_TOKENS
-    return f"{{{unit.column}}}: {_quote(tokens)}" + (" *" if prefix else "")
+    return QueryUnit(unit.column, tuple(tokens), prefix)
+
+
+def _expression(unit: QueryUnit) -> str:
+    return f"{{{unit.column}}}: {_quote(list(unit.tokens))}" + (" *" if unit.prefix else "")
 
 
 def _split_items(text: str) -> list[tuple[str, bool]]:
@@ -160,17 +180,17 @@ def _split_items(text: str) -> list[tuple[str, bool]]:
     return items
 
 
-def _phrase_of_all(units: list[_Unit]) -> str | None:
+def _phrase_of_all(units: list[_Unit]) -> QueryUnit | None:
     if len(units) < 2 or any(u.prefix for u in units):
         return None
     columns = {u.column for u in units}
     if len(columns) != 1:
         return None
     if columns == {WORDS}:
-        return _expression(_Unit(WORDS, [p for u in units for p in u.parts]))
+        return _query_unit(_Unit(WORDS, [p for u in units for p in u.parts]))
     # Unspaced scripts are written without spaces, so "北京 天气" as a phrase
     # is the run "北京天气".
-    return _expression(_Unit(GRAMS, ["".join(p for u in units for p in u.parts)]))
+    return _query_unit(_Unit(GRAMS, ["".join(p for u in units for p in u.parts)]))
 
 
 def build_query(text: str) -> SearchQuery | None:
@@ -184,8 +204,15 @@ def build_query(text: str) -> SearchQuery | None:
         if item_units and prefix:
             item_units[-1].prefix = True
         units.extend(item_units)
-    expressions = list(dict.fromkeys(_expression(u) for u in units))[:MAX_UNITS]
-    if not expressions:
+    query_units = tuple(dict.fromkeys(_query_unit(u) for u in units))[:MAX_UNITS]
+    if not query_units:
         return None
     terms = tuple(dict.fromkeys(p for u in units for p in u.parts))
-    return SearchQuery(" AND ".join(expressions), _phrase_of_all(units), terms)
+    phrase = _phrase_of_all(units)
+    return SearchQuery(
+        " AND ".join(map(_expression, query_units)),
+        None if phrase is None else _expression(phrase),
+        terms,
+        query_units,
+        phrase,
+    )

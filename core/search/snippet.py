@@ -19,10 +19,11 @@ from core.search.normalize import normalize
 ELLIPSIS = "…"
 
 # Combining marks that decomposed Latin, Greek and Cyrillic letters carry. The
-# FTS tokenizer (remove_diacritics 2) folds these away, so "ecole" matches
+# FTS tokenizer (remove_diacritics 2; for PostgreSQL, core/store/postgres/lexemes.py)
+# folds these away, so "ecole" matches
 # "École"; marks of other scripts (Thai vowels, kana voicing) stay, because
 # there they change the word.
-_DIACRITICS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+DIACRITICS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
 
 class _FoldCache(dict[str, str]):
@@ -32,7 +33,7 @@ class _FoldCache(dict[str, str]):
         # normalize() on one character is what it does to the whole text,
         # except composition with neighbours; decomposing both the text and
         # the terms (NFD) makes that difference vanish.
-        folded = _DIACRITICS.sub("", unicodedata.normalize("NFD", normalize(char)))
+        folded = DIACRITICS.sub("", unicodedata.normalize("NFD", normalize(char)))
         if len(self) < 100_000:  # a chat's alphabet is small; bound it anyway
             self[char] = folded
         return folded

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import Any, Self, cast
 
 from core.commitments.jobs import ExtractionJobStore
 from core.commitments.store import CommitmentStore
@@ -26,7 +26,9 @@ from core.store.sqlite import (
 )
 
 _SQLITE_PREFIX = "sqlite:///"
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
 _EXPECTED = "expected sqlite:///relative/path, sqlite:////absolute/path or sqlite:///:memory:"
+_EXPECTED_ANY = f"{_EXPECTED}, or postgresql://user@host/database"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,18 +67,63 @@ def sqlite_backend(store: SqliteStore) -> Backend:
     )
 
 
+class _NotYetOnPostgres:
+    """Stands in for a store the PostgreSQL backend does not have yet: any
+    use raises, so nothing silently runs without it."""
+
+    def __init__(self, port: str) -> None:
+        self._port = port
+
+    def __getattr__(self, name: str) -> Any:
+        raise NotImplementedError(f"the PostgreSQL backend has no {self._port} store yet")
+
+
+def postgres_backend(url: str) -> Backend:
+    """Every PostgreSQL store on one connection pool for `url`."""
+    # Imported here: a SQLite bot never loads psycopg.
+    from core.store.postgres import PostgresConnection, PostgresStore
+
+    connection = PostgresConnection(url)
+    return Backend(
+        store=PostgresStore(connection),
+        commitments=cast(CommitmentStore, _NotYetOnPostgres("commitment")),
+        heartbeat=cast(HeartbeatStore, _NotYetOnPostgres("heartbeat")),
+        reminders=cast(ReminderStore, _NotYetOnPostgres("reminder")),
+    )
+
+
+def _check_postgres_url(url: str) -> None:
+    """One clear line for a URL psycopg could not use."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(url)
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(
+            f"malformed storage URL {url!r}: {reason}; expected postgresql://user@host/database"
+        ) from None
+
+
 def open_backend(url: str, *, base_dir: Path | None = None) -> Backend:
     """Build the backend for `url` (not yet opened).
 
     `sqlite:///data/kept.sqlite` is relative to `base_dir` (default: the
     current directory), `sqlite:////var/lib/kept.sqlite` is absolute. Parent
     directories are created so a fresh checkout runs without setup.
+    `postgresql://user@host/database` (or `postgres://`) is a PostgreSQL
+    server, shared by several workers.
     """
+    scheme = url.split(":", 1)[0] if ":" in url else url
+    if scheme in _POSTGRES_SCHEMES:
+        if not url.startswith(f"{scheme}://"):
+            raise ValueError(f"malformed storage URL {url!r}: {_EXPECTED_ANY}")
+        _check_postgres_url(url)
+        return postgres_backend(url)
     if not url.startswith(_SQLITE_PREFIX):
-        scheme = url.split(":", 1)[0] if ":" in url else url
         if scheme == "sqlite":
             raise ValueError(f"malformed storage URL {url!r}: {_EXPECTED}")
-        raise ValueError(f"unsupported storage URL {url!r}: only SQLite is available; {_EXPECTED}")
+        raise ValueError(f"unsupported storage URL {url!r}: {_EXPECTED_ANY}")
     rest = url[len(_SQLITE_PREFIX) :]
     if rest == ":memory:":
         return sqlite_backend(SqliteStore(":memory:"))

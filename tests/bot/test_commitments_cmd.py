@@ -250,7 +250,7 @@ def test_snooze_of_unknown_or_final_commitments_fails(cfg: Path, tmp_path: Path)
 
 def test_bad_config_is_reported_without_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "kept.json"
-    path.write_text('{"storage": {"url": "postgres://x"}}')
+    path.write_text('{"storage": {"url": "mysql://x"}}')
     result = CliRunner().invoke(commitments_group, ["--config", str(path)])
     assert result.exit_code == 1 and "storage.url" in result.stderr
     assert "Traceback" not in result.stderr

@@ -1,10 +1,11 @@
-"""Shared set-up for the heartbeat tests: a real SQLite store, the real
-commitment and heartbeat stores, a scripted model and a scriptable sender."""
+"""Shared set-up for the heartbeat tests: a real store (SQLite, or the
+PostgreSQL database a `url` names), the real commitment and heartbeat stores,
+a scripted model and a scriptable sender."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,15 @@ from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
 from core.reminders import ReminderService
 from core.store import Store
+from core.store.postgres import PostgresStore
+from core.store.sqlite.rows import to_ms
 from tests.fakes.scripted_model import ScriptedModel
+from tests.support.followups import store_execute, store_rows
 from tests.support.store_helpers import (
     commitment_store_for,
     heartbeat_store_for,
     make_reminder_store,
-    open_store,
+    open_any_store,
 )
 
 WORKER = "test-worker"
@@ -139,16 +143,31 @@ class Harness:
         assert found is not None
         return found
 
+    async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of `sql` (`?` placeholders) on the harness's database."""
+        return await store_rows(self.store, sql, params)
+
+    async def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        """Run `sql` (`?` placeholders) on the harness's database."""
+        await store_execute(self.store, sql, params)
+
+    def db_time(self, value: datetime) -> Any:
+        """`value` as the backend stores a time (SQLite: integer ms)."""
+        return value if isinstance(self.store, PostgresStore) else to_ms(value)
+
     async def transcript(self, session_key: str = SCOPE.session_key) -> list[tuple[str, str, str]]:
         rows = await self.store.history(session_key, before_turn_of=10**12, limit=1000)
         return [(r.role, r.kind, r.text) for r in rows]
 
 
-async def make_harness(tmp_path: Path, config: dict[str, Any] | None = None) -> Harness:
-    """`config` is a config document; commitments are on unless it says otherwise."""
+async def make_harness(
+    tmp_path: Path, config: dict[str, Any] | None = None, *, url: str | None = None
+) -> Harness:
+    """`config` is a config document; commitments are on unless it says
+    otherwise. `url` names the database (default: a SQLite file in tmp_path)."""
     config = {**(config or {})}
     config["commitments"] = {"enabled": True, **config.get("commitments", {})}
-    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    store = open_any_store(url or f"sqlite:///{tmp_path}/kept.sqlite")
     await store.open()
     return Harness(
         clock=TestClock(),

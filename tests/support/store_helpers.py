@@ -1,5 +1,6 @@
-"""Test helpers on the SQLite backend: checks that run SQL on its tables and
-shortcuts to its stores. None of this is part of a production interface."""
+"""Test helpers on the backends: checks that run SQL on their tables and
+shortcuts to their stores (the PostgreSQL side is in pg_helpers.py). None of
+this is part of a production interface."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from core.heartbeat.store import HeartbeatStore
 from core.reminders.store import ReminderStore
 from core.store.backends import open_backend
 from core.store.base import SearchScope, Store
+from core.store.postgres import PostgresStore
+from core.store.postgres.commitments import PostgresCommitmentStore
+from core.store.postgres.heartbeat import PostgresHeartbeatStore
+from core.store.postgres.reminders import PostgresReminderStore
 from core.store.sqlite import (
     SqliteCommitmentStore,
     SqliteHeartbeatStore,
@@ -20,6 +25,7 @@ from core.store.sqlite import (
 )
 from core.store.sqlite.fts import AGENT_SPAN, rowid_sql, session_filter
 from core.store.sqlite.search import INDEXED_SQL, ranked_sql
+from tests.support import pg_helpers
 
 
 def open_store(url: str, *, base_dir: Path | None = None) -> SqliteStore:
@@ -29,20 +35,36 @@ def open_store(url: str, *, base_dir: Path | None = None) -> SqliteStore:
     return store
 
 
+def open_any_store(url: str) -> Store:
+    """The transcript store of the backend for `url`, whichever it is (not
+    yet opened)."""
+    return open_backend(url).store
+
+
 def _sqlite(store: Store) -> SqliteStore:
     assert isinstance(store, SqliteStore), f"a SQLite store, not {type(store).__name__}"
     return store
 
 
+# The follow-up stores run on the transcript store's connection, whichever
+# backend it is.
+
+
 def commitment_store_for(store: Store) -> CommitmentStore:
+    if isinstance(store, PostgresStore):
+        return PostgresCommitmentStore(store.connection)
     return SqliteCommitmentStore(_sqlite(store))
 
 
 def heartbeat_store_for(store: Store) -> HeartbeatStore:
+    if isinstance(store, PostgresStore):
+        return PostgresHeartbeatStore(store.connection)
     return SqliteHeartbeatStore(_sqlite(store))
 
 
 def make_reminder_store(store: Store) -> ReminderStore:
+    if isinstance(store, PostgresStore):
+        return PostgresReminderStore(store.connection)
     return SqliteReminderStore(_sqlite(store))
 
 
@@ -63,8 +85,29 @@ def search_plan_sql(scope: SearchScope, *, phrase: bool) -> str:
     return ranked_sql(scope, phrase=phrase)
 
 
+async def deactivate(store: Store, message_id: int) -> None:
+    """Hide a message, as no Store method does yet."""
+    if isinstance(store, PostgresStore):
+        await pg_helpers.deactivate(store, message_id)
+        return
+    await _sqlite(store)._write(
+        lambda conn: conn.execute("UPDATE messages SET active = 0 WHERE id = ?", (message_id,))
+    )
+
+
+async def count_messages(store: Store) -> int:
+    """Message rows of every session, active or not."""
+    if isinstance(store, PostgresStore):
+        rows = await store.connection.fetchall("SELECT count(*) FROM messages")
+    else:
+        rows = await _sqlite(store).fetchall("SELECT count(*) FROM messages")
+    return int(rows[0][0])
+
+
 async def count_index_rows(store: Store, session_key: str | None = None) -> int:
     """Full-text rows, of one session or of all."""
+    if isinstance(store, PostgresStore):
+        return await pg_helpers.count_index_rows(store, session_key)
     sqlite_store = _sqlite(store)
     if session_key is None:
         rows = await sqlite_store.fetchall("SELECT count(*) FROM messages_fts")
@@ -84,6 +127,8 @@ async def count_index_rows(store: Store, session_key: str | None = None) -> int:
 async def index_consistency(store: Store, session_key: str | None = None) -> tuple[int, int]:
     """(active indexed messages without a correct full-text row, full-text
     rows without their active indexed message); (0, 0) when consistent."""
+    if isinstance(store, PostgresStore):
+        return await pg_helpers.index_consistency(store, session_key)
     return await _sqlite(store)._read(lambda conn: _consistency(conn, session_key))
 
 

@@ -3,4 +3,27 @@ for several `kept run` workers on one database.
 
 connection.py   the psycopg pool and transaction helpers
 migrations/     the numbered schema migrations (this backend's own numbering)
+rows.py         rows ↔ records, times
+lexemes.py      kept's tokenizer: a message's tsvector, a query's tsquery
+messages.py     PostgresStore: sessions, messages (the transcript Store)
+index.py        edits, deletions, imports, rebuilds of the search rows
+search.py       search and context reads
+claims.py       what the follow-up stores share: claim columns, fence, aware times
+commitments.py  the CommitmentStore
+heartbeat.py    the HeartbeatStore (delivery claims of commitments)
+reminders.py    the ReminderStore
 """
+
+from core.store.postgres.commitments import PostgresCommitmentStore
+from core.store.postgres.connection import PostgresConnection
+from core.store.postgres.heartbeat import PostgresHeartbeatStore
+from core.store.postgres.messages import PostgresStore
+from core.store.postgres.reminders import PostgresReminderStore
+
+__all__ = [
+    "PostgresCommitmentStore",
+    "PostgresConnection",
+    "PostgresHeartbeatStore",
+    "PostgresReminderStore",
+    "PostgresStore",
+]

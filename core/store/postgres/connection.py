@@ -15,10 +15,11 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, OperationalError
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
+from core.errors import KeptError
 from core.store.postgres.migrations import Migration, apply_migrations, current_version
 
 # Enough for a worker's concurrent turns, heartbeat and reminders; a busy
@@ -26,7 +27,14 @@ from core.store.postgres.migrations import Migration, apply_migrations, current_
 POOL_MAX = 10
 POOL_TIMEOUT = 30.0
 
+# How long opening waits for the server before saying why it cannot connect.
+CONNECT_TIMEOUT = 10
+
 Connection = AsyncConnection[TupleRow]
+
+
+class DatabaseUnreachable(KeptError, ConnectionError):
+    """The server named by storage.url refused or never answered, in one line."""
 
 
 async def _configure(conn: Connection) -> None:
@@ -58,6 +66,17 @@ class PostgresConnection:
     async def open(self) -> None:
         if self._pool is not None:
             return
+        # One direct connection first: a wrong host, database or password
+        # fails here at once with the server's reason, where the pool would
+        # retry for POOL_TIMEOUT and then report only a timeout.
+        try:
+            first = await AsyncConnection.connect(
+                self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
+            )
+        except OperationalError as exc:
+            reason = " ".join(str(exc).split())
+            raise DatabaseUnreachable(f"cannot connect to PostgreSQL: {reason}") from exc
+        await first.close()
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             self._url,
             min_size=1,

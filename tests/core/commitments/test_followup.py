@@ -19,7 +19,6 @@ from core.commitments.service import (
     SnoozeError,
 )
 from core.store.sqlite.commitments import _NO_ACTIVE_TWIN, _where
-from core.store.sqlite.rows import to_ms
 from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import OTHER, SCOPE, Harness, make_harness
 from tests.support.store_helpers import chat_filter
@@ -30,8 +29,8 @@ HERE = chat_filter(SCOPE.agent_id, SCOPE.session_key, None)
 
 
 @pytest.fixture
-async def hb(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await make_harness(tmp_path)
+async def hb(tmp_path: Path, storage_url: str) -> AsyncIterator[Harness]:
+    harness = await make_harness(tmp_path, url=storage_url)
     yield harness
     await harness.store.close()
 
@@ -52,7 +51,7 @@ async def delivered(hb: Harness, **seed: object) -> Commitment:
 
 async def set_status(hb: Harness, commitment_id: str, status: str) -> None:
     sql = "UPDATE commitments SET status = ? WHERE id = ?"
-    await hb.store._write(lambda db: db.execute(sql, (status, commitment_id)))  # type: ignore[attr-defined]
+    await hb.execute(sql, (status, commitment_id))
 
 
 # --- snooze ---------------------------------------------------------------------
@@ -120,8 +119,7 @@ async def test_snooze_on_an_active_one_is_the_ordinary_snooze(hb: Harness):
 async def test_snooze_clears_a_leftover_claim(hb: Harness):
     c = await delivered(hb)
     sql = "UPDATE commitments SET claimed_at = ? WHERE id = ?"
-    params = (to_ms(hb.clock.now()), c.id)
-    await hb.store._write(lambda db: db.execute(sql, params))  # type: ignore[attr-defined]
+    await hb.execute(sql, (hb.db_time(hb.clock.now()), c.id))
 
     await service(hb).followup_snooze([c.id], duration=DAY, where=HERE)
 
@@ -157,8 +155,9 @@ async def test_snooze_needs_a_duration_in_range(hb: Harness):
 
 async def test_dismiss_on_a_sent_one_closes_it_and_it_still_counts_toward_the_cap(
     tmp_path: Path,
+    storage_url: str,
 ):
-    hb = await make_harness(tmp_path, {"commitments": {"maxPerDay": 1}})
+    hb = await make_harness(tmp_path, {"commitments": {"maxPerDay": 1}}, url=storage_url)
     try:
         c = await delivered(hb)
         sent_at = c.sent_at
@@ -250,12 +249,16 @@ async def test_resolved_and_expired_through_the_store_say_so(hb: Harness):
     assert dismissed.failed == [(expired.id, "already expired"), (resolved.id, "already resolved")]
 
 
-async def test_the_reopen_statement_finds_its_twin_by_the_dedupe_index(hb: Harness):
+async def test_the_reopen_statement_finds_its_twin_by_the_dedupe_index(tmp_path: Path):
+    hb = await make_harness(tmp_path)  # SQLite's plan; PostgreSQL's in test_followup_plans_pg
     clause, params = _where(HERE)
     sql = (
         f"UPDATE commitments SET status = 'snoozed' WHERE id = ? AND {clause} "
         f"AND status = 'sent' AND {_NO_ACTIVE_TWIN}"
     )
-    rows = await hb.store.fetchall(f"EXPLAIN QUERY PLAN {sql}", ["cm_1", *params])  # type: ignore[attr-defined]
+    try:
+        rows = await hb.store.fetchall(f"EXPLAIN QUERY PLAN {sql}", ["cm_1", *params])  # type: ignore[attr-defined]
+    finally:
+        await hb.store.close()
     plan = " | ".join(str(r[3]) for r in rows)
     assert "commitments_dedupe" in plan and "SCAN commitments" not in plan

@@ -1,5 +1,6 @@
-"""SqliteCommitmentStore and the list / dismiss / snooze service on a real
-SQLite file: scope checks, dedupe, lifecycle, and the indexes behind them."""
+"""The CommitmentStore and the list / dismiss / snooze service on each
+backend (a real SQLite file, a real PostgreSQL database): scope checks,
+dedupe, lifecycle; and the SQLite indexes behind them."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from core.clock import TestClock
 from core.commitments.expiry import EXPIRY_GRACE, sweep_expired
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.service import CommitmentService, SnoozeError
-from core.commitments.store import Filter
+from core.commitments.store import CommitmentStore, Filter
+from core.store.postgres.commitments import COLUMN_NAMES as PG_COLUMN_NAMES
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.commitments import _COLUMN_NAMES, ACTIVE, SqliteCommitmentStore
 from core.store.sqlite.rows import to_ms
+from tests.support.followups import Followups
 from tests.support.store_helpers import (
     chat_filter,
     commitment_store_for,
-    heartbeat_store_for,
     mark_sent,
     open_store,
 )
@@ -64,13 +66,18 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 
 
 @pytest.fixture
-def cstore(store: SqliteStore) -> SqliteCommitmentStore:
+def cstore(followups: Followups) -> CommitmentStore:
+    return followups.commitments
+
+
+@pytest.fixture
+def sqlite_cstore(store: SqliteStore) -> SqliteCommitmentStore:
     built = commitment_store_for(store)
     assert isinstance(built, SqliteCommitmentStore)
     return built
 
 
-async def add(cstore: SqliteCommitmentStore, *items: NewCommitment) -> list[Commitment]:
+async def add(cstore: CommitmentStore, *items: NewCommitment) -> list[Commitment]:
     out = []
     for item in items:
         applied = await cstore.apply_extraction(item.scope, [item], [], now=NOW)
@@ -80,9 +87,10 @@ async def add(cstore: SqliteCommitmentStore, *items: NewCommitment) -> list[Comm
 
 def test_columns_follow_the_record_fields() -> None:
     assert [f.name for f in fields(Commitment)] == list(_COLUMN_NAMES)
+    assert [f.name for f in fields(Commitment)] == list(PG_COLUMN_NAMES)
 
 
-async def test_insert_then_same_key_merges_into_one_row(cstore: SqliteCommitmentStore) -> None:
+async def test_insert_then_same_key_merges_into_one_row(cstore: CommitmentStore) -> None:
     [first] = await add(cstore, new())
     assert first.id.startswith("cm_") and first.status == "pending" and first.scope == ALICE
     wider = new(confidence=0.95, reason="sharper", due_earliest=NOW + 8 * HOUR)
@@ -97,12 +105,12 @@ async def test_insert_then_same_key_merges_into_one_row(cstore: SqliteCommitment
     assert row.confidence == 0.95 and row.reason == "sharper" and row.due_latest == NOW + 30 * HOUR
 
 
-async def test_same_key_in_other_scopes_are_separate(cstore: SqliteCommitmentStore) -> None:
+async def test_same_key_in_other_scopes_are_separate(cstore: CommitmentStore) -> None:
     await add(cstore, new(ALICE), new(BOB), new(OTHER_CHAT))
     assert len(await cstore.list(Filter())) == 3
 
 
-async def test_resolved_only_applies_within_the_same_scope(cstore: SqliteCommitmentStore) -> None:
+async def test_resolved_only_applies_within_the_same_scope(cstore: CommitmentStore) -> None:
     [a] = await add(cstore, new(ALICE))
     [b] = await add(cstore, new(BOB, key="exam"))
     applied = await cstore.apply_extraction(ALICE, [], [b.id, a.id, "cm_nope"], now=NOW)
@@ -113,7 +121,7 @@ async def test_resolved_only_applies_within_the_same_scope(cstore: SqliteCommitm
 
 
 async def test_a_resolved_topic_is_not_reopened_by_the_same_answer(
-    cstore: SqliteCommitmentStore,
+    cstore: CommitmentStore,
 ) -> None:
     [a] = await add(cstore, new())
     applied = await cstore.apply_extraction(ALICE, [new()], [a.id], now=NOW)
@@ -121,7 +129,7 @@ async def test_a_resolved_topic_is_not_reopened_by_the_same_answer(
 
 
 async def test_service_scope_check_makes_foreign_ids_not_found(
-    cstore: SqliteCommitmentStore,
+    cstore: CommitmentStore,
 ) -> None:
     service = CommitmentService(cstore, TestClock(NOW))
     [a] = await add(cstore, new(ALICE))
@@ -141,7 +149,7 @@ async def test_service_scope_check_makes_foreign_ids_not_found(
     assert {c.id for c in everything} == {a.id, b.id}
 
 
-async def test_snooze_moves_the_window_and_sets_status(cstore: SqliteCommitmentStore) -> None:
+async def test_snooze_moves_the_window_and_sets_status(cstore: CommitmentStore) -> None:
     clock = TestClock(NOW)
     service = CommitmentService(cstore, clock)
     [a] = await add(cstore, new())
@@ -162,9 +170,9 @@ async def test_snooze_moves_the_window_and_sets_status(cstore: SqliteCommitmentS
         await service.snooze(a.id, duration=HOUR)
 
 
-async def test_heartbeat_queries(store: SqliteStore, cstore: SqliteCommitmentStore) -> None:
+async def test_heartbeat_queries(followups: Followups, cstore: CommitmentStore) -> None:
     # The one delivery API is the heartbeat's: due work, claims and sends.
-    hb = heartbeat_store_for(store)
+    hb = followups.heartbeat
     [a, b] = await add(cstore, new(key="a"), new(key="b", due_earliest=NOW + 15 * HOUR))
     assert await hb.next_due_after(NOW) == NOW + 10 * HOUR
     assert [c.id for c in await hb.due_unclaimed(now=NOW + 12 * HOUR, limit=100)] == [a.id]
@@ -223,8 +231,9 @@ async def test_queries_use_their_indexes(store: SqliteStore) -> None:
 
 
 async def test_expiry_sweep_touches_only_expired_rows_among_100k(
-    store: SqliteStore, cstore: SqliteCommitmentStore
+    store: SqliteStore, sqlite_cstore: CommitmentStore
 ) -> None:
+    cstore = sqlite_cstore
     expired_count = 137
     total = 100_000
     base = to_ms(NOW)
@@ -302,19 +311,22 @@ async def test_expiry_sweep_touches_only_expired_rows_among_100k(
 
 
 async def test_deleting_a_session_deletes_its_commitments(
-    store: SqliteStore, cstore: SqliteCommitmentStore
+    followups: Followups, cstore: CommitmentStore
 ) -> None:
-    await store.ensure_session(
-        ALICE.session_key,
-        agent_id="main",
-        platform="telegram",
-        chat_id="9",
-        chat_kind="group",
-        thread_id=None,
-        now=NOW,
-    )
+    await followups.ensure_session(ALICE.session_key, chat_id="9", chat_kind="group", now=NOW)
     await add(cstore, new(ALICE), new(BOB), new(OTHER_CHAT))
-    await store._write(
-        lambda conn: conn.execute("DELETE FROM sessions WHERE key = ?", (ALICE.session_key,))
-    )
+    await followups.execute("DELETE FROM sessions WHERE key = ?", (ALICE.session_key,))
     assert [c.scope for c in await cstore.list(Filter())] == [OTHER_CHAT]
+
+
+async def test_naive_times_are_refused(followups: Followups) -> None:
+    """A naive time would be stored shifted (SQLite: read as UTC; PostgreSQL:
+    read in the session's zone); every store refuses it instead."""
+    naive = NOW.replace(tzinfo=None)
+    with pytest.raises(ValueError, match="naive"):
+        await followups.commitments.apply_extraction(ALICE, [new()], [], now=naive)
+    with pytest.raises(ValueError, match="naive"):
+        await followups.heartbeat.due_unclaimed(now=naive, limit=10)
+    with pytest.raises(ValueError, match="naive"):
+        await followups.reminders.due(naive)
+    assert await followups.commitments.list(Filter()) == []

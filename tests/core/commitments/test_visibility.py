@@ -1,11 +1,10 @@
 """Privacy in groups: the one rule both chat platforms call (ChatAccess) and
-CommitmentService.find / visible on a real SQLite file."""
+CommitmentService.find / visible on each backend."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -15,9 +14,9 @@ from core.commitments.service import CommitmentService
 from core.commitments.store import Filter
 from core.commitments.visibility import Asker, ChatAccess
 from core.messages import ChatKind
-from core.store.sqlite import SqliteStore
+from core.store import Store
 from tests.core.commitments.test_store import ALICE, BOB, NOW, OTHER_CHAT, new
-from tests.support.store_helpers import commitment_store_for, open_store
+from tests.support.store_helpers import commitment_store_for
 
 GROUP_KEY = ALICE.session_key
 
@@ -42,12 +41,8 @@ def access(
 
 
 @pytest.fixture
-async def service(tmp_path: Path) -> AsyncIterator[CommitmentService]:
-    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
-    assert isinstance(store, SqliteStore)
-    await store.open()
-    yield CommitmentService(commitment_store_for(store), TestClock(NOW))
-    await store.close()
+async def service(any_store: Store) -> AsyncIterator[CommitmentService]:
+    yield CommitmentService(commitment_store_for(any_store), TestClock(NOW))
 
 
 async def seeded(service: CommitmentService) -> tuple[Commitment, Commitment, Commitment]:

@@ -1,4 +1,4 @@
-"""The heartbeat's two-phase claim on a real SQLite store: `claimed` during
+"""The heartbeat's two-phase claim on each backend: `claimed` during
 the model call (released on stop, on a lost fence, or when its lease runs
 out), `sending` just before the platform call (a lost outcome ends `failed`,
 never re-sent). Each guarantee is forced by gating the model or the sender on
@@ -31,7 +31,14 @@ LEASE = timedelta(minutes=5)
 
 
 @pytest.fixture
-async def hb(tmp_path: Path) -> AsyncIterator[Harness]:
+async def hb(tmp_path: Path, storage_url: str) -> AsyncIterator[Harness]:
+    harness = await make_harness(tmp_path, url=storage_url)
+    yield harness
+    await harness.store.close()
+
+
+@pytest.fixture
+async def sqlite_hb(tmp_path: Path) -> AsyncIterator[Harness]:
     harness = await make_harness(tmp_path)
     yield harness
     await harness.store.close()
@@ -66,7 +73,7 @@ class HoldingSender:
 
 
 async def claim_columns(hb: Harness, commitment_id: str) -> tuple[Any, ...]:
-    rows = await hb.store.fetchall(  # type: ignore[attr-defined]
+    rows = await hb.fetchall(
         "SELECT claim_phase, claimed_by, lease_until, claimed_at FROM commitments WHERE id = ?",
         (commitment_id,),
     )
@@ -268,7 +275,8 @@ async def make_harness_on(store: SqliteStore, tmp_path: Path) -> Harness:
     return hb
 
 
-async def test_finding_expired_claims_uses_the_lease_index(hb: Harness) -> None:
+async def test_finding_expired_claims_uses_the_lease_index(sqlite_hb: Harness) -> None:
+    hb = sqlite_hb
     c = await hb.seed()
     await dead_worker_claim(hb, c, sending=False)
     statements: list[str] = []

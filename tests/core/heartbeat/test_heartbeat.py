@@ -23,8 +23,8 @@ from tests.support.store_helpers import count_index_rows
 
 
 @pytest.fixture
-async def hb(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await make_harness(tmp_path)
+async def hb(tmp_path: Path, storage_url: str) -> AsyncIterator[Harness]:
+    harness = await make_harness(tmp_path, url=storage_url)
     yield harness
     await harness.store.close()
 
@@ -60,8 +60,9 @@ async def test_empty_answer_sends_nothing_and_dismisses(hb: Harness):
     assert (await hb.status(c.id)).status == "dismissed"
 
 
-async def test_target_none_makes_no_model_call_and_keeps_pending(tmp_path: Path):
-    hb = await make_harness(tmp_path, {"agents": [{"id": "main", "heartbeat": {"target": "none"}}]})
+async def test_target_none_makes_no_model_call_and_keeps_pending(tmp_path: Path, storage_url: str):
+    config = {"agents": [{"id": "main", "heartbeat": {"target": "none"}}]}
+    hb = await make_harness(tmp_path, config, url=storage_url)
     try:
         c = await hb.seed()
         await hb.scheduler().tick()
@@ -72,9 +73,11 @@ async def test_target_none_makes_no_model_call_and_keeps_pending(tmp_path: Path)
         await hb.store.close()
 
 
-async def test_cap_counts_commitments_and_leaves_the_rest_pending(tmp_path: Path):
+async def test_cap_counts_commitments_and_leaves_the_rest_pending(tmp_path: Path, storage_url: str):
     hb = await make_harness(
-        tmp_path, {"commitments": {"maxPerDay": 2}, "agents": [{"heartbeat": {"every": "1h"}}]}
+        tmp_path,
+        {"commitments": {"maxPerDay": 2}, "agents": [{"heartbeat": {"every": "1h"}}]},
+        url=storage_url,
     )
     try:
         first = [await hb.seed(text=f"follow-up {i}", key=f"k{i}", due_in=i - 10) for i in range(3)]
@@ -99,10 +102,13 @@ async def test_cap_counts_commitments_and_leaves_the_rest_pending(tmp_path: Path
         await hb.store.close()
 
 
-async def test_quiet_hours_in_another_timezone_wait_for_the_window(tmp_path: Path):
+async def test_quiet_hours_in_another_timezone_wait_for_the_window(
+    tmp_path: Path, storage_url: str
+):
     hb = await make_harness(
         tmp_path,
-        {
+        url=storage_url,
+        config={
             "agents": [
                 {
                     "id": "main",

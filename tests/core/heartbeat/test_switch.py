@@ -21,8 +21,8 @@ from tests.support.heartbeat_harness import SCOPE, Harness, make_harness
 
 
 @pytest.fixture
-async def hb(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await make_harness(tmp_path)
+async def hb(tmp_path: Path, storage_url: str) -> AsyncIterator[Harness]:
+    harness = await make_harness(tmp_path, url=storage_url)
     yield harness
     await harness.store.close()
 

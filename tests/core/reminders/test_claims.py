@@ -1,12 +1,14 @@
 """Reminder claims: `claimed` -> `sending` -> done, with a worker id and a
 lease. A claim stopped before `sending` is released and fires once later; a
 `sending` claim whose lease ran out (its worker died) is never sent again; a
-live claim of another worker is left alone. Gated on asyncio.Events."""
+live claim of another worker is left alone. Gated on asyncio.Events; on each
+backend."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -15,27 +17,34 @@ import pytest
 from core.clock import TestClock
 from core.messages import SendResult
 from core.reminders.model import Reminder
-from core.store import Store
 from tests.core.reminders.test_service import (
     KEY,
+    THREAD,
+    THREAD_KEY,
     WORKER,
+    BlockingSender,
     Harness,
     ScriptedSender,
     make_harness,
+    until,
     utc,
 )
+from tests.support.followups import store_rows
+from tests.support.store_helpers import open_any_store
 
 DEAD = "dead-host:999:0badc0de"
 LEASE = timedelta(minutes=5)
 
 
 @pytest.fixture
-async def h(sqlite_store: Store, clock: TestClock) -> Harness:
-    return await make_harness(sqlite_store, clock)
+async def h(storage_url: str, clock: TestClock) -> AsyncIterator[Harness]:
+    async with open_any_store(storage_url) as store:
+        yield await make_harness(store, clock)
 
 
 async def claim_columns(h: Harness, reminder_id: str) -> tuple[Any, ...]:
-    rows = await h.store.fetchall(  # type: ignore[attr-defined]
+    rows = await store_rows(
+        h.store,
         "SELECT claim_phase, claimed_by, lease_until, claimed_at FROM reminders WHERE id = ?",
         (reminder_id,),
     )
@@ -179,3 +188,51 @@ async def test_no_new_reminder_is_claimed_once_stopping(h: Harness) -> None:
     h.service.stop_taking_work()
     assert await h.service.fire_due() == 0 and h.sender.sent == []
     assert await h.reminders.claimed() == []
+
+
+class HeldSettle:
+    """The real store, with `mark_failed` of one reminder held until the test
+    opens it: that chat is still recording its interrupted send."""
+
+    def __init__(self, inner: Any, held: str) -> None:
+        self._inner = inner
+        self._held = held
+        self.entered = asyncio.Event()
+        self.open = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def mark_failed(self, reminder_id: str, **kwargs: Any) -> Any:
+        if reminder_id == self._held:
+            self.entered.set()
+            await self.open.wait()
+        return await self._inner.mark_failed(reminder_id, **kwargs)
+
+
+async def test_a_stop_ends_only_once_every_chat_has_recorded_its_send(h: Harness) -> None:
+    """Two chats mid-send when the process stops: the pass does not end (and
+    the store is not closed under it) while one chat is still recording."""
+    held = await h.add("held", after="1m")
+    other = await h.add("other", after="1m", target=THREAD, key=THREAD_KEY)
+    await h.clock.advance(60)
+    stuck = BlockingSender()
+    h.restart(stuck)
+    gate = HeldSettle(h.reminders, held.id)
+    h.service._store = gate  # type: ignore[assignment]
+    task = asyncio.create_task(h.service.fire_due())
+    await until(lambda: len(stuck.sent) == 2)
+    task.cancel()
+    await asyncio.wait_for(gate.entered.wait(), 1)
+    for _ in range(100):  # the other chat records its send
+        if (await h.get(other.id)).status == "failed":
+            break
+        await asyncio.sleep(0.01)
+    assert (await h.get(other.id)).status == "failed"
+    done, _ = await asyncio.wait({task}, timeout=0.1)
+    assert not done  # still waiting for the held chat
+    gate.open.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 1)
+    assert await h.reminders.claimed() == []
+    assert (await h.get(held.id)).status == "failed"

@@ -27,6 +27,7 @@ from core.reminders.tools import register_reminder_tools
 from core.store import Store
 from core.tools import ToolRegistry
 from tests.fakes.scripted_model import ScriptedModel, calls, text
+from tests.support.followups import store_execute
 from tests.support.store_helpers import make_reminder_store
 
 PARIS = "Europe/Paris"
@@ -135,8 +136,8 @@ async def make_harness(store: Store, clock: TestClock, sender: ScriptedSender | 
 
 
 @pytest.fixture
-async def h(sqlite_store: Store, clock: TestClock) -> Harness:
-    return await make_harness(sqlite_store, clock)
+async def h(any_store: Store, clock: TestClock) -> Harness:
+    return await make_harness(any_store, clock)
 
 
 # --- the three forms fire at the right instants -------------------------------------------
@@ -553,9 +554,9 @@ async def test_a_broken_row_is_reported_and_skipped(h: Harness, caplog) -> None:
     bad = await h.add("bad one", cron="0 8 * * *")
     bad_tz = await h.add("bad zone", after="1m")
     sql = "UPDATE reminders SET cron = 'every blue moon' WHERE id = ?"
-    await h.store._write(lambda conn: conn.execute(sql, (bad.id,)))  # type: ignore[attr-defined]
+    await store_execute(h.store, sql, (bad.id,))
     sql = "UPDATE reminders SET timezone = 'Nowhere/Else', kind = 'cron', cron = '* * * * *' "
-    await h.store._write(lambda conn: conn.execute(sql + "WHERE id = ?", (bad_tz.id,)))  # type: ignore[attr-defined]
+    await store_execute(h.store, sql + "WHERE id = ?", (bad_tz.id,))
     h.clock.set(utc(2026, 12, 2, 7, 0))
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
         assert await h.service.fire_due() == 1

@@ -1,4 +1,5 @@
-"""The SQLite ReminderStore: state changes, scope checks, and indexed due queries."""
+"""The ReminderStore on each backend: state changes and scope checks; and the
+SQLite store's indexed due queries and unreadable rows."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from core.reminders.model import NewReminder
 from core.reminders.store import ReminderStore
 from core.store import Store
 from core.store.sqlite.rows import to_ms
+from tests.support.followups import Followups
 from tests.support.store_helpers import make_reminder_store
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -42,7 +44,7 @@ def new(
     )
 
 
-async def reminders(store: Store) -> ReminderStore:
+async def reminders(store: Store | Followups) -> ReminderStore:
     for key in (KEY, OTHER):
         await store.ensure_session(
             key,
@@ -53,11 +55,11 @@ async def reminders(store: Store) -> ReminderStore:
             thread_id=None,
             now=NOW,
         )
-    return make_reminder_store(store)
+    return store.reminders if isinstance(store, Followups) else make_reminder_store(store)
 
 
-async def test_add_get_and_list_by_scope(sqlite_store: Store) -> None:
-    rs = await reminders(sqlite_store)
+async def test_add_get_and_list_by_scope(followups: Followups) -> None:
+    rs = await reminders(followups)
     a = await rs.add(new("a", at=NOW + timedelta(hours=2)))
     b = await rs.add(new("b", at=NOW + timedelta(hours=1)))
     c = await rs.add(new("c", key=OTHER, at=NOW + timedelta(minutes=90)))
@@ -70,8 +72,8 @@ async def test_add_get_and_list_by_scope(sqlite_store: Store) -> None:
     assert (await rs.get(c.id, agent_id="main", session_key=OTHER)) == c
 
 
-async def test_cancel_is_scope_checked_and_only_for_active(sqlite_store: Store) -> None:
-    rs = await reminders(sqlite_store)
+async def test_cancel_is_scope_checked_and_only_for_active(followups: Followups) -> None:
+    rs = await reminders(followups)
     r = await rs.add(new())
     assert await rs.cancel(r.id, now=NOW, agent_id="main", session_key=OTHER) is None
     done = await rs.cancel(r.id, now=NOW, agent_id="main", session_key=KEY)
@@ -81,8 +83,8 @@ async def test_cancel_is_scope_checked_and_only_for_active(sqlite_store: Store) 
     assert len(await rs.list_for_session("main", KEY, statuses=None)) == 1
 
 
-async def test_claim_once_then_fired_or_failed(sqlite_store: Store) -> None:
-    rs = await reminders(sqlite_store)
+async def test_claim_once_then_fired_or_failed(followups: Followups) -> None:
+    rs = await reminders(followups)
     once = await rs.add(new("once", at=NOW))
     daily = await rs.add(new("daily", at=NOW, cron="0 9 * * *"))
     early = NOW - timedelta(seconds=1)
@@ -103,8 +105,8 @@ async def test_claim_once_then_fired_or_failed(sqlite_store: Store) -> None:
     assert await rs.claimed() == []
 
 
-async def test_a_reminder_cancelled_in_flight_stays_cancelled(sqlite_store: Store) -> None:
-    rs = await reminders(sqlite_store)
+async def test_a_reminder_cancelled_in_flight_stays_cancelled(followups: Followups) -> None:
+    rs = await reminders(followups)
     r = await rs.add(new(at=NOW, cron="0 9 * * *"))
     await rs.claim(r.id, NOW, worker=W, lease_until=NOW + LEASE)
     await rs.cancel(r.id, now=NOW)
@@ -112,8 +114,8 @@ async def test_a_reminder_cancelled_in_flight_stays_cancelled(sqlite_store: Stor
     assert after is not None and (after.status, after.next_fire_at) == ("cancelled", NOW)
 
 
-async def test_next_due_and_due_filter_by_platform(sqlite_store: Store) -> None:
-    rs = await reminders(sqlite_store)
+async def test_next_due_and_due_filter_by_platform(followups: Followups) -> None:
+    rs = await reminders(followups)
     assert await rs.next_due() is None
     d = await rs.add(new("discord", at=NOW - timedelta(minutes=5), platform="discord"))
     t = await rs.add(new("telegram", at=NOW + timedelta(minutes=5)))
@@ -124,8 +126,8 @@ async def test_next_due_and_due_filter_by_platform(sqlite_store: Store) -> None:
     assert await rs.due(NOW) == [d]
 
 
-async def test_skip_only_moves_an_unchanged_unclaimed_reminder(sqlite_store: Store) -> None:
-    rs = await reminders(sqlite_store)
+async def test_skip_only_moves_an_unchanged_unclaimed_reminder(followups: Followups) -> None:
+    rs = await reminders(followups)
     r = await rs.add(new(at=NOW, cron="0 9 * * *"))
     later = NOW + timedelta(days=1)
     assert (
@@ -135,11 +137,11 @@ async def test_skip_only_moves_an_unchanged_unclaimed_reminder(sqlite_store: Sto
     assert moved is not None and moved.next_fire_at == later and moved.attempts == 0
 
 
-async def test_deleting_a_session_deletes_its_reminders(sqlite_store: Store) -> None:
-    rs = await reminders(sqlite_store)
+async def test_deleting_a_session_deletes_its_reminders(followups: Followups) -> None:
+    rs = await reminders(followups)
     mine = await rs.add(new())
     other = await rs.add(new(key=OTHER))
-    await sqlite_store.delete_session(KEY)
+    await followups.delete_session(KEY)
     assert await rs.get(mine.id) is None
     assert await rs.get(other.id) == other
 

@@ -62,9 +62,9 @@ class Tools:
 
 
 @pytest.fixture
-async def tools(sqlite_store: Store, clock: TestClock) -> Tools:
+async def tools(any_store: Store, clock: TestClock) -> Tools:
     clock.set(HERE.now)  # 10:00 in Paris
-    return Tools(sqlite_store, clock)
+    return Tools(any_store, clock)
 
 
 def test_the_three_tools_are_registered(tools: Tools) -> None:

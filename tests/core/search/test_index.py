@@ -1,5 +1,6 @@
 """The full-text index through Store.search: languages, ranking, visibility,
-redaction and query plans."""
+redaction (on both backends), and SQLite's FTS5 rows and query plans (the
+PostgreSQL equivalents are in tests/core/store/postgres/test_search_pg.py)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ from core.search.ngrams import run_tokens, split_columns
 from core.search.normalize import normalize
 from core.search.query import build_query
 from core.search.redact import Redactor
-from core.store import SearchScope
+from core.store import SearchScope, Store
+from core.store.postgres import PostgresStore
+from core.store.postgres import search as pg_search
 from core.store.sqlite import SqliteStore
 from core.store.sqlite import search as sqlite_search
 from core.store.sqlite.fts import AGENT_SPAN, TOKENIZE, agent_range, session_filter
 from tests.core.store.test_contract import T0, add, add_session, deactivate, ids, msg, search
 from tests.support.search_corpus import MESSAGES, NO_HITS, TOP_HITS
-from tests.support.store_helpers import search_plan_sql
+from tests.support.store_helpers import open_any_store, search_plan_sql
 
 KEY = "agent:a:telegram:private:100"
 A2 = "agent:a:telegram:group:200"
@@ -28,7 +31,17 @@ B1 = "agent:b:discord:private:300"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+async def store(storage_url: str) -> AsyncIterator[Store]:
+    """Each backend's store."""
+    async with open_any_store(storage_url) as opened:
+        for key in (KEY, A2, B1):
+            await add_session(opened, key)
+        yield opened
+
+
+@pytest.fixture
+async def lite(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    """The SQLite store, for checks of its FTS5 rows and query plans."""
     async with SqliteStore(tmp_path / "kept.sqlite") as opened:
         for key in (KEY, A2, B1):
             await add_session(opened, key)
@@ -36,7 +49,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 
 
 @pytest.fixture
-async def corpus(store: SqliteStore) -> dict[str, int]:
+async def corpus(store: Store) -> dict[str, int]:
     found: dict[str, int] = {}
     for at, (name, text) in enumerate(MESSAGES.items()):
         found[name] = (await add(store, text, at=at)).id
@@ -85,7 +98,7 @@ def test_the_tokenizer_keeps_bigrams_and_marks_whole() -> None:
 
 @pytest.mark.parametrize(("query", "expected"), TOP_HITS, ids=[q for q, _ in TOP_HITS])
 async def test_corpus_top_hit(
-    store: SqliteStore, corpus: dict[str, int], query: str, expected: str
+    store: Store, corpus: dict[str, int], query: str, expected: str
 ) -> None:
     hits = await search(store, query, agent="a")
     assert hits, f"{query!r} found nothing"
@@ -93,11 +106,11 @@ async def test_corpus_top_hit(
 
 
 @pytest.mark.parametrize("query", NO_HITS)
-async def test_corpus_no_hit(store: SqliteStore, corpus: dict[str, int], query: str) -> None:
+async def test_corpus_no_hit(store: Store, corpus: dict[str, int], query: str) -> None:
     assert await search(store, query) == []
 
 
-async def test_one_and_two_character_chinese(store: SqliteStore) -> None:
+async def test_one_and_two_character_chinese(store: Store) -> None:
     middle = await add(store, "我们去北京吧")
     alone = await add(store, "好 猫")
     end = await add(store, "这是我的猫")
@@ -108,7 +121,7 @@ async def test_one_and_two_character_chinese(store: SqliteStore) -> None:
     assert await search(store, "京北") == []
 
 
-async def test_cjk_phrases_and_mixed_scripts(store: SqliteStore) -> None:
+async def test_cjk_phrases_and_mixed_scripts(store: Store) -> None:
     spaced = await add(store, "東京 の 天気 は 晴れ")
     joined = await add(store, "東京の天気は晴れ")
     mixed = await add(store, "新しいiPhoneを買った")
@@ -123,17 +136,13 @@ async def test_cjk_phrases_and_mixed_scripts(store: SqliteStore) -> None:
 # --- ranking ----------------------------------------------------------------------
 
 
-async def test_phrase_ranks_above_a_bag_of_the_same_words(store: SqliteStore) -> None:
+async def test_phrase_ranks_above_a_bag_of_the_same_words(store: Store) -> None:
     bag = await add(store, "review the budget", at=9)
     phrase = await add(
         store, "The quarterly budget review meeting is on Thursday in the main building", at=1
     )
-    # bm25 alone prefers the short, newer message...
-    plain = await store.fetchall(
-        f"SELECT rowid % {AGENT_SPAN} FROM messages_fts "
-        "WHERE messages_fts MATCH 'budget AND review' ORDER BY bm25(messages_fts)"
-    )
-    assert [r[0] for r in plain] == [bag.id, phrase.id]
+    # Relevance alone (bm25, ts_rank_cd) prefers the short, newer message
+    # (test_bm25_alone_prefers_the_bag)...
     # ...but the one holding the words as written wins, with a higher score.
     hits = await search(store, "budget review")
     assert ids(hits) == [phrase.id, bag.id]
@@ -144,13 +153,25 @@ async def test_phrase_ranks_above_a_bag_of_the_same_words(store: SqliteStore) ->
     assert ids(await search(store, "budget")) == [bag.id, phrase.id]
 
 
-async def test_phrase_bonus_in_cjk(store: SqliteStore) -> None:
+async def test_bm25_alone_prefers_the_bag(lite: SqliteStore) -> None:
+    bag = await add(lite, "review the budget", at=9)
+    phrase = await add(
+        lite, "The quarterly budget review meeting is on Thursday in the main building", at=1
+    )
+    plain = await lite.fetchall(
+        f"SELECT rowid % {AGENT_SPAN} FROM messages_fts "
+        "WHERE messages_fts MATCH 'budget AND review' ORDER BY bm25(messages_fts)"
+    )
+    assert [r[0] for r in plain] == [bag.id, phrase.id]
+
+
+async def test_phrase_bonus_in_cjk(store: Store) -> None:
     apart = await add(store, "天气 北京", at=5)
     together = await add(store, "明天北京天气怎么样，我想知道很多很多事情", at=1)
     assert ids(await search(store, "北京 天气")) == [together.id, apart.id]
 
 
-async def test_prefix(store: SqliteStore) -> None:
+async def test_prefix(store: Store) -> None:
     starter = await add(store, "sourdough starter")
     sour = await add(store, "sour cream")
     assert sorted(ids(await search(store, "sour*"))) == sorted([starter.id, sour.id])
@@ -161,9 +182,10 @@ async def test_prefix(store: SqliteStore) -> None:
 
 
 async def test_a_common_word_is_ranked_in_its_newest_window(
-    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_search, "RANK_WINDOW", 4)
+    backend = pg_search if isinstance(store, PostgresStore) else sqlite_search
+    monkeypatch.setattr(backend, "RANK_WINDOW", 4)
     best_but_old = await add(store, "common", at=0)
     for i in range(10):
         await add(store, f"common word number {i} in a longer message", at=i + 1)
@@ -180,7 +202,7 @@ async def test_a_common_word_is_ranked_in_its_newest_window(
 # --- visibility -----------------------------------------------------------------
 
 
-async def test_each_scope_sees_exactly_its_sessions(store: SqliteStore) -> None:
+async def test_each_scope_sees_exactly_its_sessions(store: Store) -> None:
     for key in (KEY, A2, B1):
         await add(store, f"budget talk in {key}", key=key)
         await add(store, "budget reply", "assistant", key=key)
@@ -204,7 +226,7 @@ async def test_each_scope_sees_exactly_its_sessions(store: SqliteStore) -> None:
 @pytest.mark.parametrize(
     "scope", [SearchScope(session_key=KEY), SearchScope(agent_id="a")], ids=["session", "agent"]
 )
-async def test_hidden_rows_never_take_result_slots(store: SqliteStore, scope: SearchScope) -> None:
+async def test_hidden_rows_never_take_result_slots(store: Store, scope: SearchScope) -> None:
     # 30 hidden hits that bm25 prefers (short, exact), newer than the visible ones.
     visible = [
         await add(store, f"long visible message number {i} about budget", at=i) for i in range(5)
@@ -224,11 +246,11 @@ async def explain(store: SqliteStore, sql: str, params: object) -> str:
     return " | ".join(row[3] for row in rows)
 
 
-async def test_search_plans_start_from_the_index(store: SqliteStore) -> None:
+async def test_search_plans_start_from_the_index(lite: SqliteStore) -> None:
     # Enough rows that the planner has real statistics to be tempted by.
     for i in range(60):
-        await add(store, f"filler {i} 中文", key=(KEY, A2, B1)[i % 3])
-    await store.fetchall("ANALYZE")
+        await add(lite, f"filler {i} 中文", key=(KEY, A2, B1)[i % 3])
+    await lite.fetchall("ANALYZE")
     cases = [
         (SearchScope(agent_id="a"), "北", True),  # one CJK character
         (SearchScope(agent_id="a"), "budget review", True),
@@ -242,7 +264,7 @@ async def test_search_plans_start_from_the_index(store: SqliteStore) -> None:
         params = {"expr": query.expression, "phrase": query.phrase or query.expression}
         params |= {"window": 5000, "limit": 10, "inner_limit": 20, "session_id": 1, "agent_id": "a"}
         params |= dict(zip(("low", "high"), agent_range(1), strict=True))
-        plan = await explain(store, sql, params)
+        plan = await explain(lite, sql, params)
         # The ranked query starts from the full-text index, with the agent's
         # rowid range handed to FTS5 (idxStr holds M for MATCH, < and > for
         # the rowid bounds)...
@@ -256,25 +278,30 @@ async def test_search_plans_start_from_the_index(store: SqliteStore) -> None:
         assert "SEARCH m USING INTEGER PRIMARY KEY" not in inner, plan
 
 
-async def test_context_reads_walk_one_session_by_index(store: SqliteStore) -> None:
+async def test_context_reads_walk_one_session_by_index(lite: SqliteStore) -> None:
     for sql in (sqlite_search.CONTEXT_FROM, sqlite_search.CONTEXT_BEFORE):
-        plan = await explain(store, sql, {"key": KEY, "anchor": 5, "limit": 5})
+        plan = await explain(lite, sql, {"key": KEY, "anchor": 5, "limit": 5})
         assert "SEARCH m USING INDEX messages_session (session_id=? AND id" in plan, plan
         assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
 
 
-async def test_each_agent_has_its_own_rowid_range(store: SqliteStore) -> None:
-    a = await add(store, "shared word")
-    b = await add(store, "shared word", key=B1)
-    slots = dict(await store.fetchall("SELECT agent_id, slot FROM agents"))
+async def test_each_agent_has_its_own_rowid_range(lite: SqliteStore) -> None:
+    a = await add(lite, "shared word")
+    b = await add(lite, "shared word", key=B1)
+    slots = dict(await lite.fetchall("SELECT agent_id, slot FROM agents"))
     assert set(slots) == {"a", "b"} and slots["a"] != slots["b"]
     for record, agent in ((a, "a"), (b, "b")):
-        rows = await store.fetchall(
+        rows = await lite.fetchall(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?",
             (session_filter(record.session_id),),
         )
         low, high = agent_range(slots[agent])
         assert [r[0] for r in rows] == [low + record.id] and low + record.id < high
+
+
+async def test_each_agent_sees_its_own_rows(store: Store) -> None:
+    a = await add(store, "shared word")
+    b = await add(store, "shared word", key=B1)
     # Each agent's search sees its own row only; the admin's sees both.
     assert ids(await search(store, "shared", agent="a")) == [a.id]
     assert ids(await search(store, "shared", agent="b")) == [b.id]
@@ -282,7 +309,7 @@ async def test_each_agent_has_its_own_rowid_range(store: SqliteStore) -> None:
     assert sorted(ids(hits)) == sorted([a.id, b.id])
 
 
-async def test_the_admin_search_ranks_across_agents(store: SqliteStore) -> None:
+async def test_the_admin_search_ranks_across_agents(store: Store) -> None:
     # One ranked query per agent, merged: phrase matches first, then bm25,
     # then the newest, and `limit` counts across agents.
     long_a = await add(store, "a long message that mentions the budget once, in passing", at=1)
@@ -299,18 +326,18 @@ async def test_the_admin_search_ranks_across_agents(store: SqliteStore) -> None:
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
-async def test_an_agent_without_sessions_sees_nothing(store: SqliteStore) -> None:
+async def test_an_agent_without_sessions_sees_nothing(store: Store) -> None:
     await add(store, "shared word")
     assert await search(store, "shared", agent="nobody") == []
 
 
-async def test_the_window_is_one_walk_of_the_index_range(store: SqliteStore) -> None:
+async def test_the_window_is_one_walk_of_the_index_range(lite: SqliteStore) -> None:
     query = build_query("猫")
     assert query is not None
     expression = f"({query.expression}) AND {session_filter(1)}"
     params = {"expr": expression, "window": 5000}
     params |= dict(zip(("low", "high"), agent_range(1), strict=True))
-    plan = await explain(store, sqlite_search.WINDOW_SQL, params)
+    plan = await explain(lite, sqlite_search.WINDOW_SQL, params)
     # One walk of the index in rowid order, stopped by the LIMIT: no sort,
     # and no other table.
     assert re.fullmatch(r"SCAN messages_fts VIRTUAL TABLE INDEX \d+:M\d*[<>]{2}.*", plan), plan
@@ -327,7 +354,7 @@ SECRETS = [
 
 
 @pytest.mark.parametrize("filler", [0, 240, 280], ids=["start", "near-cut", "past-cut"])
-async def test_snippets_are_redacted_whole(store: SqliteStore, filler: int) -> None:
+async def test_snippets_are_redacted_whole(store: Store, filler: int) -> None:
     text = (
         "word " * (filler // 5)
         + f"deploy with {SECRETS[0]} and header Authorization: {SECRETS[1]} "
@@ -345,7 +372,7 @@ async def test_snippets_are_redacted_whole(store: SqliteStore, filler: int) -> N
                     assert piece not in snippet, (query, piece, snippet)
 
 
-async def test_a_found_secret_is_still_masked(store: SqliteStore) -> None:
+async def test_a_found_secret_is_still_masked(store: Store) -> None:
     record = await add(store, f"my key is sk-proj-{KEY_BODY}")
     hits = await search(store, "abcdef1234567890ghijklmnop", key=KEY)
     # Searching for the secret itself may find the message, never show it.

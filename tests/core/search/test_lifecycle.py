@@ -1,5 +1,6 @@
-"""Edits, deletions, imports, reindexing and the v1 → v2 migration keep the
-full-text index equal to the active messages (index_consistency() == (0, 0))."""
+"""Edits, deletions, imports, reindexing (on both backends) and SQLite's
+v1 → v2 migration keep the full-text index equal to the active messages
+(index_consistency() == (0, 0))."""
 
 from __future__ import annotations
 
@@ -11,17 +12,34 @@ from pathlib import Path
 import pytest
 
 from core.store import ImportRow, Store
+from core.store.postgres import PostgresStore
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.fts import AGENT_SPAN, index_values
 from core.store.sqlite.migrations import load_migrations
 from tests.core.store.test_contract import KEY, OTHER, T0, add, add_session, ids, search
-from tests.support.store_helpers import count_index_rows, index_consistency
+from tests.support.store_helpers import (
+    count_index_rows,
+    count_messages,
+    deactivate,
+    index_consistency,
+    open_any_store,
+)
 
 B1 = "agent:b:discord:channel:9:thread:4"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+async def store(storage_url: str) -> AsyncIterator[Store]:
+    """Each backend's store."""
+    async with open_any_store(storage_url) as opened:
+        await add_session(opened, KEY)
+        await add_session(opened, OTHER)
+        yield opened
+
+
+@pytest.fixture
+async def lite(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    """The SQLite store, for checks of its FTS5 rows."""
     async with SqliteStore(tmp_path / "kept.sqlite") as opened:
         await add_session(opened, KEY)
         await add_session(opened, OTHER)
@@ -47,7 +65,7 @@ async def edit(store: Store, platform_id: str, text: str, chat: str = "100") -> 
     )
 
 
-async def test_edit_replaces_text_and_index_row_together(store: SqliteStore) -> None:
+async def test_edit_replaces_text_and_index_row_together(store: Store) -> None:
     user = await add(store, "meet at the station", platform_message_id="1")
     reply = await add(store, "see you there", "assistant", in_reply_to=user.id)
     await store.set_platform_message_id(reply.id, "2")
@@ -62,11 +80,10 @@ async def test_edit_replaces_text_and_index_row_together(store: SqliteStore) -> 
     assert await consistent(store, KEY)
 
 
-async def test_edits_of_unindexed_or_hidden_rows_add_no_index_row(store: SqliteStore) -> None:
+async def test_edits_of_unindexed_or_hidden_rows_add_no_index_row(store: Store) -> None:
     photo = await add(store, "caption", kind="image", platform_message_id="3")
     hidden = await add(store, "hidden words", platform_message_id="4")
-    with sqlite3.connect(store.path) as conn:
-        conn.execute("UPDATE messages SET active = 0 WHERE id = ?", (hidden.id,))
+    await deactivate(store, hidden.id)
     await edit(store, "3", "new caption")
     await edit(store, "4", "still hidden")
     assert (await store.get_message(photo.id)).text == "new caption"  # type: ignore[union-attr]
@@ -75,7 +92,7 @@ async def test_edits_of_unindexed_or_hidden_rows_add_no_index_row(store: SqliteS
     assert await consistent(store, KEY)
 
 
-async def test_edit_and_delete_are_scoped_to_platform_and_chat(store: SqliteStore) -> None:
+async def test_edit_and_delete_are_scoped_to_platform_and_chat(store: Store) -> None:
     here = await add(store, "here", platform_message_id="5")
     there = await add(store, "there", key=OTHER, platform_message_id="5")
     assert await edit(store, "5", "changed", chat="999") is None
@@ -88,7 +105,7 @@ async def test_edit_and_delete_are_scoped_to_platform_and_chat(store: SqliteStor
     assert await consistent(store, KEY, OTHER)
 
 
-async def test_deleting_a_message_keeps_its_turn(store: SqliteStore) -> None:
+async def test_deleting_a_message_keeps_its_turn(store: Store) -> None:
     user = await add(store, "question words", platform_message_id="6")
     reply = await add(store, "answer words", "assistant", in_reply_to=user.id)
     assert await store.delete_message(platform="telegram", chat_id="100", platform_message_id="6")
@@ -98,14 +115,13 @@ async def test_deleting_a_message_keeps_its_turn(store: SqliteStore) -> None:
     assert await consistent(store, KEY)
 
 
-async def test_delete_session_is_one_transaction(store: SqliteStore) -> None:
+async def test_delete_session_is_one_transaction(store: Store) -> None:
     for i in range(20):
         user = await add(store, f"doomed {i}", at=i)
         await add(store, "{}", "tool", kind="tool_result", in_reply_to=user.id, at=i)
     survivor = await add(store, "doomed survivor", key=OTHER)
     assert await store.delete_session(KEY) == 40
-    left = await store.fetchall("SELECT count(*) FROM messages")
-    assert left[0][0] == 1
+    assert await count_messages(store) == 1
     assert ids(await search(store, "doomed", limit=25)) == [survivor.id]
     assert await consistent(store, OTHER)
 
@@ -113,7 +129,7 @@ async def test_delete_session_is_one_transaction(store: SqliteStore) -> None:
 # --- import and reindex ---------------------------------------------------------------
 
 
-async def test_import_stores_without_indexing_then_reindex_catches_up(store: SqliteStore) -> None:
+async def test_import_stores_without_indexing_then_reindex_catches_up(store: Store) -> None:
     rows = [
         row(B1, "user", "The budget is 500 euros", 1),
         row(B1, "assistant", "Noted the budget.", 2),
@@ -147,7 +163,7 @@ async def test_import_stores_without_indexing_then_reindex_catches_up(store: Sql
     assert await store.reindex_session("agent:x:telegram:private:1") == 0
 
 
-async def test_import_checks_every_row_before_writing(store: SqliteStore) -> None:
+async def test_import_checks_every_row_before_writing(store: Store) -> None:
     good = row(B1, "user", "fine")
     for bad in [
         row("not a key", "user", "x"),
@@ -161,10 +177,12 @@ async def test_import_checks_every_row_before_writing(store: SqliteStore) -> Non
 
 
 async def test_large_imports_are_split_into_transactions(
-    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.store.sqlite.messages as backend
+    import core.store.postgres.messages as postgres_backend
+    import core.store.sqlite.messages as sqlite_backend
 
+    backend = postgres_backend if isinstance(store, PostgresStore) else sqlite_backend
     monkeypatch.setattr(backend, "IMPORT_BATCH", 7)
     rows = [row(f"agent:a:telegram:private:{i % 5}", "user", f"line {i}", i) for i in range(50)]
     assert await store.import_messages(rows) == 50
@@ -176,7 +194,7 @@ async def test_large_imports_are_split_into_transactions(
     assert await consistent(store)
 
 
-async def test_mark_index_behind(store: SqliteStore) -> None:
+async def test_mark_index_behind(store: Store) -> None:
     await add(store, "indexed")
     assert await store.mark_index_behind(KEY) == 1
     assert await store.sessions_behind() == [KEY]
@@ -187,17 +205,17 @@ async def test_mark_index_behind(store: SqliteStore) -> None:
     assert await store.sessions_behind() == [] and await consistent(store, KEY, OTHER)
 
 
-async def test_consistency_notices_every_kind_of_drift(store: SqliteStore) -> None:
-    record = await add(store, "drifting")
-    other = await add(store, "elsewhere", key=OTHER)
-    (slot,) = (await store.fetchall("SELECT agent_slot FROM sessions WHERE key = ?", (KEY,)))[0]
+async def test_consistency_notices_every_kind_of_drift(lite: SqliteStore) -> None:
+    record = await add(lite, "drifting")
+    other = await add(lite, "elsewhere", key=OTHER)
+    (slot,) = (await lite.fetchall("SELECT agent_slot FROM sessions WHERE key = ?", (KEY,)))[0]
     rowid = slot * AGENT_SPAN + record.id
-    with sqlite3.connect(store.path) as conn:
+    with sqlite3.connect(lite.path) as conn:
         conn.execute("DELETE FROM messages_fts WHERE rowid = ?", (rowid,))
-    assert await index_consistency(store) == (1, 0)
-    assert await index_consistency(store, KEY) == (1, 0)
-    assert await index_consistency(store, OTHER) == (0, 0)
-    with sqlite3.connect(store.path) as conn:
+    assert await index_consistency(lite) == (1, 0)
+    assert await index_consistency(lite, KEY) == (1, 0)
+    assert await index_consistency(lite, OTHER) == (0, 0)
+    with sqlite3.connect(lite.path) as conn:
         # A row claiming the wrong session is both missing and orphaned, and
         # so is a row outside its agent's rowid range.
         conn.execute(
@@ -212,12 +230,12 @@ async def test_consistency_notices_every_kind_of_drift(store: SqliteStore) -> No
             "INSERT INTO messages_fts(rowid, words, grams, session) VALUES (?, 'elsewhere', '', ?)",
             ((slot + 7) * AGENT_SPAN + other.id, f"s{other.session_id}"),
         )
-    assert await index_consistency(store) == (1, 3)
-    assert await index_consistency(store, KEY) == (1, 1)
-    assert await index_consistency(store, OTHER) == (0, 2)
-    assert await store.reindex_session(KEY) == 1
-    assert await store.reindex_session(OTHER) == 1
-    assert await consistent(store, KEY, OTHER)
+    assert await index_consistency(lite) == (1, 3)
+    assert await index_consistency(lite, KEY) == (1, 1)
+    assert await index_consistency(lite, OTHER) == (0, 2)
+    assert await lite.reindex_session(KEY) == 1
+    assert await lite.reindex_session(OTHER) == 1
+    assert await consistent(lite, KEY, OTHER)
 
 
 # --- migration from a v1 database --------------------------------------------------------

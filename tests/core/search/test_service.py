@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
@@ -13,6 +14,7 @@ from core.search.tools import register_search_tools
 from core.store.base import SearchScope, Store
 from core.tools import ToolContext, ToolRegistry
 from tests.core.store.test_contract import T0, add, add_session
+from tests.support.store_helpers import open_any_store
 
 
 class BehindStore:
@@ -55,13 +57,20 @@ OTHER_AGENT = "agent:other:telegram:private:3"
 
 
 @pytest.fixture
-async def search(sqlite_store: Store) -> SessionSearch:
+async def store(storage_url: str) -> AsyncIterator[Store]:
+    """Each backend's store."""
+    async with open_any_store(storage_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def search(store: Store) -> SessionSearch:
     """Five "budget" messages: three in MAIN_A, one in MAIN_B, one of another agent."""
     for key in (MAIN_A, MAIN_B, OTHER_AGENT):
-        await add_session(sqlite_store, key)
+        await add_session(store, key)
     for at, key in enumerate((MAIN_A, MAIN_A, MAIN_A, MAIN_B, OTHER_AGENT)):
-        await add(sqlite_store, f"budget note {at}", at=at, key=key)
-    return SessionSearch(sqlite_store, KeptConfig)
+        await add(store, f"budget note {at}", at=at, key=key)
+    return SessionSearch(store, KeptConfig)
 
 
 @pytest.mark.parametrize(

@@ -3,12 +3,17 @@ a backend in."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from core.store.backends import open_backend
+from core.store.postgres import PostgresStore
+from core.store.postgres.connection import DatabaseUnreachable
 from tests.core.commitments.test_store import ALICE, NOW, new
 from tests.core.reminders.test_store import new as new_reminder
 
@@ -54,10 +59,57 @@ def test_importing_the_ports_imports_no_backend() -> None:
         "import core.heartbeat.store, core.reminders, core.reminders.store\n"
         "import core.conversation, core.search.service\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('core.store.sqlite', "
-        "'core.store.backends', 'aiosqlite')))\n"
+        "'core.store.postgres', 'core.store.backends', 'aiosqlite', 'psycopg')))\n"
         "assert not loaded, loaded\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 0, done.stderr
+
+
+async def test_a_postgresql_url_opens_the_postgres_backend(postgres_url: str) -> None:
+    for url in (postgres_url, postgres_url.replace("postgresql://", "postgres://", 1)):
+        backend = open_backend(url)
+        assert isinstance(backend.store, PostgresStore)
+        async with backend:
+            await backend.store.ensure_session(
+                "agent:main:telegram:private:42",
+                agent_id="main",
+                platform="telegram",
+                chat_id="42",
+                chat_kind="private",
+                thread_id=None,
+                now=NOW,
+            )
+            assert await backend.store.get_session("agent:main:telegram:private:42") is not None
+        # Closing the backend closed its one pool.
+        with pytest.raises(RuntimeError, match="not open"):
+            await backend.store.get_session("agent:main:telegram:private:42")
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("mysql://db/kept", "unsupported storage URL 'mysql://db/kept': expected sqlite:///"),
+        ("postgresql:/db", "malformed storage URL 'postgresql:/db'"),
+        ("postgresql://u@h/db?bogus=1", 'invalid URI query parameter: "bogus"; expected post'),
+        ("sqlite://x", "malformed storage URL 'sqlite://x'"),
+    ],
+)
+def test_a_bad_url_is_one_clear_line(url: str, message: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        open_backend(url)
+    text = str(raised.value)
+    assert message in text and "\n" not in text, text
+
+
+async def test_an_unreachable_server_is_one_clear_line_at_once(tmp_path: Path) -> None:
+    # A Unix socket directory with no server in it: refused at once, and the
+    # pool does not retry for its timeout before saying so.
+    backend = open_backend(f"postgresql:///kept?host={tmp_path}")
+    with pytest.raises(DatabaseUnreachable) as raised:
+        await asyncio.wait_for(backend.open(), timeout=5)
+    text = str(raised.value)
+    assert text.startswith("cannot connect to PostgreSQL: ") and "\n" not in text, text
+    assert str(tmp_path) in text

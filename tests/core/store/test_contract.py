@@ -1,18 +1,17 @@
 """Behaviour every Store backend must have.
 
-Contract tests take the `store` fixture, parametrised over backends, so a
-PostgreSQL backend only has to add itself to BACKENDS. SQLite-only checks
-(schema, migrations, PRAGMAs, query plans) are in test_store_sqlite.py; the
-search index in depth in test_search_*.py.
+Contract tests take the `store` fixture, parametrised over the backends
+(SQLite and PostgreSQL, see `storage_url` in tests/support/postgres.py).
+Backend-only checks (schema, migrations, PRAGMAs, query plans) are in
+tests/core/store/sqlite/ and tests/core/store/postgres/; the search index in
+depth in tests/core/search/.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,29 +27,21 @@ from core.store import (
     Store,
     UnknownSession,
 )
-from core.store.sqlite import SqliteStore
-from tests.support.store_helpers import count_index_rows, index_consistency
+from tests.support.store_helpers import (
+    count_index_rows,
+    index_consistency,
+    open_any_store,
+)
+from tests.support.store_helpers import deactivate as deactivate
 
-BACKENDS = ["sqlite"]
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 KEY = "agent:a:telegram:private:100"
 OTHER = "agent:a:telegram:private:200"
 
 
-def make_store(backend: str, directory: Path) -> Store:
-    if backend == "sqlite":
-        return SqliteStore(directory / "kept.sqlite")
-    raise AssertionError(backend)
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
-async def store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
-    async with make_store(backend, tmp_path) as opened:
+async def store(storage_url: str) -> AsyncIterator[Store]:
+    async with open_any_store(storage_url) as opened:
         await add_session(opened, KEY)
         await add_session(opened, OTHER)
         yield opened
@@ -78,13 +69,6 @@ def msg(
 
 async def add(store: Store, text: str, role: str = "user", **kw: object) -> MessageRecord:
     return await store.add_message(msg(text, role, **kw))  # type: ignore[arg-type]
-
-
-async def deactivate(store: Store, message_id: int) -> None:
-    # No Store method hides a message yet; reach into the backend directly.
-    assert isinstance(store, SqliteStore)
-    with sqlite3.connect(store.path) as conn:
-        conn.execute("UPDATE messages SET active = 0 WHERE id = ?", (message_id,))
 
 
 def ids(records: Sequence[MessageRecord | SearchHit]) -> list[int]:
@@ -187,6 +171,22 @@ async def test_set_platform_message_id(store: Store) -> None:
         await store.set_platform_message_id(reply.id + 1000, "901")
 
 
+async def test_sessions_with_last_platform_id(store: Store) -> None:
+    quiet = "agent:a:telegram:group:300"
+    await add_session(store, quiet)
+    await add_session(store, "agent:a:discord:private:400")
+    # Ids compare as numbers ("999" < "1000"); the bot's own messages and
+    # messages without a platform id do not count.
+    await add(store, "x", platform_message_id="999")
+    await add(store, "x", platform_message_id="1000")
+    first = await add(store, "x", key=OTHER, platform_message_id="12")
+    await add(store, "x", "assistant", platform_message_id="5000", in_reply_to=first.id)
+    await add(store, "imported")
+    found = await store.sessions_with_last_platform_id("telegram")
+    assert [(s.key, last) for s, last in found] == [(KEY, "1000"), (OTHER, "12"), (quiet, None)]
+    assert await store.sessions_with_last_platform_id("matrix") == []
+
+
 # --- history and unanswered -------------------------------------------------
 
 
@@ -273,6 +273,9 @@ async def test_search_skips_inactive(store: Store) -> None:
     gone = await add(store, "secret")
     await deactivate(store, gone.id)
     assert await search(store, "secret") == []
+    # Hiding took the index row along, not only the search's final check.
+    assert await count_index_rows(store) == 0
+    assert await index_consistency(store) == (0, 0)
 
 
 @pytest.mark.parametrize(
@@ -379,10 +382,10 @@ hostile_text = st.one_of(
 )
 
 
-def test_search_never_raises(backend: str, tmp_path: Path) -> None:
+def test_search_never_raises(storage_url: str) -> None:
     # Hypothesis cannot drive an async test, so this one owns its event loop.
     loop = asyncio.new_event_loop()
-    store = make_store(backend, tmp_path)
+    store = open_any_store(storage_url)
     try:
         loop.run_until_complete(store.open())
         loop.run_until_complete(add_session(store, KEY))

@@ -244,7 +244,7 @@ async def test_open_store_urls(tmp_path: Path) -> None:
     async with open_store("sqlite:///:memory:") as memory:
         await add_session(memory, KEY)
         assert (await add(memory, "in memory")).id == 1
-    for bad in ["postgresql://localhost/kept", "sqlite://kept.sqlite", "sqlite:///", "kept.sqlite"]:
+    for bad in ["mysql://localhost/kept", "sqlite://kept.sqlite", "sqlite:///", "kept.sqlite"]:
         with pytest.raises(ValueError, match="sqlite:///"):
             open_store(bad, base_dir=tmp_path)
     with pytest.raises(ValueError, match=r"\?"):
