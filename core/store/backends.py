@@ -8,6 +8,7 @@ The stores it returns still have to be opened (`await backend.open()` or
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self, cast
@@ -92,6 +93,15 @@ def postgres_backend(url: str) -> Backend:
     )
 
 
+# scheme://user:password@ — a password in a URL cannot hold "@" unencoded.
+_PASSWORD = re.compile(r"^([A-Za-z][\w+.-]*://[^:/@]*):[^@/]*@")
+
+
+def _without_password(url: str) -> str:
+    """`url` fit for an error message: its password masked."""
+    return _PASSWORD.sub(r"\1:***@", url, count=1)
+
+
 def _check_postgres_url(url: str) -> None:
     """One clear line for a URL psycopg could not use."""
     from psycopg.conninfo import conninfo_to_dict
@@ -100,8 +110,11 @@ def _check_postgres_url(url: str) -> None:
         conninfo_to_dict(url)
     except Exception as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # psycopg quotes the URL back in some reasons; the password stays out.
+        shown = _without_password(url)
+        reason = reason.replace(url, shown)
         raise ValueError(
-            f"malformed storage URL {url!r}: {reason}; expected postgresql://user@host/database"
+            f"malformed storage URL {shown!r}: {reason}; expected postgresql://user@host/database"
         ) from None
 
 
@@ -117,7 +130,7 @@ def open_backend(url: str, *, base_dir: Path | None = None) -> Backend:
     scheme = url.split(":", 1)[0] if ":" in url else url
     if scheme in _POSTGRES_SCHEMES:
         if not url.startswith(f"{scheme}://"):
-            raise ValueError(f"malformed storage URL {url!r}: {_EXPECTED_ANY}")
+            raise ValueError(f"malformed storage URL {_without_password(url)!r}: {_EXPECTED_ANY}")
         _check_postgres_url(url)
         return postgres_backend(url)
     if not url.startswith(_SQLITE_PREFIX):

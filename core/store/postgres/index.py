@@ -33,6 +33,14 @@ _INSERT = (
     "search = excluded.search"
 )
 
+# A session's rows at once: message ids and their tsvector literals as arrays.
+_INSERT_MANY = (
+    "INSERT INTO message_search(message_id, session_id, search) "
+    "SELECT id, %s, lit::tsvector FROM unnest(%s::bigint[], %s::text[]) AS r(id, lit) "
+    "ON CONFLICT (message_id) DO UPDATE SET session_id = excluded.session_id, "
+    "search = excluded.search"
+)
+
 # A platform message is a user row (unique index messages_platform_dedupe)
 # or one the bot sent (messages_sent_platform_id); each query repeats its
 # index's WHERE term so the planner can use the partial index.
@@ -102,9 +110,11 @@ _IMPORT_SESSION = (
     "created_at, updated_at, index_behind) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, true) "
     "ON CONFLICT(key) DO UPDATE SET index_behind = true RETURNING id, platform, chat_id"
 )
-_IMPORT_MESSAGE = (
+# One statement per batch (columns as arrays): the session trigger runs once.
+_IMPORT_MESSAGES = (
     "INSERT INTO messages(session_id, platform, chat_id, role, kind, text, ts) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
+    "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::text[], %s::timestamptz[])"
 )
 
 CheckedRow = tuple[str, str, str, str, Any]
@@ -139,12 +149,9 @@ async def import_rows(conn: Connection, rows: Sequence[CheckedRow]) -> int:
         found = await cursor.fetchone()
         assert found is not None  # an upsert with RETURNING always returns its row
         sessions[key] = tuple(found)
-    async with conn.cursor() as cursor:
-        await cursor.executemany(
-            _IMPORT_MESSAGE,
-            # sessions[key] is (session_id, platform, chat_id), the first columns.
-            [(*sessions[key], role, kind, text, ts) for key, role, kind, text, ts in rows],
-        )
+    # sessions[key] is (session_id, platform, chat_id), the first columns.
+    values = [(*sessions[key], role, kind, text, ts) for key, role, kind, text, ts in rows]
+    await conn.execute(_IMPORT_MESSAGES, [list(column) for column in zip(*values, strict=True)])
     return len(rows)
 
 
@@ -177,10 +184,10 @@ async def reindex(conn: Connection, session_key: str) -> int:
         (session_id,),
     )
     messages = await cursor.fetchall()
-    async with conn.cursor() as insert:
-        await insert.executemany(
-            _INSERT, [(id_, session_id, tsvector_literal(text)) for id_, text in messages]
-        )
+    await conn.execute(
+        _INSERT_MANY,
+        (session_id, [id_ for id_, _ in messages], [tsvector_literal(t) for _, t in messages]),
+    )
     await conn.execute("UPDATE sessions SET index_behind = false WHERE id = %s", (session_id,))
     return len(messages)
 

@@ -25,8 +25,10 @@ both without a column tag.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 
 from core.search.ngrams import split_columns
 from core.search.normalize import normalize
@@ -38,6 +40,9 @@ from core.search.snippet import DIACRITICS
 MAX_LEXEME_BYTES = 2046
 MAX_POSITION = 16383
 MAX_DOCUMENT_BYTES = 900_000
+
+# Letters and digits are the only ASCII token characters.
+_ASCII_WORD = re.compile(r"[0-9A-Za-z]+")
 
 _TOKEN_CHAR: dict[str, bool] = {}
 
@@ -87,13 +92,13 @@ def document_lexemes(text: str) -> dict[str, list[int]]:
     """Lexeme → its positions in the message, in order."""
     words, grams = split_columns(normalize(text))
     if words.isascii():
-        tokens: Iterable[str] = map(_fit, "".join(c if c.isalnum() else " " for c in words).split())
+        tokens: Iterable[str] = map(_fit, _ASCII_WORD.findall(words))
     else:
         tokens = map(fold_word, _word_tokens(words))
     found: dict[str, list[int]] = {}
     size = 0
     position = 0
-    for lexeme in _chain(tokens, map(_fit, grams.split())):
+    for lexeme in chain(tokens, map(_fit, grams.split())):
         if not lexeme:
             continue
         position = min(position + 1, MAX_POSITION)
@@ -106,11 +111,6 @@ def document_lexemes(text: str) -> dict[str, list[int]]:
         elif positions[-1] != position:
             positions.append(position)
     return found
-
-
-def _chain(first: Iterable[str], second: Iterable[str]) -> Iterator[str]:
-    yield from first
-    yield from second
 
 
 def _quote(lexeme: str) -> str:

@@ -259,7 +259,9 @@ class PostgresStore(Store):
     ) -> list[MessageRecord]:
         if limit <= 0:
             return []
-        async with self._db.transaction() as conn:
+        # Two reads without a shared snapshot: a message stored between them
+        # can only shift the window by one, never show another session's.
+        async with self._db.connection() as conn:
             rows = await pg_search.context_rows(conn, session_key, around_message_id, limit)
         return [message_record(row) for row in rows]
 

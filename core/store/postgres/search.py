@@ -139,7 +139,7 @@ async def _fetch(conn: Connection, sql: str, params: dict[str, Any]) -> list[tup
 async def context_rows(
     conn: Connection, session_key: str, anchor: int | None, limit: int
 ) -> list[tuple[Any, ...]]:
-    """Rows for Store.messages_around, oldest first (run in one transaction)."""
+    """Rows for Store.messages_around, oldest first."""
     if anchor is None:
         latest = await _fetch(conn, CONTEXT_LATEST, {"key": session_key, "limit": limit})
         return latest[::-1]

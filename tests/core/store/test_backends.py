@@ -94,6 +94,8 @@ async def test_a_postgresql_url_opens_the_postgres_backend(postgres_url: str) ->
         ("mysql://db/kept", "unsupported storage URL 'mysql://db/kept': expected sqlite:///"),
         ("postgresql:/db", "malformed storage URL 'postgresql:/db'"),
         ("postgresql://u@h/db?bogus=1", 'invalid URI query parameter: "bogus"; expected post'),
+        ("postgresql://u:s3cret@h/db?bogus=1", "'postgresql://u:***@h/db?bogus=1'"),
+        ("postgresql://u:s3cret@[::1/db", "'postgresql://u:***@[::1/db'"),
         ("sqlite://x", "malformed storage URL 'sqlite://x'"),
     ],
 )
@@ -102,6 +104,7 @@ def test_a_bad_url_is_one_clear_line(url: str, message: str) -> None:
         open_backend(url)
     text = str(raised.value)
     assert message in text and "\n" not in text, text
+    assert "s3cret" not in text, text
 
 
 async def test_an_unreachable_server_is_one_clear_line_at_once(tmp_path: Path) -> None:

@@ -58,13 +58,17 @@ CREATE INDEX messages_sent_platform_id ON messages(platform, chat_id, platform_m
 CREATE INDEX messages_user_ts ON messages(ts) WHERE role = 'user';
 
 -- Every new message marks its session as recently used, in the insert's own
--- statement, so no code path can forget it.
+-- statement, so no code path can forget it. Once per statement, so a bulk
+-- import's multi-row insert updates each of its sessions once.
 CREATE FUNCTION messages_touch_session() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE sessions SET updated_at = greatest(updated_at, NEW.ts) WHERE id = NEW.session_id;
+    UPDATE sessions s SET updated_at = greatest(s.updated_at, n.ts)
+    FROM (SELECT session_id, max(ts) AS ts FROM new_messages GROUP BY session_id) n
+    WHERE s.id = n.session_id;
     RETURN NULL;
 END $$;
 
 CREATE TRIGGER messages_touch_session AFTER INSERT ON messages
-    FOR EACH ROW EXECUTE FUNCTION messages_touch_session();
+    REFERENCING NEW TABLE AS new_messages
+    FOR EACH STATEMENT EXECUTE FUNCTION messages_touch_session();
 """
