@@ -75,7 +75,8 @@ def build_services(
     # Storing a reminder or a follow-up wakes the sleeping heartbeat.
     wake = Wake()
     # A chat turn and a heartbeat turn of one session never interleave.
-    session_locks = SessionLocks()
+    # Across workers (PostgreSQL) the database also guards each session.
+    session_locks = SessionLocks(shared=backend.session_guard)
     store = backend.store
     tools = ToolRegistry()
     search = SessionSearch(store, config)

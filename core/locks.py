@@ -60,6 +60,8 @@ class SessionGuard(Protocol):
 
     def hold(self, session_key: str) -> AbstractAsyncContextManager[None]: ...
 
+    async def close(self) -> None: ...
+
 
 class SessionLocks(KeyedLocks[str]):
     """Per session key: the turns of one session, one at a time (in this

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self, cast
+from typing import Self
 
 from core.commitments.jobs import ExtractionJobStore
 from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
+from core.locks import SessionGuard
 from core.reminders.store import ReminderStore
 from core.store.base import Store
 from core.store.sqlite import (
@@ -42,11 +43,16 @@ class Backend:
     heartbeat: HeartbeatStore
     reminders: ReminderStore
     extraction_jobs: ExtractionJobStore
+    # Keeps a chat's turns on one worker at a time across processes; None
+    # when the backend serves one process only (SQLite).
+    session_guard: SessionGuard | None = None
 
     async def open(self) -> None:
         await self.store.open()
 
     async def close(self) -> None:
+        if self.session_guard is not None:
+            await self.session_guard.close()
         await self.store.close()
 
     async def __aenter__(self) -> Self:
@@ -68,28 +74,28 @@ def sqlite_backend(store: SqliteStore) -> Backend:
     )
 
 
-class _NotYetOnPostgres:
-    """Stands in for a store the PostgreSQL backend does not have yet: any
-    use raises, so nothing silently runs without it."""
-
-    def __init__(self, port: str) -> None:
-        self._port = port
-
-    def __getattr__(self, name: str) -> Any:
-        raise NotImplementedError(f"the PostgreSQL backend has no {self._port} store yet")
-
-
 def postgres_backend(url: str) -> Backend:
-    """Every PostgreSQL store on one connection pool for `url`."""
+    """Every PostgreSQL store on one connection pool for `url`, and the
+    session guard that keeps a chat's turns on one worker at a time."""
     # Imported here: a SQLite bot never loads psycopg.
-    from core.store.postgres import PostgresConnection, PostgresStore
+    from core.store.postgres import (
+        PostgresCommitmentStore,
+        PostgresConnection,
+        PostgresExtractionJobStore,
+        PostgresHeartbeatStore,
+        PostgresReminderStore,
+        PostgresSessionGuard,
+        PostgresStore,
+    )
 
     connection = PostgresConnection(url)
     return Backend(
         store=PostgresStore(connection),
-        commitments=cast(CommitmentStore, _NotYetOnPostgres("commitment")),
-        heartbeat=cast(HeartbeatStore, _NotYetOnPostgres("heartbeat")),
-        reminders=cast(ReminderStore, _NotYetOnPostgres("reminder")),
+        commitments=PostgresCommitmentStore(connection),
+        heartbeat=PostgresHeartbeatStore(connection),
+        reminders=PostgresReminderStore(connection),
+        extraction_jobs=PostgresExtractionJobStore(connection),
+        session_guard=PostgresSessionGuard(url),
     )
 
 

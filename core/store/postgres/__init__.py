@@ -12,18 +12,24 @@ claims.py       what the follow-up stores share: claim columns, fence, aware tim
 commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore (delivery claims of commitments)
 reminders.py    the ReminderStore
+extraction_jobs.py  the ExtractionJobStore (the extraction queue)
+locks.py        the session guard: a chat's turns on one worker at a time
 """
 
 from core.store.postgres.commitments import PostgresCommitmentStore
 from core.store.postgres.connection import PostgresConnection
+from core.store.postgres.extraction_jobs import PostgresExtractionJobStore
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
+from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
 from core.store.postgres.reminders import PostgresReminderStore
 
 __all__ = [
     "PostgresCommitmentStore",
     "PostgresConnection",
+    "PostgresExtractionJobStore",
     "PostgresHeartbeatStore",
     "PostgresReminderStore",
+    "PostgresSessionGuard",
     "PostgresStore",
 ]

@@ -42,13 +42,20 @@ class PostgresHeartbeatStore(HeartbeatStore):
             cursor = await conn.execute(sql, params)  # type: ignore[arg-type]
             return [commitment_row(r) for r in await cursor.fetchall()]
 
-    async def due_unclaimed(self, *, now: datetime, limit: int) -> list[Commitment]:
+    async def due_unclaimed(
+        self, *, now: datetime, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[Commitment]:
         # Walks the partial commitments_due index up to `now`; claimed rows are
         # the few in flight, filtered on the way.
+        page, params = "", [aware(now), now]
+        if after is not None:
+            page = "AND (due_earliest, id) > (%s, %s) "
+            params += [aware(after[0]), after[1]]
         rows = await self._db.fetchall(
             f"SELECT {COLUMNS} FROM commitments WHERE {ACTIVE} AND due_earliest <= %s "
-            "AND due_latest >= %s AND claimed_at IS NULL ORDER BY due_earliest, id LIMIT %s",
-            (aware(now), now, limit),
+            f"AND due_latest >= %s AND claimed_at IS NULL {page}"
+            "ORDER BY due_earliest, id LIMIT %s",
+            (*params, limit),
         )
         return [commitment_row(r) for r in rows]
 

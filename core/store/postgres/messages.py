@@ -23,6 +23,7 @@ from core.messages import ChatKind
 from core.search.query import build_query
 from core.search.snippet import make_snippet
 from core.store.base import (
+    UNANSWERED_LOOKBACK,
     DuplicateMessage,
     ImportRow,
     MessageRecord,
@@ -101,6 +102,18 @@ _UNANSWERED = (
     "AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.in_reply_to = m.id "
     "AND r.role = 'assistant' AND r.kind IN ('text', 'error')) "
     "ORDER BY m.ts, m.id"
+)
+
+# The session's last messages up to the turn's own (a bounded walk of
+# messages_session backwards), then those still owed an answer.
+_UNANSWERED_UP_TO = (
+    f"SELECT {MESSAGE_COLUMNS} FROM ("
+    "SELECT * FROM messages WHERE session_id = %s AND id <= %s ORDER BY id DESC LIMIT %s"
+    ") m JOIN sessions s ON s.id = m.session_id "
+    "WHERE m.role = 'user' AND m.kind = 'text' AND m.active AND (m.id = %s OR m.ts >= %s) "
+    "AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.in_reply_to = m.id "
+    "AND r.role = 'assistant' AND r.kind IN ('text', 'error')) "
+    "ORDER BY m.id"
 )
 
 # Platform ids are compared as integers (Discord snowflakes grow with time);
@@ -214,6 +227,15 @@ class PostgresStore(Store):
 
     async def unanswered(self, *, since: datetime) -> list[MessageRecord]:
         rows = await self._db.fetchall(_UNANSWERED, (utc(since),))
+        return [message_record(row) for row in rows]
+
+    async def unanswered_up_to(
+        self, message: MessageRecord, *, since: datetime
+    ) -> list[MessageRecord]:
+        rows = await self._db.fetchall(
+            _UNANSWERED_UP_TO,
+            (message.session_id, message.id, UNANSWERED_LOOKBACK, message.id, utc(since)),
+        )
         return [message_record(row) for row in rows]
 
     async def sessions_with_last_platform_id(

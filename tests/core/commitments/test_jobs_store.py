@@ -17,7 +17,7 @@ T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=15)
 KEY = "agent:main:telegram:private:42"
 SCOPE = Scope("main", KEY, "telegram", "42", None, "u42")
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -236,6 +236,27 @@ async def test_unanswered(store: Store) -> None:
     assert found[0].session_key == OTHER
 
 
+async def test_unanswered_up_to_is_the_message_and_what_its_session_owes(store: Store) -> None:
+    await add(store, "too old", at=-60)
+    answered = await add(store, "answered", at=1)
+    await add(store, "reply", "assistant", in_reply_to=answered.id, at=2)
+    owed = await add(store, "owed", at=3)
+    await add(store, "other chat", key=OTHER, at=4)
+    tool_only = await add(store, "tool only", at=5)
+    await add(store, "{}", "assistant", kind="tool_call", in_reply_to=tool_only.id, at=6)
+    hidden = await add(store, "hidden", at=7)
+    await deactivate(store, hidden.id)
+    mine = await add(store, "mine", at=8)
+    await add(store, "after mine", at=9)
+
+    found = await store.unanswered_up_to(mine, since=T0)
+    assert ids(found) == [owed.id, tool_only.id, mine.id]
+    # The message itself counts whatever its age; an answered one does not.
+    old = await add(store, "sent long ago, stored now", at=-3600)
+    assert ids(await store.unanswered_up_to(old, since=T0 + timedelta(hours=1))) == [old.id]
+    assert ids(await store.unanswered_up_to(answered, since=T0)) == []
+
+
 # --- search and lifecycle ------------------------------------------------------
 
 
