@@ -246,20 +246,22 @@ class HeartbeatScheduler:
             opens = next_window_start(now, heartbeat.active_hours, agent.timezone)
             log_decision(scope, len(items), "quiet-hours", until=opens.isoformat())
             return opens
-        last = await self._store.last_turn_at(scope.agent_id, scope.session_key)
-        if last is not None and last + every > now:
-            return last + every
-        cap = config.commitments.max_per_day
-        sent = await self._store.sent_times_since(
-            scope.agent_id, scope.session_key, now - CAP_WINDOW
-        )
-        room = cap - len(sent)
-        if room <= 0:
-            frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else later
-            log_decision(scope, len(items), "cap", until=frees.isoformat())
-            return frees
-        batch = items[: min(MAX_PER_TURN, room)]
+        # The interval and the cap are read under the session's lock (the
+        # database's, across workers), so two workers never both find room.
         async with self._session_locks.hold(scope.session_key):
+            last = await self._store.last_turn_at(scope.agent_id, scope.session_key)
+            if last is not None and last + every > now:
+                return last + every
+            cap = config.commitments.max_per_day
+            sent = await self._store.sent_times_since(
+                scope.agent_id, scope.session_key, now - CAP_WINDOW
+            )
+            room = cap - len(sent)
+            if room <= 0:
+                frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else later
+                log_decision(scope, len(items), "cap", until=frees.isoformat())
+                return frees
+            batch = items[: min(MAX_PER_TURN, room)]
             await self._store.record_turn(scope.agent_id, scope.session_key, now=now)
             result = await self._turn.run(
                 scope,

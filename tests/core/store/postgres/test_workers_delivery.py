@@ -1,0 +1,140 @@
+"""Three heartbeat workers on one PostgreSQL database: 1,000 follow-ups due at
+once across 300 chats are each delivered exactly once, to their own chat, and
+no chat gets more turns than its interval and cap allow."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from core.clock import TestClock
+from core.commitments.model import NewCommitment, Scope
+from core.config import KeptConfig
+from core.heartbeat.scheduler import HeartbeatScheduler
+from core.heartbeat.turn import HeartbeatTurn
+from core.llm import Completion
+from core.locks import SessionLocks
+from core.store.backends import Backend, open_backend
+from tests.support.heartbeat_harness import ScriptedSender
+
+CHATS, FOLLOW_UPS = 300, 1000
+TAG = re.compile(r"tag (c\d+@\d+)")
+
+
+class TagModel:
+    """Answers with the tags of the follow-ups it was shown."""
+
+    async def complete(self, role: str, messages: list[dict[str, Any]], **_: Any) -> Completion:
+        await asyncio.sleep(0)
+        tags = TAG.findall(" ".join(str(m["content"]) for m in messages))
+        return Completion(
+            text="tags: " + ",".join(tags), tool_calls=[], finish_reason="stop", model="tags"
+        )
+
+
+def scope(chat: int) -> Scope:
+    return Scope("main", f"agent:main:telegram:private:{chat}", "telegram", str(chat), None, "u")
+
+
+@pytest.fixture
+async def backends(postgres_url: str) -> AsyncIterator[list[Backend]]:
+    opened: list[Backend] = []
+    try:
+        for _ in range(3):
+            backend = open_backend(postgres_url)
+            await backend.open()
+            opened.append(backend)
+        yield opened
+    finally:
+        for backend in opened:
+            await backend.close()
+
+
+async def seed(backend: Backend, clock: TestClock) -> None:
+    now = clock.now()
+    by_chat: dict[int, list[NewCommitment]] = {}
+    for n in range(FOLLOW_UPS):
+        chat = n % CHATS
+        by_chat.setdefault(chat, []).append(
+            NewCommitment(
+                scope=scope(chat),
+                kind="event_check_in",
+                sensitivity="routine",
+                source="inferred_user_context",
+                reason="a test",
+                suggested_text=f"tag c{n}@{chat}",
+                dedupe_key=f"k{n}",
+                confidence=0.9,
+                due_earliest=now - timedelta(minutes=1),
+                due_latest=now + timedelta(days=1),
+                due_timezone="UTC",
+                source_message_id=None,
+                created_at=now,
+            )
+        )
+    for chat, items in by_chat.items():
+        await backend.store.ensure_session(
+            scope(chat).session_key,
+            agent_id="main",
+            platform="telegram",
+            chat_id=str(chat),
+            chat_kind="private",
+            thread_id=None,
+            now=now,
+        )
+        await backend.commitments.apply_extraction(scope(chat), items, [], now=now)
+
+
+async def test_three_workers_deliver_each_follow_up_once_to_its_own_chat(backends) -> None:
+    clock = TestClock()
+    config = KeptConfig.model_validate(
+        {
+            "commitments": {"enabled": True, "maxPerDay": 10},
+            "agents": [{"id": "main", "heartbeat": {"every": "30m"}}],
+        }
+    )
+    await seed(backends[0], clock)
+    sender = ScriptedSender()
+    workers = [
+        HeartbeatScheduler(
+            config=lambda: config,
+            commitments=backend.commitments,
+            store=backend.heartbeat,
+            turn=HeartbeatTurn(
+                store=backend.heartbeat,
+                transcript=backend.store,
+                llm=TagModel(),  # type: ignore[arg-type]
+                sender=sender,
+                clock=clock,
+                worker=f"w{i}",
+            ),
+            clock=clock,
+            platforms=lambda: {"telegram"},
+            session_locks=SessionLocks(shared=backend.session_guard),
+        )
+        for i, backend in enumerate(backends)
+    ]
+    # Every chat has 3 or 4 due: a turn carries at most 3, the rest waits 30 min.
+    await asyncio.gather(*(w.tick() for w in workers))
+    first_round = len(sender.sent)
+    assert first_round == CHATS  # one turn per chat, however many workers looked
+    clock.set(clock.now() + timedelta(minutes=31))
+    await asyncio.gather(*(w.tick() for w in workers))
+
+    delivered: dict[str, str] = {}
+    for out in sender.sent:
+        for tag in out.text.removeprefix("tags: ").split(","):
+            assert tag not in delivered, f"{tag} delivered twice"
+            delivered[tag] = out.target.chat_id
+    assert len(delivered) == FOLLOW_UPS
+    assert all(tag.split("@")[1] == chat for tag, chat in delivered.items())
+    # At most one turn per chat per interval: two rounds, two turns at most.
+    turns: dict[str, int] = {}
+    for out in sender.sent:
+        turns[out.target.chat_id] = turns.get(out.target.chat_id, 0) + 1
+    assert max(turns.values()) <= 2
