@@ -54,7 +54,13 @@ async def kept(
         cwd=cwd,
         env=env,
     )
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=30)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=30)
+    except TimeoutError:
+        # A process left running keeps its pipes open past this test's loop.
+        proc.kill()
+        await proc.wait()
+        raise
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 
