@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CONFIG ?= config/kept.json
 
-.PHONY: run test lint format bench clean
+.PHONY: run test test-fast lint format bench clean
 
 # The venv is rebuilt when pyproject.toml changes, so a pull that adds a
 # dependency needs no manual step.
@@ -20,6 +20,10 @@ test: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
+
+# The edit-test loop: every test but those marked slow (no lint).
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow"
 
 format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .

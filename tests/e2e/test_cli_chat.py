@@ -8,9 +8,16 @@ import json
 import os
 import sqlite3
 import sys
+from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.openai_server import FakeOpenAI, delay, reply
+
+# Each test starts `kept` as a subprocess: most of a second of interpreter
+# start and imports.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,13 +54,20 @@ async def kept(
         cwd=cwd,
         env=env,
     )
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=30)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=30)
+    except TimeoutError:
+        # A process left running keeps its pipes open past this test's loop.
+        proc.kill()
+        await proc.wait()
+        raise
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 
 
 def transcript(tmp_path: Path) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(tmp_path / "kept.sqlite") as db:
+    # sqlite3's own context manager commits but does not close.
+    with closing(sqlite3.connect(tmp_path / "kept.sqlite")) as db:
         return db.execute("SELECT role, kind, text FROM messages ORDER BY id").fetchall()
 
 

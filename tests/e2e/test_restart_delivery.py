@@ -124,6 +124,7 @@ async def until(check: object, log: Path, within: float = 10.0) -> None:
     raise AssertionError(f"timed out; the process said:\n{said(log)}")
 
 
+@pytest.mark.slow
 async def test_sigterm_during_the_model_call_then_restart_delivers_once(
     tmp_path: Path, fakes: tuple[FakeTelegram, FakeOpenAI]
 ) -> None:

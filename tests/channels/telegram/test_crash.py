@@ -45,6 +45,7 @@ async def stored_users(tg: TelegramHarness) -> list[str]:
     return [t for role, _, t in await tg.transcript(PRIVATE) if role == "user"]
 
 
+@pytest.mark.slow
 async def test_an_update_is_confirmed_only_after_its_message_is_stored(
     tg: TelegramHarness,
 ) -> None:
@@ -75,6 +76,7 @@ async def test_an_update_is_confirmed_only_after_its_message_is_stored(
     assert tg.fake.sent == []  # confirmed while the model was still thinking
 
 
+@pytest.mark.slow
 async def test_stop_mid_turn_after_confirmation_then_restart_answers_once(
     tg: TelegramHarness,
 ) -> None:
@@ -95,6 +97,7 @@ async def test_stop_mid_turn_after_confirmation_then_restart_answers_once(
     assert tg.fake.texts() == ["echo: are you still there?", "echo: thanks"]
 
 
+@pytest.mark.slow
 async def test_crash_after_storing_but_before_confirming_loses_nothing_and_answers_once(
     tg: TelegramHarness,
 ) -> None:

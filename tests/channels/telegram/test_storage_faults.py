@@ -108,6 +108,7 @@ async def test_a_write_lock_held_past_the_busy_timeout_holds_the_message(
         assert "Traceback" not in caplog.text
 
 
+@pytest.mark.slow
 async def test_a_held_message_survives_a_restart_and_is_answered_once(tmp_path: Path) -> None:
     async with telegram_harness(tmp_path) as tg:
         full = DiskFull(tg.store)

@@ -149,7 +149,7 @@ def make_config(base_url: str, *, enabled: bool, every: str) -> KeptConfig:
 
 @pytest.fixture
 async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    stack: list[Harness] = []
+    stack: list[tuple[Harness, LLMClient]] = []
 
     async def build(*, enabled: bool = True, every: str = "30m", **worker_args: Any) -> Harness:
         fake = FakeOpenAI()
@@ -188,13 +188,14 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             return h.extraction.pop(0) if h.extraction else answer()
 
         fake.set_default(respond)
-        stack.append(h)
+        stack.append((h, llm))
         return h
 
     yield build
-    for h in stack:
+    for h, llm in stack:
         await h.worker.stop(drain_seconds=0.1)
         await h.manager.drain()
+        await llm.aclose()  # its pooled connection to the fake would leak otherwise
         await h.fake.stop()
         await h.store.close()
 

@@ -285,6 +285,7 @@ async def test_heartbeat_waits_for_a_running_conversation_turn(hb: Harness):
     assert len(hb.sender.sent) == 1
 
 
+@pytest.mark.slow
 async def test_a_chat_turn_and_a_heartbeat_turn_of_one_session_never_overlap(hb: Harness):
     """The manager and the scheduler share one SessionLocks (as bot/services.py
     wires them): while the chat turn waits for its model, the due check-in of
