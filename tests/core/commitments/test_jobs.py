@@ -30,7 +30,11 @@ async def job_rows(store: SqliteStore) -> list[tuple[str | None, str]]:
     return [(r[0], r[1]) for r in rows]
 
 
-def second_worker(h: Harness, store: SqliteStore, worker: str) -> ExtractionWorker:
+def second_worker(
+    h: Harness, store: SqliteStore, worker: str
+) -> tuple[ExtractionWorker, LLMClient]:
+    """Another process's worker, with its own model client (close it: its
+    pooled connection to the fake would leak into later tests)."""
     llm = LLMClient(h.config[0].llm, environ={"OPENAI_API_KEY": "sk-test"}, clock=h.clock)
     return ExtractionWorker(
         store=commitment_store_for(store),
@@ -40,7 +44,7 @@ def second_worker(h: Harness, store: SqliteStore, worker: str) -> ExtractionWork
         clock=h.clock,
         worker=worker,
         batch_seconds=0,
-    )
+    ), llm
 
 
 async def test_an_exchange_is_a_job_row_until_it_is_extracted(make_harness) -> None:
@@ -71,9 +75,9 @@ async def test_a_stop_leaves_the_queue_to_the_next_start(
     await h.store.close()
     store = SqliteStore(tmp_path / "kept.sqlite")
     await store.open()
+    restarted, llm = second_worker(h, store, "w2")
     try:
         h.extraction.append(answer(interview()))
-        restarted = second_worker(h, store, "w2")
         restarted.start()
         await asyncio.wait_for(restarted.wait_idle(), 5)
         _, request = h.extraction_requests()
@@ -82,6 +86,7 @@ async def test_a_stop_leaves_the_queue_to_the_next_start(
         assert await job_rows(store) == []
         await restarted.stop(drain_seconds=0.1)
     finally:
+        await llm.aclose()
         await store.close()
         await h.store.open()  # the harness closes it
 
@@ -99,7 +104,7 @@ async def test_a_dead_workers_jobs_are_adopted_when_its_lease_runs_out(make_harn
         assert task is not None
         task.cancel()
     assert await job_rows(h.store) == [("w1", "I have an interview tomorrow")]
-    other = second_worker(h, h.store, "w2")
+    other, llm = second_worker(h, h.store, "w2")
     try:
         await h.clock.advance(JOB_LEASE.total_seconds() - 1)
         assert await other.adopt() == 0  # a live lease is never taken over
@@ -113,6 +118,7 @@ async def test_a_dead_workers_jobs_are_adopted_when_its_lease_runs_out(make_harn
         assert len(h.extraction_requests()) == 2
     finally:
         await other.stop(drain_seconds=0.1)
+        await llm.aclose()
 
 
 async def test_deleting_a_conversation_deletes_its_waiting_jobs(make_harness) -> None:
