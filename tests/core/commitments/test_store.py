@@ -230,6 +230,7 @@ async def test_queries_use_their_indexes(store: SqliteStore) -> None:
         assert "SCAN commitments" not in sql
 
 
+@pytest.mark.slow
 async def test_expiry_sweep_touches_only_expired_rows_among_100k(
     store: SqliteStore, sqlite_cstore: CommitmentStore
 ) -> None:

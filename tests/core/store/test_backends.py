@@ -52,6 +52,7 @@ async def test_every_store_of_a_backend_works_on_one_database(tmp_path: Path) ->
         assert await reopened.reminders.get(reminder.id) == reminder
 
 
+@pytest.mark.slow
 def test_importing_the_ports_imports_no_backend() -> None:
     code = (
         "import sys\n"

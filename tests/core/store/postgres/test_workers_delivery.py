@@ -90,6 +90,7 @@ async def seed(backend: Backend, clock: TestClock) -> None:
         await backend.commitments.apply_extraction(scope(chat), items, [], now=now)
 
 
+@pytest.mark.slow
 async def test_three_workers_deliver_each_follow_up_once_to_its_own_chat(backends) -> None:
     clock = TestClock()
     config = KeptConfig.model_validate(
