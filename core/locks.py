@@ -60,6 +60,11 @@ class SessionGuard(Protocol):
 
     def hold(self, session_key: str) -> AbstractAsyncContextManager[None]: ...
 
+    def try_hold(self, session_key: str) -> AbstractAsyncContextManager[bool]:
+        """Hold the session if no other process does (True), else do not
+        wait (False)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -79,3 +84,15 @@ class SessionLocks(KeyedLocks[str]):
                 return
             async with self._shared.hold(key):
                 yield
+
+    @asynccontextmanager
+    async def hold_unless_elsewhere(self, key: str) -> AsyncIterator[bool]:
+        """Wait for this process's turn of the session, then hold it only if
+        no other worker does: True when held. For work another worker may
+        just as well do (a due check-in), rather than wait behind it."""
+        async with super().hold(key):
+            if self._shared is None:
+                yield True
+                return
+            async with self._shared.try_hold(key) as held:
+                yield held

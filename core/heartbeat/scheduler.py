@@ -46,6 +46,8 @@ MAX_DUE_PAGES = 100
 MAX_SLEEP = 300.0
 MIN_SLEEP = timedelta(seconds=1)
 NO_ADAPTER_RETRY = timedelta(minutes=1)
+# A chat another worker holds is looked at again after this.
+BUSY_RETRY = timedelta(seconds=5)
 SWEEP_EVERY = timedelta(minutes=10)
 CAP_WINDOW = timedelta(hours=24)
 
@@ -248,7 +250,11 @@ class HeartbeatScheduler:
             return opens
         # The interval and the cap are read under the session's lock (the
         # database's, across workers), so two workers never both find room.
-        async with self._session_locks.hold(scope.session_key):
+        # A chat another worker holds is left to it (or to a later look):
+        # waiting behind it would line every worker up on the same chats.
+        async with self._session_locks.hold_unless_elsewhere(scope.session_key) as held:
+            if not held:
+                return now + BUSY_RETRY
             last = await self._store.last_turn_at(scope.agent_id, scope.session_key)
             if last is not None and last + every > now:
                 return last + every

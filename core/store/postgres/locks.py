@@ -102,6 +102,16 @@ class PostgresSessionGuard:
             # Shielded: a cancelled turn must still free the chat for others.
             await asyncio.shield(self._unlock(lock_id))
 
+    @asynccontextmanager
+    async def try_hold(self, session_key: str) -> AsyncIterator[bool]:
+        lock_id = session_lock_id(session_key)
+        held = await self._try(lock_id)
+        try:
+            yield held
+        finally:
+            if held:
+                await asyncio.shield(self._unlock(lock_id))
+
     async def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:

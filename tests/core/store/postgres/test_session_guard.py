@@ -66,3 +66,21 @@ async def test_a_worker_that_dies_frees_its_chats(workers, postgres_url: str) ->
     b_go.set()
     a_go.set()
     await asyncio.gather(first, second)
+
+
+async def test_work_another_worker_may_do_is_left_to_it_not_waited_for(workers) -> None:
+    a, b = workers
+    a_held, a_go = asyncio.Event(), asyncio.Event()
+    first = asyncio.create_task(hold_until(a, "chat-1", a_held, a_go))
+    await a_held.wait()
+    async with b.hold_unless_elsewhere("chat-1") as held:
+        assert not held
+    async with b.hold_unless_elsewhere("chat-2") as held:
+        assert held
+    a_go.set()
+    await first
+    async with b.hold_unless_elsewhere("chat-1") as held:
+        assert held
+    # Released again: a's worker may take it now.
+    async with a.hold_unless_elsewhere("chat-1") as held:
+        assert held

@@ -15,7 +15,7 @@ import pytest
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
 from core.config import KeptConfig
-from core.heartbeat.scheduler import HeartbeatScheduler
+from core.heartbeat.scheduler import BUSY_RETRY, HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.locks import SessionLocks
@@ -55,10 +55,35 @@ async def backends(postgres_url: str) -> AsyncIterator[list[Backend]]:
             await backend.close()
 
 
-async def seed(backend: Backend, clock: TestClock) -> None:
+async def seed_one(backend: Backend, clock: TestClock) -> None:
+    await seed(backend, clock, count=1)
+
+
+def scheduler(
+    backend: Backend, config: KeptConfig, clock: TestClock, sender: ScriptedSender, worker: str
+) -> HeartbeatScheduler:
+    return HeartbeatScheduler(
+        config=lambda: config,
+        commitments=backend.commitments,
+        store=backend.heartbeat,
+        turn=HeartbeatTurn(
+            store=backend.heartbeat,
+            transcript=backend.store,
+            llm=TagModel(),  # type: ignore[arg-type]
+            sender=sender,
+            clock=clock,
+            worker=worker,
+        ),
+        clock=clock,
+        platforms=lambda: {"telegram"},
+        session_locks=SessionLocks(shared=backend.session_guard),
+    )
+
+
+async def seed(backend: Backend, clock: TestClock, count: int = FOLLOW_UPS) -> None:
     now = clock.now()
     by_chat: dict[int, list[NewCommitment]] = {}
-    for n in range(FOLLOW_UPS):
+    for n in range(count):
         chat = n % CHATS
         by_chat.setdefault(chat, []).append(
             NewCommitment(
@@ -101,25 +126,7 @@ async def test_three_workers_deliver_each_follow_up_once_to_its_own_chat(backend
     )
     await seed(backends[0], clock)
     sender = ScriptedSender()
-    workers = [
-        HeartbeatScheduler(
-            config=lambda: config,
-            commitments=backend.commitments,
-            store=backend.heartbeat,
-            turn=HeartbeatTurn(
-                store=backend.heartbeat,
-                transcript=backend.store,
-                llm=TagModel(),  # type: ignore[arg-type]
-                sender=sender,
-                clock=clock,
-                worker=f"w{i}",
-            ),
-            clock=clock,
-            platforms=lambda: {"telegram"},
-            session_locks=SessionLocks(shared=backend.session_guard),
-        )
-        for i, backend in enumerate(backends)
-    ]
+    workers = [scheduler(b, config, clock, sender, f"w{i}") for i, b in enumerate(backends)]
     # Every chat has 3 or 4 due: a turn carries at most 3, the rest waits 30 min.
     await asyncio.gather(*(w.tick() for w in workers))
     first_round = len(sender.sent)
@@ -139,3 +146,18 @@ async def test_three_workers_deliver_each_follow_up_once_to_its_own_chat(backend
     for out in sender.sent:
         turns[out.target.chat_id] = turns.get(out.target.chat_id, 0) + 1
     assert max(turns.values()) <= 2
+
+
+async def test_a_chat_another_worker_holds_is_looked_at_again_later(backends) -> None:
+    clock = TestClock()
+    config = KeptConfig.model_validate({"commitments": {"enabled": True}})
+    await seed_one(backends[0], clock)
+    sender = ScriptedSender()
+    a_locks = SessionLocks(shared=backends[0].session_guard)
+    b = scheduler(backends[1], config, clock, sender, "b")
+    async with a_locks.hold(scope(0).session_key):  # a's chat turn, say
+        await b.tick()
+        assert sender.sent == []
+    clock.set(clock.now() + BUSY_RETRY)
+    await b.tick()
+    assert [o.text for o in sender.sent] == ["tags: c0@0"]
