@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import zlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -39,6 +40,8 @@ from core.wake import Wake
 log = logging.getLogger("kept.heartbeat")
 
 MAX_PER_TURN = 3
+# Chats whose check-in turns run at once in one worker.
+SCOPE_CONCURRENCY = 8
 DUE_BATCH = 500
 # Pages of due rows read per tick at most; what lies beyond waits for the
 # next tick (a bound on one tick's reads, not a delivery limit).
@@ -211,15 +214,36 @@ class HeartbeatScheduler:
             for c in due:
                 if c.scope not in self._deferred:
                     groups.setdefault(c.scope, []).append(c)
-            for scope, items in groups.items():
+            await self._scope_turns(groups, now, config)
+            if self._stopping:
+                return
+            if len(due) < DUE_BATCH:
+                return
+            after = (due[-1].due_earliest, due[-1].id)
+
+    async def _scope_turns(
+        self, groups: dict[Scope, list[Commitment]], now: datetime, config: KeptConfig
+    ) -> None:
+        """The scopes' turns, a few at a time: one chat's turns are one at a
+        time anyway (its session lock), and a slow model call of one chat
+        must not hold up every other chat's check-in."""
+        slots = asyncio.Semaphore(SCOPE_CONCURRENCY)
+
+        async def one(scope: Scope, items: list[Commitment]) -> None:
+            async with slots:
                 if self._stopping:
                     return
                 retry_at = await self._scope_turn(scope, items, now, config)
                 if retry_at is not None:
                     self._deferred[scope] = retry_at
-            if len(due) < DUE_BATCH:
-                return
-            after = (due[-1].due_earliest, due[-1].id)
+
+        # Each worker walks the chats in its own order, so several workers
+        # spread over them instead of all trying the same chat first.
+        worker = self._turn.worker
+        order = sorted(groups, key=lambda s: zlib.crc32(f"{worker}:{s.session_key}".encode()))
+        async with asyncio.TaskGroup() as group:
+            for scope in order:
+                group.create_task(one(scope, groups[scope]))
 
     async def _scope_turn(
         self, scope: Scope, items: list[Commitment], now: datetime, config: KeptConfig
@@ -267,7 +291,13 @@ class HeartbeatScheduler:
                 frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else later
                 log_decision(scope, len(items), "cap", until=frees.isoformat())
                 return frees
-            batch = items[: min(MAX_PER_TURN, room)]
+            # Read afresh under the lock: another worker may have taken some,
+            # and the page that named the scope may not have held them all.
+            take = min(MAX_PER_TURN, room)
+            fresh = await self._store.due_in_scope(scope, now=now, limit=take + 1)
+            batch = fresh[:take]
+            if not batch:
+                return None
             await self._store.record_turn(scope.agent_id, scope.session_key, now=now)
             result = await self._turn.run(
                 scope,
@@ -287,7 +317,7 @@ class HeartbeatScheduler:
             error=result.error,
         )
         # Whatever this turn did not carry waits for the scope's next turn.
-        return now + every if len(items) > len(batch) else None
+        return now + every if len(fresh) > len(batch) else None
 
     async def _next_wake(self, now: datetime) -> datetime:
         candidates = [now + timedelta(seconds=MAX_SLEEP)]

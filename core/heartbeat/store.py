@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from core.commitments.model import Commitment
+from core.commitments.model import Commitment, Scope
 
 Final = Literal["sent", "dismissed", "failed"]
 
@@ -37,6 +37,11 @@ class HeartbeatStore(abc.ABC):
         """Active, unclaimed commitments due at `now` (indexed), soonest first
         (by due_earliest, then id); `after` = the (due_earliest, id) of the
         last row of the previous page."""
+
+    @abc.abstractmethod
+    async def due_in_scope(self, scope: Scope, *, now: datetime, limit: int) -> list[Commitment]:
+        """The scope's active, unclaimed commitments due at `now`, soonest
+        first (read when its turn starts: other workers may have taken some)."""
 
     @abc.abstractmethod
     async def next_due_after(self, now: datetime) -> datetime | None:

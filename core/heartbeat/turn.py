@@ -72,6 +72,11 @@ class HeartbeatTurn:
         self._worker = worker
         self._on_sent = on_sent
 
+
+    @property
+    def worker(self) -> str:
+        return self._worker
+
     async def run(
         self,
         scope: Scope,

@@ -7,10 +7,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from core.commitments.model import Commitment
+from core.commitments.model import Commitment, Scope
 from core.heartbeat.store import Final, HeartbeatStore, ReapedClaims
 from core.store.postgres.claims import NO_CLAIM, aware
-from core.store.postgres.commitments import ACTIVE, COLUMN_NAMES, COLUMNS, commitment_row
+from core.store.postgres.commitments import (
+    _SCOPE_MATCH,
+    ACTIVE,
+    COLUMN_NAMES,
+    COLUMNS,
+    _scope_params,
+    commitment_row,
+)
 from core.store.postgres.connection import PostgresConnection
 
 _UNKNOWN_AFTER_RESTART = "delivery outcome unknown (process stopped mid-send); not resent"
@@ -56,6 +63,15 @@ class PostgresHeartbeatStore(HeartbeatStore):
             f"AND due_latest >= %s AND claimed_at IS NULL {page}"
             "ORDER BY due_earliest, id LIMIT %s",
             (*params, limit),
+        )
+        return [commitment_row(r) for r in rows]
+
+    async def due_in_scope(self, scope: Scope, *, now: datetime, limit: int) -> list[Commitment]:
+        rows = await self._db.fetchall(
+            f"SELECT {COLUMNS} FROM commitments WHERE {_SCOPE_MATCH} AND {ACTIVE} "
+            "AND due_earliest <= %s AND due_latest >= %s AND claimed_at IS NULL "
+            "ORDER BY due_earliest, id LIMIT %s",
+            (*_scope_params(scope), aware(now), now, limit),
         )
         return [commitment_row(r) for r in rows]
 

@@ -6,9 +6,9 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from core.commitments.model import Commitment
+from core.commitments.model import Commitment, Scope
 from core.heartbeat.store import Final, HeartbeatStore, ReapedClaims
-from core.store.sqlite.commitments import _COLUMNS, ACTIVE, _row
+from core.store.sqlite.commitments import _COLUMNS, _SCOPE_MATCH, ACTIVE, _row, _scope_params
 from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.rows import from_ms, to_ms
 
@@ -46,6 +46,15 @@ class SqliteHeartbeatStore(HeartbeatStore):
             f"AND due_latest >= ? AND claimed_at IS NULL {page}"
             "ORDER BY due_earliest, id LIMIT ?",
             (*params, limit),
+        )
+        return [_row(r) for r in rows]
+
+    async def due_in_scope(self, scope: Scope, *, now: datetime, limit: int) -> list[Commitment]:
+        rows = await self._store.fetchall(
+            f"SELECT {_COLUMNS} FROM commitments WHERE {_SCOPE_MATCH} AND {ACTIVE} "
+            "AND due_earliest <= ? AND due_latest >= ? AND claimed_at IS NULL "
+            "ORDER BY due_earliest, id LIMIT ?",
+            (*_scope_params(scope), to_ms(now), to_ms(now), limit),
         )
         return [_row(r) for r in rows]
 
