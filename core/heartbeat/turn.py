@@ -72,7 +72,6 @@ class HeartbeatTurn:
         self._worker = worker
         self._on_sent = on_sent
 
-
     @property
     def worker(self) -> str:
         return self._worker
