@@ -38,6 +38,7 @@ def channel_context(runtime: Runtime) -> ChannelContext:
         config=lambda: runtime.config,
         clock=runtime.clock,
         environ=runtime.environ,
+        leadership=services.backend.session_guard,
     )
 
 

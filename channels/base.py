@@ -38,6 +38,7 @@ from core.commitments.service import CommitmentService
 from core.config import KeptConfig
 from core.conversation import MessageNotStored
 from core.errors import KeptError
+from core.locks import SessionGuard
 from core.logs import event
 from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target
 from core.reminders import ReminderService
@@ -94,6 +95,9 @@ class ChannelContext:
     config: Callable[[], KeptConfig]
     clock: Clock
     environ: Mapping[str, str]
+    # Several workers on one database: who may do what only one may (poll
+    # Telegram). None: this process is the only one.
+    leadership: SessionGuard | None = None
 
 
 @dataclass(frozen=True, slots=True)

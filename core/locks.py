@@ -56,7 +56,9 @@ class KeyedLocks(Generic[K]):
 
 
 class SessionGuard(Protocol):
-    """Exclusion of a session across processes, held in the database."""
+    """Exclusion across processes, held in the database: of a session (one
+    worker's turn at a time), and of a role (one leader, e.g. the one worker
+    that may poll Telegram's getUpdates)."""
 
     def hold(self, session_key: str) -> AbstractAsyncContextManager[None]: ...
 
@@ -64,6 +66,14 @@ class SessionGuard(Protocol):
         """Hold the session if no other process does (True), else do not
         wait (False)."""
         ...
+
+    async def try_lead(self, role: str) -> bool:
+        """True while this worker is `role`'s one holder: takes the role if
+        no live worker holds it; asked again, says whether it still does (a
+        worker that dies loses it, so another takes over)."""
+        ...
+
+    async def resign(self, role: str) -> None: ...
 
     async def close(self) -> None: ...
 

@@ -43,6 +43,9 @@ from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Targe
 log = logging.getLogger("kept.telegram")
 
 DEFAULT_ROOT = "https://api.telegram.org"
+# How often a worker that does not poll Telegram looks whether the poller is
+# gone (a dead worker's role is free at once; this bounds the takeover).
+LEADER_CHECK = 2.0
 TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 s per chat action
 ADMIN_STATUSES = {ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR}
 
@@ -69,6 +72,8 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
         self._token = ""
         self.username = ""
         self._intake: UpdateIntake | None = None
+        self._leading: asyncio.Task[None] | None = None
+        self.leader_looks = 0  # times this worker asked for the polling role
         self._turns: set[asyncio.Task[None]] = set()
         self._commands = TelegramCommands(ctx, self._reply, self._is_admin)
 
@@ -158,10 +163,15 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
                     "telegram_delete_webhook_failed",
                     error=scrub(str(exc), self._token),
                 )
-            intake.start_polling(
-                bot, timeout=self._poll_timeout, read_timeout=self._request_timeout
+            if self._ctx.leadership is None:
+                intake.start_polling(
+                    bot, timeout=self._poll_timeout, read_timeout=self._request_timeout
+                )
+                return "polling"
+            self._leading = asyncio.create_task(
+                self._poll_while_leader(bot, intake), name="telegram-leader"
             )
-            return "polling"
+            return "polling (one worker at a time)"
         secret = secret_from_env(hook.secret_token_env, self._ctx.environ)
         if secret is None:
             raise ChannelStartError(
@@ -181,6 +191,37 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
             ) from None
         return "webhook"
 
+    @property
+    def polling(self) -> bool:
+        """Whether this worker calls getUpdates now."""
+        return self._intake is not None and self._intake.polling
+
+    async def _poll_while_leader(self, bot: Bot, intake: UpdateIntake) -> None:
+        """getUpdates allows one consumer per token: with several workers on
+        one database, the worker holding the role polls, the others look
+        again every LEADER_CHECK seconds and take over when it is gone."""
+        leadership = self._ctx.leadership
+        assert leadership is not None
+        role = f"telegram-poll:{bot.id}"
+        while True:
+            leader = await leadership.try_lead(role)
+            self.leader_looks += 1
+            if leader and not intake.polling:
+                intake.start_polling(
+                    bot, timeout=self._poll_timeout, read_timeout=self._request_timeout
+                )
+                event(log, logging.INFO, "telegram_polling_leader", bot_id=bot.id)
+            elif not leader and intake.polling:
+                await intake.stop_polling()
+                event(
+                    log,
+                    logging.WARNING,
+                    "telegram_polling_lost",
+                    bot_id=bot.id,
+                    action="none: another worker polls now",
+                )
+            await self._ctx.clock.sleep(LEADER_CHECK)
+
     async def stop(self) -> None:
         """Stop taking updates, let running work finish for the grace period
         seconds, then cancel it: a cancelled turn's message is stored and is
@@ -190,6 +231,13 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
         if grace is None:
             grace = self._ctx.config().shutdown.grace_seconds
         deadline = loop.time() + grace
+        leading, self._leading = self._leading, None
+        if leading is not None:
+            leading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await leading
+            if self._ctx.leadership is not None and self._bot is not None:
+                await self._ctx.leadership.resign(f"telegram-poll:{self._bot.id}")
         if self._intake is not None:
             await self._intake.stop(grace)
             self._intake = None

@@ -346,15 +346,24 @@ class UpdateIntake:
 
     # --- stopping --------------------------------------------------------------------
 
-    async def stop(self, grace: float) -> None:
-        """Take in nothing more; give lanes `grace` seconds to finish their
-        updates, then cancel them (those stay unconfirmed)."""
-        self._closing = True
+    async def stop_polling(self) -> None:
+        """Stop calling getUpdates (another worker polls now); updates taken
+        in go on through their lanes."""
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._poller
             self._poller = None
+
+    @property
+    def polling(self) -> bool:
+        return self._poller is not None and not self._poller.done()
+
+    async def stop(self, grace: float) -> None:
+        """Take in nothing more; give lanes `grace` seconds to finish their
+        updates, then cancel them (those stay unconfirmed)."""
+        self._closing = True
+        await self.stop_polling()
         workers = [lane.worker for lane in self._lanes.values() if lane.worker is not None]
         if workers:
             await asyncio.wait(workers, timeout=grace)

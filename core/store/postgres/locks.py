@@ -28,8 +28,10 @@ from core.logs import event
 
 log = logging.getLogger("kept.store")
 
-# The advisory lock namespace of session turns (the two-int form's first int).
+# Advisory lock namespaces (the two-int form's first int): session turns, and
+# roles only one worker may hold.
 SESSION_NAMESPACE = 0x6B70  # "kp"
+ROLE_NAMESPACE = 0x6B72  # "kr"
 FIRST_RETRY = 0.005
 MAX_RETRY = 0.1
 
@@ -46,6 +48,7 @@ class PostgresSessionGuard:
         self._url = url
         self._conn: AsyncConnection[tuple[object, ...]] | None = None
         self._connecting = asyncio.Lock()
+        self._roles: set[str] = set()  # held on the current connection
 
     async def _connection(self) -> AsyncConnection[tuple[object, ...]]:
         async with self._connecting:
@@ -86,6 +89,7 @@ class PostgresSessionGuard:
     async def _drop(self, conn: AsyncConnection[tuple[object, ...]]) -> None:
         if self._conn is conn:
             self._conn = None
+            self._roles.clear()  # they went with the connection
         with suppress(psycopg.Error):
             await conn.close()
 
@@ -112,7 +116,46 @@ class PostgresSessionGuard:
             if held:
                 await asyncio.shield(self._unlock(lock_id))
 
+    async def try_lead(self, role: str) -> bool:
+        try:
+            conn = await self._connection()
+            if role in self._roles:
+                await conn.execute("SELECT 1")  # still connected: still held
+                return True
+            cursor = await conn.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (ROLE_NAMESPACE, session_lock_id(role))
+            )
+            row = await cursor.fetchone()
+        except psycopg.Error as exc:
+            event(
+                log,
+                logging.WARNING,
+                "leadership_check_failed",
+                role=role,
+                error=repr(exc),
+                action="check the database; another worker takes the role over meanwhile",
+            )
+            if self._conn is not None:
+                await self._drop(self._conn)
+            return False
+        if row and row[0]:
+            self._roles.add(role)
+            return True
+        return False
+
+    async def resign(self, role: str) -> None:
+        if role not in self._roles:
+            return
+        self._roles.discard(role)
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            with suppress(psycopg.Error):
+                await conn.execute(
+                    "SELECT pg_advisory_unlock(%s, %s)", (ROLE_NAMESPACE, session_lock_id(role))
+                )
+
     async def close(self) -> None:
+        self._roles.clear()
         conn, self._conn = self._conn, None
         if conn is not None:
             with suppress(psycopg.Error):

@@ -1,0 +1,73 @@
+"""Several workers, one Telegram token: getUpdates allows one consumer, so
+exactly one worker polls (the one holding the role in the database) and
+another takes over when it is gone."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from channels.telegram import TelegramAdapter
+from channels.telegram.adapter import LEADER_CHECK
+from core.store.postgres.locks import PostgresSessionGuard
+from tests.support.telegram_harness import TelegramHarness, telegram_harness
+
+
+def worker(tg: TelegramHarness, guard: PostgresSessionGuard) -> TelegramAdapter:
+    context = dataclasses.replace(tg.context(), leadership=guard)
+    adapter = TelegramAdapter(context, poll_timeout=1, request_timeout=2, stop_grace=0.5)
+    tg.adapters.append(adapter)
+    return adapter
+
+
+async def test_one_worker_polls_and_another_takes_over_when_it_is_gone(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    guards = [PostgresSessionGuard(postgres_url) for _ in range(2)]
+    try:
+        async with telegram_harness(tmp_path) as tg:
+            a, b = worker(tg, guards[0]), worker(tg, guards[1])
+            await a.start()
+            await tg.fake.wait_for(lambda: a.polling)
+            await b.start()
+            tg.router.add(b)
+            await tg.fake.wait_for(lambda: b.leader_looks >= 1)
+            await tg.clock.advance(LEADER_CHECK)
+            await tg.fake.wait_for(lambda: b.leader_looks >= 2)  # b looked twice
+            assert a.polling and not b.polling
+            # a's process dies: its database connection, and the role, go with it.
+            await a.stop()
+            tg.adapters.remove(a)
+            await guards[0].close()
+            looks = b.leader_looks
+            await tg.clock.advance(LEADER_CHECK)
+            await tg.fake.wait_for(lambda: b.leader_looks > looks)
+            assert b.polling
+            await tg.fake.push_message("still there?")
+            await tg.fake.wait_for(lambda: tg.fake.texts())
+            assert tg.fake.texts() == ["echo: still there?"]
+    finally:
+        for guard in guards:
+            await guard.close()
+
+
+async def test_a_stopping_leader_hands_the_role_over_at_once(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    guards = [PostgresSessionGuard(postgres_url) for _ in range(2)]
+    try:
+        async with telegram_harness(tmp_path) as tg:
+            a, b = worker(tg, guards[0]), worker(tg, guards[1])
+            await a.start()
+            await tg.fake.wait_for(lambda: a.polling)
+            await b.start()
+            await tg.fake.wait_for(lambda: b.leader_looks >= 1)
+            assert not b.polling
+            await a.stop()  # resigns: the guard's connection stays open
+            tg.adapters.remove(a)
+            await tg.clock.advance(LEADER_CHECK)
+            await tg.fake.wait_for(lambda: b.leader_looks >= 2)
+            assert b.polling
+    finally:
+        for guard in guards:
+            await guard.close()
