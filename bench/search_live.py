@@ -8,20 +8,24 @@ then after one background compaction pass (IndexReconciler.compact, the
 pass the bot's reconciler runs once enough writes have gone in), and the
 two are compared. The WAL file is measured after the fill, and after the
 reconciler's idle upkeep.
+
+SQLite only: the compaction pass, the segment counts and the WAL are SQLite's.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import sqlite3
 import statistics
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
+from rich.console import Console
 from rich.table import Table
 
 from core.clock import SystemClock
@@ -29,12 +33,13 @@ from core.search.query import build_query
 from core.search.reconcile import IndexReconciler
 from core.search.service import DEFAULT_LIMIT
 from core.store import NewMessage, SearchScope, Store
+from core.store.backends import open_backend
 from core.store.sqlite import SqliteStore
 from core.store.sqlite import search as sqlite_search
 
 
 async def live_fill(
-    store: SqliteStore,
+    store: Store,
     rows: Iterator[tuple[str, str, str, str]],
     ensure: Callable[[str], Any],
     serial: list[int],
@@ -75,9 +80,65 @@ async def shape(store: SqliteStore) -> dict[str, int]:
     return {"levels": s.levels, "segments": s.segments, "leaves_written": s.leaves_written}
 
 
-async def wal_upkeep(store: SqliteStore) -> dict[str, Any]:
+async def index_shape(store: Store) -> dict[str, int] | None:
+    """The full-text index's segment shape; None off SQLite."""
+    return await shape(store) if isinstance(store, SqliteStore) else None
+
+
+def live_meta(
+    meta: dict[str, Any], fills: list[dict[str, Any]], wal: dict[str, Any], store_name: str
+) -> dict[str, Any]:
+    """The build's figures for a live fill: nothing was imported or
+    reindexed, so those figures give way to the fill's and the WAL's."""
+    rows = sum(f["rows"] for f in fills)
+    seconds = sum(f["seconds"] for f in fills)
+    live_writes = sum(w["writes"] for w in meta["writes"].values())
+    out = {k: v for k, v in meta.items() if k not in ("import", "reindex")}
+    return out | {
+        "built_with": (
+            f"{live_writes + rows} messages via {store_name}.add_message (one per transaction), "
+            "no import and no reconciler: the index as live writes leave it"
+        ),
+        "live_fill": {
+            "halves": fills,
+            "rows": rows,
+            "rate_per_s": round(rows / seconds, 1) if seconds else 0.0,
+        },
+        "wal": wal,
+    }
+
+
+def fill_rows(meta: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(metric, value, target) rows for the build table: how the database
+    was filled (import and reindex, or the live fill and the WAL), and the
+    index shape (SQLite)."""
+    rows = []
+    imp = meta.get("import")
+    if imp is not None:
+        rows += [
+            ("import_messages", f"{imp['import_messages_rate_per_s']:,.0f}/s", ">= 20,000/s"),
+            ("JSONL parse (read_import_file)", f"{imp['parse_rate_per_s']:,.0f}/s", ""),
+            ("parse + import_messages", f"{imp['parse_plus_import_rate_per_s']:,.0f}/s", ""),
+            ("reindex (reconciler)", f"{meta['reindex']['rows_per_s']:,.0f} rows/s", ""),
+            ("parse + import + reindex", f"{imp['parse_import_reindex_rate_per_s']:,.0f}/s", ""),
+        ]
+    if "live_fill" in meta:
+        wal = meta["wal"]
+        rows += [
+            ("live fill (add_message)", f"{meta['live_fill']['rate_per_s']:,.0f}/s", ""),
+            ("WAL after the fill (a burst)", f"{wal['wal_mb_after_burst']} MB", ""),
+            ("WAL after the idle checkpoint", f"{wal['wal_mb_after_idle_checkpoint']} MB", ""),
+        ]
+    s = meta.get("index_shape")
+    if s:
+        rows.append(("index levels / segments", f"{s['levels']} / {s['segments']}", ""))
+    return rows
+
+
+async def wal_upkeep(store: Store) -> dict[str, Any]:
     """The WAL after the fill (a burst), then after the reconciler's idle
     checkpoint; no compaction happens here (the index stays as filled)."""
+    assert isinstance(store, SqliteStore), "--fill live is SQLite only"
     after_burst = store.wal_bytes()
     t0 = time.perf_counter()
     await store.checkpoint_log()
@@ -210,3 +271,89 @@ def interleaved_table(figures: dict[str, dict[str, float]], names: list[str], ti
         ratio = f[f"{names[0]}_p50"] / f[f"{names[-1]}_p50"]
         table.add_row(cls, *cells, f"{ratio:.2f}")
     return table
+
+
+def _snapshot(path: Path, copy: Path) -> None:
+    """A consistent copy of the database, WAL frames included (the backup
+    API, not a file copy: the store's WAL need not be checkpointed)."""
+    copy.unlink(missing_ok=True)
+    src, dst = sqlite3.connect(path), sqlite3.connect(copy)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+
+
+def _save(meta_path: Path, meta: dict[str, Any]) -> None:
+    meta_path.write_text(json.dumps(meta, ensure_ascii=False))
+
+
+async def after_search(
+    path: Path,
+    meta_path: Path,
+    meta: dict[str, Any],
+    search: dict[str, Any],
+    measure: Callable[[], Awaitable[dict[str, Any]]],
+    args: Any,
+) -> dict[str, Any]:
+    """For a live-filled database: keep a copy as filled, run one compaction
+    pass, `measure()` search again, then the store's search SQL on both files
+    taking turns (`args.repeat * args.rounds` passes). A kept database is
+    compacted on its first run; a rerun only repeats the side-by-side run.
+    Empty for an imported database."""
+    if meta.get("fill") != "live":
+        return {}
+    out: dict[str, Any] = {}
+    uncompacted = path.with_name(path.name + ".uncompacted")
+    if "compaction" not in meta:
+        _snapshot(path, uncompacted)
+        store = open_backend(f"sqlite:///{path}").store
+        assert isinstance(store, SqliteStore)
+        await store.open()
+        try:
+            meta["compaction"] = await compact(store)
+        finally:
+            await store.close()
+        # A kept database is compacted now: a rerun measures only that.
+        _save(meta_path, meta)
+        out["search_after_compaction"] = await measure()
+    if uncompacted.exists():
+        classes = {q: info["class"] for q, info in search["per_query"].items()}
+        paths = {"live": uncompacted, "compacted": path}
+        out["search_sql_side_by_side"] = interleaved(
+            paths, classes, args.repeat * args.rounds, meta["seed"]
+        )
+    return out
+
+
+def print_tables(
+    console: Console, meta: dict[str, Any], search: dict[str, Any], live: dict[str, Any]
+) -> None:
+    compacted = live.get("search_after_compaction")
+    if compacted is not None:
+        pass_ = meta["compaction"]
+        title = (
+            f"live-filled index before and after one background compaction pass "
+            f"({pass_['steps']} steps, {pass_['seconds']} s, longest step "
+            f"{pass_['step_ms_max']} ms; segments {pass_['shape_before']['segments']} -> "
+            f"{pass_['shape_after']['segments']})"
+        )
+        console.print(comparison(list(search["classes"]), search, compacted, title))
+    side_by_side = live.get("search_sql_side_by_side")
+    if side_by_side is not None:
+        title = "store search SQL (agent scope), live-filled vs compacted file, taking turns"
+        console.print(interleaved_table(side_by_side, ["live", "compacted"], title))
+
+
+def summary(meta: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
+    """The live-fill keys of the JSON line (None where they do not apply)."""
+    return {
+        "fill": meta.get("fill", "import"),
+        "live_fill": meta.get("live_fill"),
+        "wal": meta.get("wal"),
+        "index_shape": meta.get("index_shape"),
+        "compaction": meta.get("compaction"),
+        "search_after_compaction": live.get("search_after_compaction"),
+        "search_sql_side_by_side": live.get("search_sql_side_by_side"),
+    }
