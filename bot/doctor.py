@@ -13,6 +13,7 @@ from bot.services import open_storage
 from core.config import KeptConfig
 from core.config_file import ConfigError, load_config
 from core.llm import LLMClient, LLMError
+from core.store.errors import masked_url
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ async def run_doctor(path: Path, environ: Mapping[str, str] | None = None) -> in
 
 
 async def _check_database(config: KeptConfig) -> Check:
+    shown = masked_url(config.storage.url)
     try:
         backend = open_storage(config.storage.url)
         await backend.open()
@@ -48,8 +50,8 @@ async def _check_database(config: KeptConfig) -> Check:
         finally:
             await backend.close()
     except Exception as exc:
-        return Check(False, "database", f"{config.storage.url}: {exc}; check storage.url")
-    return Check(True, "database", f"{config.storage.url} reachable, schema version {version}")
+        return Check(False, "database", f"{shown}: {exc}; check storage.url")
+    return Check(True, "database", f"{shown} reachable, schema version {version}")
 
 
 def _check_tokens(config: KeptConfig, env: Mapping[str, str]) -> list[Check]:

@@ -16,6 +16,7 @@ from bot.context import fail
 from bot.services import open_storage
 from core.config import KeptConfig
 from core.config_file import ConfigError, load_config
+from core.store.errors import masked_url
 
 if TYPE_CHECKING:
     from core.store.backends import Backend
@@ -40,7 +41,7 @@ async def opened_backend(config: KeptConfig) -> AsyncIterator[Backend]:
         backend = open_storage(config.storage.url)
         await backend.open()
     except Exception as exc:  # a bad URL, a locked, unreadable or newer database
-        fail(f"cannot open the database {config.storage.url}: {exc}")
+        fail(f"cannot open the database {masked_url(config.storage.url)}: {exc}")
     try:
         yield backend
     finally:

@@ -8,7 +8,6 @@ The stores it returns still have to be opened (`await backend.open()` or
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -19,6 +18,7 @@ from core.heartbeat.store import HeartbeatStore
 from core.locks import SessionGuard
 from core.reminders.store import ReminderStore
 from core.store.base import Store
+from core.store.errors import masked_url
 from core.store.sqlite import (
     SqliteCommitmentStore,
     SqliteExtractionJobStore,
@@ -99,15 +99,6 @@ def postgres_backend(url: str) -> Backend:
     )
 
 
-# scheme://user:password@ — a password in a URL cannot hold "@" unencoded.
-_PASSWORD = re.compile(r"^([A-Za-z][\w+.-]*://[^:/@]*):[^@/]*@")
-
-
-def _without_password(url: str) -> str:
-    """`url` fit for an error message: its password masked."""
-    return _PASSWORD.sub(r"\1:***@", url, count=1)
-
-
 def _check_postgres_url(url: str) -> None:
     """One clear line for a URL psycopg could not use."""
     from psycopg.conninfo import conninfo_to_dict
@@ -117,7 +108,7 @@ def _check_postgres_url(url: str) -> None:
     except Exception as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         # psycopg quotes the URL back in some reasons; the password stays out.
-        shown = _without_password(url)
+        shown = masked_url(url)
         reason = reason.replace(url, shown)
         raise ValueError(
             f"malformed storage URL {shown!r}: {reason}; expected postgresql://user@host/database"
@@ -136,7 +127,7 @@ def open_backend(url: str, *, base_dir: Path | None = None) -> Backend:
     scheme = url.split(":", 1)[0] if ":" in url else url
     if scheme in _POSTGRES_SCHEMES:
         if not url.startswith(f"{scheme}://"):
-            raise ValueError(f"malformed storage URL {_without_password(url)!r}: {_EXPECTED_ANY}")
+            raise ValueError(f"malformed storage URL {masked_url(url)!r}: {_EXPECTED_ANY}")
         _check_postgres_url(url)
         return postgres_backend(url)
     if not url.startswith(_SQLITE_PREFIX):

@@ -7,6 +7,8 @@ out a storage outage log this hint with them instead of a traceback.
 
 from __future__ import annotations
 
+import re
+
 from core.errors import KeptError
 
 _HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -38,3 +40,12 @@ class MigrationError(KeptError, RuntimeError):
     def __init__(self, message: str, *, version: int | None = None) -> None:
         super().__init__(message)
         self.version = version
+
+
+# scheme://user:password@ — a password in a URL cannot hold "@" unencoded.
+_PASSWORD = re.compile(r"^([A-Za-z][\w+.-]*://[^:/@]*):[^@/]*@")
+
+
+def masked_url(url: str) -> str:
+    """`url` fit for a message or a log line: its password masked."""
+    return _PASSWORD.sub(r"\1:***@", url, count=1)

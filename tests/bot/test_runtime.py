@@ -249,3 +249,14 @@ async def test_stop_past_the_grace_cancels_the_turn_and_releases_the_claim(
 def test_a_bad_stop_grace_is_one_clear_line(value: object) -> None:
     with pytest.raises(ConfigError, match=r"shutdown\.graceSeconds"):
         validate_document({"shutdown": {"graceSeconds": value}}, "kept.json")
+
+
+async def test_doctor_never_prints_the_database_password(tmp_path, capsys, postgres_url):
+    # A PostgreSQL that refuses this user: the error line names the URL, masked.
+    url = postgres_url.replace("postgresql://postgres", "postgresql://kept:s3cret-pw", 1)
+    path = write_config(tmp_path, storage={"url": url})
+    code = await run_doctor(path, environ={})
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "database" in out and "kept:***@" in out
+    assert "s3cret-pw" not in out
