@@ -241,9 +241,14 @@ class HeartbeatScheduler:
         # spread over them instead of all trying the same chat first.
         worker = self._turn.worker
         order = sorted(groups, key=lambda s: zlib.crc32(f"{worker}:{s.session_key}".encode()))
-        async with asyncio.TaskGroup() as group:
-            for scope in order:
-                group.create_task(one(scope, groups[scope]))
+        # Every started turn runs to its end: one chat's failure must not
+        # cancel another's turn mid-send. The first failure is raised after.
+        results = await asyncio.gather(
+            *(one(scope, groups[scope]) for scope in order), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def _scope_turn(
         self, scope: Scope, items: list[Commitment], now: datetime, config: KeptConfig
