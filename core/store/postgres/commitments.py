@@ -16,17 +16,15 @@ from datetime import datetime
 from typing import Any
 
 from core.commitments.model import (
-    ACTIVE_STATUSES,
     Commitment,
     NewCommitment,
     Scope,
     new_commitment_id,
 )
 from core.commitments.store import Applied, CommitmentStore, Filter, MergeRule, ScopeResult
+from core.store.commitment_sql import ACTIVE, filter_sql, scope_params
 from core.store.postgres.claims import aware
 from core.store.postgres.connection import Connection, PostgresConnection
-
-ACTIVE = "status IN ('pending', 'snoozed')"
 
 # In the field order of the Commitment dataclass, which _row relies on.
 COLUMN_NAMES = (
@@ -74,42 +72,8 @@ def commitment_row(row: Sequence[Any]) -> Commitment:
     return Commitment(*row)
 
 
-def _scope_params(scope: Scope) -> tuple[Any, ...]:
-    return (
-        scope.agent_id,
-        scope.session_key,
-        scope.platform,
-        scope.chat_id,
-        scope.thread_id,
-        scope.sender_id,
-    )
-
-
 def _where(where: Filter | None) -> tuple[str, list[Any]]:
-    """SQL conditions (joined with AND, never empty) and their parameters."""
-    clauses: list[str] = ["true"]
-    params: list[Any] = []
-    if where is None:
-        return clauses[0], params
-    if where.agent_id is not None:
-        clauses.append("agent_id = %s")
-        params.append(where.agent_id)
-    if where.session_key is not None:
-        clauses.append("session_key = %s")
-        params.append(where.session_key)
-    if where.sender_id is not None:
-        clauses.append("sender_id = %s")
-        params.append(where.sender_id)
-    if where.statuses is not None:
-        statuses = sorted(set(where.statuses))
-        if not statuses:
-            clauses.append("false")
-        elif statuses == sorted(ACTIVE_STATUSES):
-            clauses.append(ACTIVE)  # the literal term, so partial indexes apply
-        else:
-            clauses.append("status = ANY(%s)")
-            params.append(statuses)
-    return " AND ".join(clauses), params
+    return filter_sql(where, "%s")
 
 
 async def _one(conn: Connection, sql: str, params: Sequence[Any]) -> Commitment | None:
@@ -179,7 +143,7 @@ class PostgresCommitmentStore(CommitmentStore):
             cursor = await conn.execute(
                 "UPDATE commitments SET status = 'resolved', resolved_at = %s, updated_at = %s "
                 f"WHERE id = ANY(%s) AND {_SCOPE_MATCH} AND {ACTIVE} RETURNING id, dedupe_key",
-                (now, now, ids, *_scope_params(scope)),
+                (now, now, ids, *scope_params(scope)),
             )
             rows = await cursor.fetchall()
             applied.resolved.extend(r[0] for r in sorted(rows))
@@ -211,7 +175,7 @@ class PostgresCommitmentStore(CommitmentStore):
         for _ in range(3):
             values = (
                 new_commitment_id(),
-                *_scope_params(s),
+                *scope_params(s),
                 n.kind,
                 n.sensitivity,
                 n.source,

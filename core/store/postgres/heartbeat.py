@@ -9,13 +9,13 @@ from typing import Any
 
 from core.commitments.model import Commitment, Scope
 from core.heartbeat.store import Final, HeartbeatStore, ReapedClaims
+from core.store.commitment_sql import scope_params
 from core.store.postgres.claims import NO_CLAIM, aware
 from core.store.postgres.commitments import (
     _SCOPE_MATCH,
     ACTIVE,
     COLUMN_NAMES,
     COLUMNS,
-    _scope_params,
     commitment_row,
 )
 from core.store.postgres.connection import PostgresConnection
@@ -71,7 +71,7 @@ class PostgresHeartbeatStore(HeartbeatStore):
             f"SELECT {COLUMNS} FROM commitments WHERE {_SCOPE_MATCH} AND {ACTIVE} "
             "AND due_earliest <= %s AND due_latest >= %s AND claimed_at IS NULL "
             "ORDER BY due_earliest, id LIMIT %s",
-            (*_scope_params(scope), aware(now), now, limit),
+            (*scope_params(scope), aware(now), now, limit),
         )
         return [commitment_row(r) for r in rows]
 

@@ -18,17 +18,15 @@ from datetime import datetime
 from typing import Any
 
 from core.commitments.model import (
-    ACTIVE_STATUSES,
     Commitment,
     NewCommitment,
     Scope,
     new_commitment_id,
 )
 from core.commitments.store import Applied, CommitmentStore, Filter, MergeRule, ScopeResult
+from core.store.commitment_sql import ACTIVE, filter_sql, scope_params
 from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.rows import from_ms, to_ms
-
-ACTIVE = "status IN ('pending', 'snoozed')"
 
 # In the field order of the Commitment dataclass, which _row relies on.
 _COLUMN_NAMES = (
@@ -73,42 +71,8 @@ def _row(row: Sequence[Any]) -> Commitment:
     return Commitment(*values)
 
 
-def _scope_params(scope: Scope) -> tuple[Any, ...]:
-    return (
-        scope.agent_id,
-        scope.session_key,
-        scope.platform,
-        scope.chat_id,
-        scope.thread_id,
-        scope.sender_id,
-    )
-
-
 def _where(where: Filter | None) -> tuple[str, list[Any]]:
-    """SQL conditions (joined with AND, never empty) and their parameters."""
-    clauses: list[str] = ["1"]
-    params: list[Any] = []
-    if where is None:
-        return clauses[0], params
-    if where.agent_id is not None:
-        clauses.append("agent_id = ?")
-        params.append(where.agent_id)
-    if where.session_key is not None:
-        clauses.append("session_key = ?")
-        params.append(where.session_key)
-    if where.sender_id is not None:
-        clauses.append("sender_id = ?")
-        params.append(where.sender_id)
-    if where.statuses is not None:
-        statuses = sorted(set(where.statuses))
-        if not statuses:
-            clauses.append("0")
-        elif statuses == sorted(ACTIVE_STATUSES):
-            clauses.append(ACTIVE)  # the literal term, so partial indexes apply
-        else:
-            clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
-            params.extend(statuses)
-    return " AND ".join(clauses), params
+    return filter_sql(where, "?")
 
 
 class SqliteCommitmentStore(CommitmentStore):
@@ -170,7 +134,7 @@ class SqliteCommitmentStore(CommitmentStore):
                 "UPDATE commitments SET status = 'resolved', resolved_at = ?, updated_at = ? "
                 f"WHERE id IN ({', '.join('?' * len(ids))}) AND {_SCOPE_MATCH} AND {ACTIVE} "
                 "RETURNING id, dedupe_key",
-                (now_ms, now_ms, *ids, *_scope_params(scope)),
+                (now_ms, now_ms, *ids, *scope_params(scope)),
             ).fetchall()
             applied.resolved.extend(r[0] for r in rows)
             closed_keys.update(r[1] for r in rows)
@@ -200,7 +164,7 @@ class SqliteCommitmentStore(CommitmentStore):
         for attempt in range(3):
             values = (
                 new_commitment_id(),
-                *_scope_params(s),
+                *scope_params(s),
                 n.kind,
                 n.sensitivity,
                 n.source,

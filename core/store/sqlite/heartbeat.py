@@ -8,7 +8,8 @@ from datetime import datetime
 
 from core.commitments.model import Commitment, Scope
 from core.heartbeat.store import Final, HeartbeatStore, ReapedClaims
-from core.store.sqlite.commitments import _COLUMNS, _SCOPE_MATCH, ACTIVE, _row, _scope_params
+from core.store.commitment_sql import scope_params
+from core.store.sqlite.commitments import _COLUMNS, _SCOPE_MATCH, ACTIVE, _row
 from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.rows import from_ms, to_ms
 
@@ -54,7 +55,7 @@ class SqliteHeartbeatStore(HeartbeatStore):
             f"SELECT {_COLUMNS} FROM commitments WHERE {_SCOPE_MATCH} AND {ACTIVE} "
             "AND due_earliest <= ? AND due_latest >= ? AND claimed_at IS NULL "
             "ORDER BY due_earliest, id LIMIT ?",
-            (*_scope_params(scope), to_ms(now), to_ms(now), limit),
+            (*scope_params(scope), to_ms(now), to_ms(now), limit),
         )
         return [_row(r) for r in rows]
 
