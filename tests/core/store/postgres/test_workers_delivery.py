@@ -29,7 +29,11 @@ TAG = re.compile(r"tag (c\d+@\d+)")
 class TagModel:
     """Answers with the tags of the follow-ups it was shown."""
 
+    def __init__(self) -> None:
+        self.calls = 0
+
     async def complete(self, role: str, messages: list[dict[str, Any]], **_: Any) -> Completion:
+        self.calls += 1
         await asyncio.sleep(0)
         tags = TAG.findall(" ".join(str(m["content"]) for m in messages))
         return Completion(
@@ -60,7 +64,12 @@ async def seed_one(backend: Backend, clock: TestClock) -> None:
 
 
 def scheduler(
-    backend: Backend, config: KeptConfig, clock: TestClock, sender: ScriptedSender, worker: str
+    backend: Backend,
+    config: KeptConfig,
+    clock: TestClock,
+    sender: ScriptedSender,
+    worker: str,
+    model: TagModel | None = None,
 ) -> HeartbeatScheduler:
     return HeartbeatScheduler(
         config=lambda: config,
@@ -69,7 +78,7 @@ def scheduler(
         turn=HeartbeatTurn(
             store=backend.heartbeat,
             transcript=backend.store,
-            llm=TagModel(),  # type: ignore[arg-type]
+            llm=model or TagModel(),  # type: ignore[arg-type]
             sender=sender,
             clock=clock,
             worker=worker,
@@ -80,11 +89,13 @@ def scheduler(
     )
 
 
-async def seed(backend: Backend, clock: TestClock, count: int = FOLLOW_UPS) -> None:
+async def seed(
+    backend: Backend, clock: TestClock, count: int = FOLLOW_UPS, chats: int = CHATS
+) -> None:
     now = clock.now()
     by_chat: dict[int, list[NewCommitment]] = {}
     for n in range(count):
-        chat = n % CHATS
+        chat = n % chats
         by_chat.setdefault(chat, []).append(
             NewCommitment(
                 scope=scope(chat),
@@ -161,3 +172,39 @@ async def test_a_chat_another_worker_holds_is_looked_at_again_later(backends) ->
     clock.set(clock.now() + BUSY_RETRY)
     await b.tick()
     assert [o.text for o in sender.sent] == ["tags: c0@0"]
+
+
+class GatedTurns:
+    """A worker's heartbeat store whose record_turn waits for a gate: the
+    worker has found room in the chat and not yet recorded its turn."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._inner = backend.heartbeat
+        self.waiting, self.go = asyncio.Event(), asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def record_turn(self, agent_id: str, session_key: str, *, now: Any) -> None:
+        self.waiting.set()
+        await self.go.wait()
+        await self._inner.record_turn(agent_id, session_key, now=now)
+
+
+async def test_two_workers_never_both_find_room_in_a_chat(backends) -> None:
+    clock = TestClock()
+    config = KeptConfig.model_validate({"commitments": {"enabled": True, "maxPerDay": 1}})
+    await seed(backends[0], clock, count=2, chats=1)
+    sender = ScriptedSender()
+    gated = GatedTurns(backends[0])
+    a = scheduler(backends[0], config, clock, sender, "a")
+    a._store = gated  # type: ignore[assignment]  # the scheduler's checks and record
+    b_model = TagModel()
+    b = scheduler(backends[1], config, clock, sender, "b", b_model)
+    first = asyncio.create_task(a.tick())
+    await asyncio.wait_for(gated.waiting.wait(), 5)  # a found room, has not recorded
+    await b.tick()  # the chat is a's: b leaves it
+    gated.go.set()
+    await first
+    assert b_model.calls == 0  # one turn in the chat at a time, across workers
+    assert len(sender.sent) == 1  # and the cap of one a day holds
