@@ -32,6 +32,7 @@ from rich.table import Table
 
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
+from core.commitments.store import Filter
 from core.config import KeptConfig
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
@@ -149,14 +150,8 @@ def worker_main(url: str, name: str, go: Any, done: Any) -> None:
 async def sent_count(url: str) -> int:
     backend = open_backend(url)
     async with backend:
-        rows = await backend.commitments.list(_sent_filter())
+        rows = await backend.commitments.list(Filter(statuses=("sent",)))
         return len(rows)
-
-
-def _sent_filter() -> Any:
-    from core.commitments.store import Filter
-
-    return Filter(statuses=("sent",))
 
 
 def run(url: str, follow_ups: int, workers: int) -> dict[str, Any]:
