@@ -109,6 +109,7 @@ class Side:
         self.worker = ExtractionWorker(
             store=self.commitments,
             jobs=backend.extraction_jobs,
+            pauses=backend.extraction_pauses,
             llm=self.model,
             config=self.config,
             clock=self.clock,

@@ -45,6 +45,8 @@ class Services:
     reminders: ReminderService
     heartbeat: HeartbeatScheduler
     reconciler: IndexReconciler
+    wake: Wake
+    clock: Clock
     worker: str
 
 
@@ -72,8 +74,9 @@ def build_services(
     worker: str | None = None,
 ) -> Services:
     worker = worker or new_worker_id()
-    # Storing a reminder or a follow-up wakes the sleeping heartbeat.
-    wake = Wake()
+    # Storing a reminder or a follow-up wakes the sleeping heartbeat, on
+    # every worker of the database.
+    wake = Wake(backend.wake_channel)
     # A chat turn and a heartbeat turn of one session never interleave.
     # Across workers (PostgreSQL) the database also guards each session.
     session_locks = SessionLocks(shared=backend.session_guard)
@@ -98,6 +101,7 @@ def build_services(
     extraction = ExtractionWorker(
         store=commitment_store,
         jobs=backend.extraction_jobs,
+        pauses=backend.extraction_pauses,
         llm=llm,
         config=config,
         clock=clock,
@@ -145,6 +149,8 @@ def build_services(
         reminders=reminders,
         heartbeat=heartbeat,
         reconciler=IndexReconciler(store, clock),
+        wake=wake,
+        clock=clock,
         worker=worker,
     )
 
@@ -153,7 +159,12 @@ def start_background(services: Services) -> list[asyncio.Task[None]]:
     """The long-running loops; started once the adapters are up, because the
     heartbeat's start-up may deliver missed reminders."""
     services.extraction.start()
-    return [
+    tasks = [
         asyncio.create_task(services.reconciler.run(), name="index-reconciler"),
         services.heartbeat.start(),
     ]
+    if services.backend.wake_channel is not None:
+        tasks.append(
+            asyncio.create_task(services.wake.listen(services.clock), name="wake-listener")
+        )
+    return tasks

@@ -67,7 +67,7 @@ class BatchExtractor:
     async def process(self, agent_id: str, batch: Sequence[ExtractionJob]) -> None:
         """Extract from one agent's batch and write what the rules accept."""
         config = self._config()
-        if not config.commitments.enabled or self._pauses.paused(agent_id):
+        if not config.commitments.enabled or await self._pauses.paused(agent_id):
             return
         agent_config = config.agent_or_default(agent_id)
         # every_seconds parses the duration text; once per batch is enough.
@@ -120,7 +120,7 @@ class BatchExtractor:
         for start in range(0, len(exchanges), self._per_call):
             # The off switch alone is read live between calls, so switching
             # off stops a long batch; the rest comes from the batch's snapshot.
-            if not self._config().commitments.enabled or self._pauses.paused(agent.id):
+            if not self._config().commitments.enabled or await self._pauses.paused(agent.id):
                 break
             chunk = exchanges[start : start + self._per_call]
             try:
@@ -167,14 +167,14 @@ class BatchExtractor:
             async with asyncio.timeout(deadline):
                 completion = await self._llm.complete("extraction", messages, tools=None)
         except LLMError as exc:
-            self._pauses.failed(agent.id, scope.session_key, exc.kind, str(exc))
+            await self._pauses.failed(agent.id, scope.session_key, exc.kind, str(exc))
             return None
         except TimeoutError:
-            self._pauses.failed(
+            await self._pauses.failed(
                 agent.id, scope.session_key, "timeout", f"no answer within {deadline:.0f}s"
             )
             return None
-        self._pauses.succeeded(agent.id)
+        await self._pauses.succeeded(agent.id)
         try:
             answer = parse_answer(completion.text)
         except UnusableAnswer as exc:

@@ -28,7 +28,7 @@ from core.clock import Clock
 from core.commitments.batch import BatchExtractor
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
 from core.commitments.model import Scope
-from core.commitments.pause import Pauses
+from core.commitments.pause import Pauses, PauseStore
 from core.commitments.rules import Exchange
 from core.commitments.store import CommitmentStore
 from core.config import KeptConfig
@@ -83,6 +83,7 @@ class ExtractionWorker:
         *,
         store: CommitmentStore,
         jobs: ExtractionJobStore,
+        pauses: PauseStore,
         llm: ChatModel,
         config: Callable[[], KeptConfig],
         clock: Clock,
@@ -102,7 +103,7 @@ class ExtractionWorker:
         self._max_queue = max_queue
         self._batch_seconds = batch_seconds
         self._max_batch = max(1, max_batch)
-        self._pauses = Pauses(clock, pause)
+        self._pauses = Pauses(pauses, clock, pause)
         self._batches = BatchExtractor(
             store=store,
             llm=llm,
@@ -146,7 +147,7 @@ class ExtractionWorker:
         if not self._config().commitments.enabled:
             return
         agent_id = ev.session.agent_id
-        if self._pauses.paused(agent_id):
+        if await self._pauses.paused(agent_id):
             return  # the pause was logged once when it began
         if self._held >= self._max_queue:
             self._drop(agent_id, ev.session.key)

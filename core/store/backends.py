@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Self
 
 from core.commitments.jobs import ExtractionJobStore
+from core.commitments.pause import PauseStore
 from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
 from core.locks import SessionGuard
@@ -23,9 +24,11 @@ from core.store.sqlite import (
     SqliteCommitmentStore,
     SqliteExtractionJobStore,
     SqliteHeartbeatStore,
+    SqlitePauseStore,
     SqliteReminderStore,
     SqliteStore,
 )
+from core.wake import WakeChannel
 
 _SQLITE_PREFIX = "sqlite:///"
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -43,9 +46,12 @@ class Backend:
     heartbeat: HeartbeatStore
     reminders: ReminderStore
     extraction_jobs: ExtractionJobStore
+    extraction_pauses: PauseStore
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
+    # Carries wakes to the other workers; None for one process.
+    wake_channel: WakeChannel | None = None
 
     async def open(self) -> None:
         await self.store.open()
@@ -71,6 +77,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         heartbeat=SqliteHeartbeatStore(store),
         reminders=SqliteReminderStore(store),
         extraction_jobs=SqliteExtractionJobStore(store),
+        extraction_pauses=SqlitePauseStore(store),
     )
 
 
@@ -83,9 +90,11 @@ def postgres_backend(url: str) -> Backend:
         PostgresConnection,
         PostgresExtractionJobStore,
         PostgresHeartbeatStore,
+        PostgresPauseStore,
         PostgresReminderStore,
         PostgresSessionGuard,
         PostgresStore,
+        PostgresWakeChannel,
     )
 
     connection = PostgresConnection(url)
@@ -95,7 +104,9 @@ def postgres_backend(url: str) -> Backend:
         heartbeat=PostgresHeartbeatStore(connection),
         reminders=PostgresReminderStore(connection),
         extraction_jobs=PostgresExtractionJobStore(connection),
+        extraction_pauses=PostgresPauseStore(connection),
         session_guard=PostgresSessionGuard(url),
+        wake_channel=PostgresWakeChannel(connection),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
 from core.commitments.model import Scope
+from core.commitments.pause import PauseResult, PauseStore
 from core.commitments.rules import Exchange
 from core.store.postgres.claims import aware
 from core.store.postgres.connection import PostgresConnection
@@ -112,3 +113,43 @@ class PostgresExtractionJobStore(ExtractionJobStore):
             return None
         first: datetime | None = rows[0][0]
         return aware(now) if first is None else max(aware(now), first)
+
+
+class PostgresPauseStore(PauseStore):
+    def __init__(self, db: PostgresConnection) -> None:
+        self._db = db
+
+    async def pause(
+        self, agent_id: str, *, until: datetime, kind: str, error: str, now: datetime
+    ) -> PauseResult:
+        async with self._db.transaction() as conn:
+            # A live pause stands; an ended one is replaced. The row lock
+            # makes concurrent callers on several workers agree on one start.
+            cursor = await conn.execute(
+                "INSERT INTO extraction_pauses (agent_id, until, kind, error) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id) DO UPDATE SET "
+                "until = EXCLUDED.until, kind = EXCLUDED.kind, error = EXCLUDED.error "
+                "WHERE extraction_pauses.until <= %s RETURNING until",
+                (agent_id, aware(until), kind, error, aware(now)),
+            )
+            if (row := await cursor.fetchone()) is not None:
+                return PauseResult(True, row[0])
+            cursor = await conn.execute(
+                "SELECT until FROM extraction_pauses WHERE agent_id = %s", (agent_id,)
+            )
+            row = await cursor.fetchone()
+            assert row is not None  # the conflicting row, locked by the INSERT
+            return PauseResult(False, row[0])
+
+    async def paused_until(self, agent_id: str) -> datetime | None:
+        rows = await self._db.fetchall(
+            "SELECT until FROM extraction_pauses WHERE agent_id = %s", (agent_id,)
+        )
+        return rows[0][0] if rows else None
+
+    async def resume(self, agent_id: str) -> bool:
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM extraction_pauses WHERE agent_id = %s", (agent_id,)
+            )
+            return cursor.rowcount > 0

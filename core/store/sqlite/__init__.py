@@ -14,7 +14,7 @@ extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 """
 
 from core.store.sqlite.commitments import SqliteCommitmentStore
-from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore
+from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePauseStore
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
 from core.store.sqlite.reminders import SqliteReminderStore
@@ -23,6 +23,7 @@ __all__ = [
     "SqliteCommitmentStore",
     "SqliteExtractionJobStore",
     "SqliteHeartbeatStore",
+    "SqlitePauseStore",
     "SqliteReminderStore",
     "SqliteStore",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
 from core.commitments.model import Scope
+from core.commitments.pause import PauseResult, PauseStore
 from core.commitments.rules import Exchange
 from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.rows import from_ms, to_ms
@@ -105,3 +106,42 @@ class SqliteExtractionJobStore(ExtractionJobStore):
         if not rows or rows[0][0] is None:
             return None
         return max(now, from_ms(int(rows[0][0]))) if rows[0][0] else now
+
+
+class SqlitePauseStore(PauseStore):
+    def __init__(self, store: SqliteConnection) -> None:
+        self._store = store
+
+    async def pause(
+        self, agent_id: str, *, until: datetime, kind: str, error: str, now: datetime
+    ) -> PauseResult:
+        def work(db: sqlite3.Connection) -> PauseResult:
+            # A live pause stands; an ended one is replaced.
+            began = db.execute(
+                "INSERT INTO extraction_pauses (agent_id, until, kind, error) VALUES (?,?,?,?) "
+                "ON CONFLICT (agent_id) DO UPDATE SET until = excluded.until, "
+                "kind = excluded.kind, error = excluded.error "
+                "WHERE extraction_pauses.until <= ? RETURNING until",
+                (agent_id, to_ms(until), kind, error, to_ms(now)),
+            ).fetchone()
+            if began is not None:
+                return PauseResult(True, until)
+            row = db.execute(
+                "SELECT until FROM extraction_pauses WHERE agent_id = ?", (agent_id,)
+            ).fetchone()
+            return PauseResult(False, from_ms(row[0]))
+
+        return await self._store._write(work)
+
+    async def paused_until(self, agent_id: str) -> datetime | None:
+        rows = await self._store._fetch(
+            "SELECT until FROM extraction_pauses WHERE agent_id = ?", (agent_id,)
+        )
+        return from_ms(rows[0][0]) if rows else None
+
+    async def resume(self, agent_id: str) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            cursor = db.execute("DELETE FROM extraction_pauses WHERE agent_id = ?", (agent_id,))
+            return cursor.rowcount > 0
+
+        return await self._store._write(work)

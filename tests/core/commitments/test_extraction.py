@@ -36,7 +36,7 @@ from core.config import (
 from core.conversation import ConversationManager
 from core.llm import LLMClient
 from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
-from core.store.sqlite import SqliteExtractionJobStore, SqliteStore
+from core.store.sqlite import SqliteExtractionJobStore, SqlitePauseStore, SqliteStore
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, error, hang, reply
 from tests.support.store_helpers import commitment_store_for, open_store
 
@@ -166,6 +166,7 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         worker = ExtractionWorker(
             store=commitment_store_for(store),
             jobs=SqliteExtractionJobStore(store),
+            pauses=SqlitePauseStore(store),
             llm=llm,
             config=lambda: config[0],
             clock=clock,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from core.commitments.extraction import JOB_LEASE, ExtractionWorker
 from core.llm import LLMClient
-from core.store.sqlite import SqliteExtractionJobStore, SqliteStore
+from core.store.sqlite import SqliteExtractionJobStore, SqlitePauseStore, SqliteStore
 from tests.core.commitments.test_extraction import (
     LOG,
     SCOPE_42,
@@ -39,6 +39,7 @@ def second_worker(
     return ExtractionWorker(
         store=commitment_store_for(store),
         jobs=SqliteExtractionJobStore(store),
+        pauses=SqlitePauseStore(store),
         llm=llm,
         config=lambda: h.config[0],
         clock=h.clock,
