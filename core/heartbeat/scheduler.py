@@ -20,7 +20,8 @@ import asyncio
 import contextlib
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -29,7 +30,8 @@ from core.commitments.expiry import sweep_expired
 from core.commitments.model import Commitment, Scope
 from core.commitments.store import CommitmentStore
 from core.config import KeptConfig
-from core.heartbeat.active_hours import is_active, next_window_start
+from core.delivery import settle_despite_cancel
+from core.heartbeat.gates import blocked, interval
 from core.heartbeat.lease import turn_lease
 from core.heartbeat.store import HeartbeatStore, ReapedClaims
 from core.heartbeat.turn import HeartbeatTurn, log_decision
@@ -42,17 +44,27 @@ log = logging.getLogger("kept.heartbeat")
 MAX_PER_TURN = 3
 # Chats whose check-in turns run at once in one worker.
 SCOPE_CONCURRENCY = 8
-DUE_BATCH = 500
+# Due rows per page: the first page of a tick, and the most a page grows to.
+DUE_PAGE_FIRST = 48
+DUE_PAGE_MAX = 500
 # Pages of due rows read per tick at most; what lies beyond waits for the
 # next tick (a bound on one tick's reads, not a delivery limit).
-MAX_DUE_PAGES = 100
+MAX_DUE_PAGES = 400
 MAX_SLEEP = 300.0
 MIN_SLEEP = timedelta(seconds=1)
-NO_ADAPTER_RETRY = timedelta(minutes=1)
 # A chat another worker holds is looked at again after this.
 BUSY_RETRY = timedelta(seconds=5)
 SWEEP_EVERY = timedelta(minutes=10)
 CAP_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True, slots=True)
+class _Claimed:
+    """A scope's claimed rows, waiting for its turn."""
+
+    scope: Scope
+    claimed: list[Commitment]
+    due: int  # the scope's due rows on the page that named it
 
 
 class Reminders(Protocol):
@@ -203,126 +215,182 @@ class HeartbeatScheduler:
             await self._reminders.reap_expired_claims()
 
     async def _deliver_due(self, now: datetime, config: KeptConfig) -> None:
-        """Every scope with due rows gets its chance this tick: due rows are
-        read page by page, so rows of blocked scopes (quiet hours, cap, no
-        adapter), however many, never hide deliverable ones behind them."""
+        """Every scope with due rows gets its chance this tick.
+
+        Due rows are read page by page (so rows of blocked scopes, however
+        many, never hide deliverable ones behind them) as the turns need
+        them. The scopes of a page that may speak are claimed in one
+        statement, at most MAX_PER_TURN rows each, before their turns start:
+        several workers then split the due chats between them instead of
+        all walking the same ones, and a page read later leaves out what
+        others took. A chat whose last turn is within its interval is passed
+        over without a claim; the turn checks the interval and the cap again
+        under the chat's lock, which is what guarantees them."""
         self._deferred = {s: t for s, t in self._deferred.items() if t > now}
+        ready: asyncio.Queue[_Claimed | None] = asyncio.Queue(maxsize=SCOPE_CONCURRENCY)
+        failures: list[BaseException] = []
+
+        async def turns() -> None:
+            while (item := await ready.get()) is not None:
+                # Every started turn runs to its end: one chat's failure must
+                # not cancel another's turn mid-send. The first is raised after.
+                try:
+                    retry_at = await self._scope_turn(item, now, config)
+                except Exception as exc:
+                    failures.append(exc)
+                    continue
+                if retry_at is not None:
+                    self._deferred[item.scope] = retry_at
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                runners = [group.create_task(turns()) for _ in range(SCOPE_CONCURRENCY)]
+                try:
+                    await self._feed(ready, now, config)
+                except Exception as exc:  # the turns under way still finish
+                    failures.append(exc)
+                for _ in runners:
+                    await ready.put(None)
+        finally:
+            # Stopped with claims still queued: they never reached the platform.
+            while not ready.empty():
+                if (item := ready.get_nowait()) is not None:
+                    await self._release(item.claimed, "stopped before its turn")
+        if failures:
+            raise failures[0]
+
+    async def _feed(
+        self, ready: asyncio.Queue[_Claimed | None], now: datetime, config: KeptConfig
+    ) -> None:
         after: tuple[datetime, str] | None = None
+        seen: set[Scope] = set()
+        platforms = self._platforms()
+        lease = turn_lease(config.llm)
+        page = DUE_PAGE_FIRST
         for _ in range(MAX_DUE_PAGES):
-            due = await self._store.due_unclaimed(now=now, limit=DUE_BATCH, after=after)
+            due = await self._store.due_unclaimed(now=now, limit=page, after=after)
             groups: dict[Scope, list[Commitment]] = {}
             for c in due:
-                if c.scope not in self._deferred:
+                if c.scope not in self._deferred and c.scope not in seen:
                     groups.setdefault(c.scope, []).append(c)
-            await self._scope_turns(groups, now, config)
-            if self._stopping:
-                return
-            if len(due) < DUE_BATCH:
+            seen.update(groups)
+            speakers = self._may_speak(groups, now, config, platforms)
+            turned = await self._store.last_turns([(s.agent_id, s.session_key) for s in speakers])
+            wanted: list[Scope] = []
+            for scope in speakers:
+                last = turned.get((scope.agent_id, scope.session_key))
+                every = interval(config, scope.agent_id)
+                if last is not None and last + every > now:
+                    self._deferred[scope] = last + every
+                else:
+                    wanted.append(scope)
+            claimed = await self._turn.claim(wanted, per_scope=MAX_PER_TURN, lease=lease)
+            by_scope: dict[Scope, list[Commitment]] = {}
+            for c in claimed:
+                by_scope.setdefault(c.scope, []).append(c)
+            for scope in self._in_worker_order(by_scope):
+                await ready.put(_Claimed(scope, by_scope[scope], len(groups[scope])))
+            if self._stopping or len(due) < page:
                 return
             after = (due[-1].due_earliest, due[-1].id)
+            if not by_scope:
+                page = min(page * 2, DUE_PAGE_MAX)
 
-    async def _scope_turns(
-        self, groups: dict[Scope, list[Commitment]], now: datetime, config: KeptConfig
-    ) -> None:
-        """The scopes' turns, a few at a time: one chat's turns are one at a
-        time anyway (its session lock), and a slow model call of one chat
-        must not hold up every other chat's check-in."""
-        slots = asyncio.Semaphore(SCOPE_CONCURRENCY)
+    def _may_speak(
+        self,
+        groups: dict[Scope, list[Commitment]],
+        now: datetime,
+        config: KeptConfig,
+        platforms: set[str],
+    ) -> list[Scope]:
+        """The scopes the config lets speak now; the others are deferred."""
+        speakers = []
+        for scope, items in groups.items():
+            why = blocked(scope, config, now, platforms)
+            if why is None:
+                speakers.append(scope)
+                continue
+            log_decision(scope, len(items), why.outcome, **why.fields)
+            self._deferred[scope] = why.until
+        return speakers
 
-        async def one(scope: Scope, items: list[Commitment]) -> None:
-            async with slots:
-                if self._stopping:
-                    return
-                retry_at = await self._scope_turn(scope, items, now, config)
-                if retry_at is not None:
-                    self._deferred[scope] = retry_at
-
-        # Each worker walks the chats in its own order, so several workers
-        # spread over them instead of all trying the same chat first.
+    def _in_worker_order(self, scopes: Iterable[Scope]) -> list[Scope]:
+        """Each worker walks a page's chats in its own order, so several
+        workers spread over them instead of all trying the same chat first."""
         worker = self._turn.worker
-        order = sorted(groups, key=lambda s: zlib.crc32(f"{worker}:{s.session_key}".encode()))
-        # Every started turn runs to its end: one chat's failure must not
-        # cancel another's turn mid-send. The first failure is raised after.
-        results = await asyncio.gather(
-            *(one(scope, groups[scope]) for scope in order), return_exceptions=True
+        return sorted(scopes, key=lambda s: zlib.crc32(f"{worker}:{s.session_key}".encode()))
+
+    async def _release(self, claimed: list[Commitment], why: str) -> None:
+        work = self._store.release(
+            claimed, worker=self._turn.worker, now=self._clock.now(), error=why
         )
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        await settle_despite_cancel(work)
 
     async def _scope_turn(
-        self, scope: Scope, items: list[Commitment], now: datetime, config: KeptConfig
+        self, item: _Claimed, now: datetime, config: KeptConfig
     ) -> datetime | None:
-        """Run the scope's turn if it may have one; else say when to retry."""
-        # Unlike a chat turn, no follow-up is sent for an agent the config no
-        # longer has: its follow-ups wait until it is added back.
-        agent = config.find_agent(scope.agent_id)
-        later = now + timedelta(seconds=MAX_SLEEP)
-        if agent is None:
-            log_decision(scope, len(items), "no-agent", action="add the agent back to the config")
-            return later
-        heartbeat = agent.heartbeat
-        every = timedelta(seconds=heartbeat.every_seconds)
-        if not every:
-            log_decision(scope, len(items), "disabled")
-            return later
-        if heartbeat.target == "none":
-            log_decision(scope, len(items), "target-none")
-            return later
-        if scope.platform not in self._platforms():
-            log_decision(scope, len(items), "no-adapter", platform=scope.platform)
-            return now + NO_ADAPTER_RETRY
-        if not is_active(now, heartbeat.active_hours, agent.timezone):
-            assert heartbeat.active_hours is not None
-            opens = next_window_start(now, heartbeat.active_hours, agent.timezone)
-            log_decision(scope, len(items), "quiet-hours", until=opens.isoformat())
-            return opens
-        # The interval and the cap are read under the session's lock (the
-        # database's, across workers), so two workers never both find room.
-        # A chat another worker holds is left to it (or to a later look):
-        # waiting behind it would line every worker up on the same chats.
-        async with self._session_locks.hold_unless_elsewhere(scope.session_key) as held:
-            if not held:
-                return now + BUSY_RETRY
-            last = await self._store.last_turn_at(scope.agent_id, scope.session_key)
-            if last is not None and last + every > now:
-                return last + every
-            cap = config.commitments.max_per_day
-            sent = await self._store.sent_times_since(
-                scope.agent_id, scope.session_key, now - CAP_WINDOW
-            )
-            room = cap - len(sent)
-            if room <= 0:
-                frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else later
-                log_decision(scope, len(items), "cap", until=frees.isoformat())
-                return frees
-            # Read afresh under the lock: another worker may have taken some,
-            # and the page that named the scope may not have held them all.
-            take = min(MAX_PER_TURN, room)
-            fresh = await self._store.due_in_scope(scope, now=now, limit=take + 1)
-            batch = fresh[:take]
-            if not batch:
-                return None
-            await self._store.record_turn(scope.agent_id, scope.session_key, now=now)
-            result = await self._turn.run(
-                scope,
-                batch,
-                timezone=agent.timezone,
-                lease=turn_lease(config.llm),
-                # The one live read: the off switch, asked again just before
-                # sending, as switching off during the model call must stop it.
-                may_send=lambda: self._config().commitments.enabled,
-            )
+        """Run the scope's turn with its claimed rows if the interval and the
+        cap allow; else release them and say when to retry."""
+        scope, claimed = item.scope, item.claimed
+        if self._stopping:
+            await self._release(claimed, "stopped before its turn")
+            return None
+        agent = config.agent_or_default(scope.agent_id)
+        every = interval(config, scope.agent_id)
+        handed = False  # to the turn, which settles its claims from then on
+        try:
+            # The interval and the cap are read under the session's lock (the
+            # database's, across workers), so two workers never both find room.
+            # A chat another worker holds is left to it (or to a later look):
+            # waiting behind it would line every worker up on the same chats.
+            async with self._session_locks.hold_unless_elsewhere(scope.session_key) as held:
+                if not held:
+                    await self._release(claimed, "chat busy on another worker")
+                    return now + BUSY_RETRY
+                cap = config.commitments.max_per_day
+                sent = await self._store.sent_times_since(
+                    scope.agent_id, scope.session_key, now - CAP_WINDOW
+                )
+                room = cap - len(sent)
+                if room <= 0:
+                    await self._release(claimed, "daily cap reached")
+                    frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else now + every
+                    log_decision(scope, item.due, "cap", until=frees.isoformat())
+                    return frees
+                # The interval's check and the turn's record are one statement.
+                last = await self._store.take_turn(
+                    scope.agent_id, scope.session_key, now=now, every=every
+                )
+                if last is not None:
+                    await self._release(claimed, "a turn was taken meanwhile")
+                    return last + every
+                batch, spare = claimed[:room], claimed[room:]
+                if spare:
+                    await self._release(spare, "daily cap leaves no room")
+                handed = True
+                result = await self._turn.run(
+                    scope,
+                    batch,
+                    timezone=agent.timezone,
+                    lease=turn_lease(config.llm),
+                    # The one live read: the off switch, asked again just before
+                    # sending, as switching off during the model call must stop it.
+                    may_send=lambda: self._config().commitments.enabled,
+                )
+        except BaseException as exc:
+            if not handed:  # stopped or broken before the turn: nothing was sent
+                await self._release(claimed, f"{type(exc).__name__} before its turn")
+            raise
         log_decision(
             scope,
-            len(items),
+            item.due,
             result.outcome,
             commitments=",".join(result.commitment_ids),
             message=result.message_id,
             error=result.error,
         )
         # Whatever this turn did not carry waits for the scope's next turn.
-        return now + every if len(fresh) > len(batch) else None
+        return now + every
 
     async def _next_wake(self, now: datetime) -> datetime:
         candidates = [now + timedelta(seconds=MAX_SLEEP)]

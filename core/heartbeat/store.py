@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from core.commitments.model import Commitment, Scope
@@ -54,6 +54,20 @@ class HeartbeatStore(abc.ABC):
         """In one transaction, claim (phase `claimed`) those still active and
         unclaimed, counting the attempt; returns what was claimed, with the
         attempt count that fences the later steps."""
+
+    @abc.abstractmethod
+    async def claim_due(
+        self,
+        scopes: Sequence[Scope],
+        *,
+        per_scope: int,
+        worker: str,
+        now: datetime,
+        lease_until: datetime,
+    ) -> list[Commitment]:
+        """In one transaction, claim (as `claim` does) each scope's first
+        `per_scope` due, unclaimed commitments (soonest first); rows another
+        worker is claiming at that moment are passed over."""
 
     @abc.abstractmethod
     async def begin_sending(
@@ -100,10 +114,15 @@ class HeartbeatStore(abc.ABC):
         """When the earliest live claim's lease ends (indexed)."""
 
     @abc.abstractmethod
-    async def last_turn_at(self, agent_id: str, session_key: str) -> datetime | None: ...
+    async def take_turn(
+        self, agent_id: str, session_key: str, *, now: datetime, every: timedelta
+    ) -> datetime | None:
+        """In one statement: record a turn at `now` unless the last one was
+        less than `every` ago. None when recorded, else that last turn."""
 
     @abc.abstractmethod
-    async def record_turn(self, agent_id: str, session_key: str, *, now: datetime) -> None: ...
+    async def last_turns(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], datetime]:
+        """The last turn of each (agent id, session key) that had one, in one read."""
 
     @abc.abstractmethod
     async def sent_times_since(

@@ -76,23 +76,31 @@ class HeartbeatTurn:
     def worker(self) -> str:
         return self._worker
 
+    async def claim(
+        self, scopes: Sequence[Scope], *, per_scope: int, lease: timedelta
+    ) -> list[Commitment]:
+        """Claim (phase `claimed`) up to `per_scope` due rows of each scope
+        for this worker, in one statement. `lease` covers the wait for the
+        turn, the model call and the send."""
+        if not scopes:
+            return []
+        now = self._clock.now()
+        return await self._store.claim_due(
+            scopes, per_scope=per_scope, worker=self._worker, now=now, lease_until=now + lease
+        )
+
     async def run(
         self,
         scope: Scope,
-        due: Sequence[Commitment],
+        claimed: list[Commitment],
         *,
         timezone: str,
         lease: timedelta,
         may_send: Callable[[], bool] = lambda: True,
     ) -> TurnResult:
-        """Claim, ask, send once. `lease` covers the model call and the send;
-        `may_send` is asked again just before sending (config read live)."""
-        now = self._clock.now()
-        claimed = await self._store.claim(
-            [c.id for c in due], worker=self._worker, now=now, lease_until=now + lease
-        )
-        if not claimed:
-            return TurnResult("lost_claim", ())
+        """Ask, send once, with the scope's claimed rows (see `claim`).
+        `lease` covers the model call and the send; `may_send` is asked
+        again just before sending (config read live)."""
         progress = _Progress()
         try:
             return await self._claimed(scope, claimed, timezone, lease, may_send, progress)

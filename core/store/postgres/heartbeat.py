@@ -4,7 +4,7 @@ commitments for several workers (see claims.py for the rules they follow)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from core.commitments.model import Commitment, Scope
@@ -101,6 +101,47 @@ class PostgresHeartbeatStore(HeartbeatStore):
         )
         order = {cid: i for i, cid in enumerate(ids)}
         return sorted(claimed, key=lambda c: order[c.id])
+
+    async def claim_due(
+        self,
+        scopes: Sequence[Scope],
+        *,
+        per_scope: int,
+        worker: str,
+        now: datetime,
+        lease_until: datetime,
+    ) -> list[Commitment]:
+        if not scopes:
+            return []
+        columns = list(zip(*(scope_params(s) for s in scopes), strict=True))
+        # Each scope's rows walk the commitments_scope index; one statement
+        # for the whole page of scopes.
+        return await self._write_rows(
+            "WITH s AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
+            "  %s::text[], %s::text[]) AS s(agent_id, session_key, platform, chat_id, "
+            "  thread_id, sender_id)), "
+            "picked AS (SELECT p.id FROM s CROSS JOIN LATERAL ("
+            "  SELECT c.id FROM commitments c WHERE c.agent_id = s.agent_id "
+            "  AND c.session_key = s.session_key AND c.platform = s.platform "
+            "  AND c.chat_id = s.chat_id AND c.thread_id IS NOT DISTINCT FROM s.thread_id "
+            "  AND c.sender_id IS NOT DISTINCT FROM s.sender_id "
+            f"  AND c.{ACTIVE} AND c.due_earliest <= %s AND c.due_latest >= %s "
+            "  AND c.claimed_at IS NULL ORDER BY c.due_earliest, c.id LIMIT %s "
+            "  FOR UPDATE SKIP LOCKED) p) "
+            "UPDATE commitments c SET claimed_at = %s, claim_phase = 'claimed', "
+            "claimed_by = %s, lease_until = %s, attempts = c.attempts + 1, updated_at = %s "
+            f"FROM picked WHERE c.id = picked.id RETURNING {_C_COLUMNS}",
+            (
+                *(list(column) for column in columns),
+                aware(now),
+                now,
+                per_scope,
+                aware(now),
+                worker,
+                aware(lease_until),
+                now,
+            ),
+        )
 
     async def begin_sending(
         self,
@@ -199,21 +240,37 @@ class PostgresHeartbeatStore(HeartbeatStore):
         )
         return rows[0][0] if rows else None
 
-    async def last_turn_at(self, agent_id: str, session_key: str) -> datetime | None:
-        rows = await self._db.fetchall(
-            "SELECT last_turn_at FROM heartbeat_turns WHERE session_key = %s AND agent_id = %s",
-            (session_key, agent_id),
-        )
-        return rows[0][0] if rows else None
-
-    async def record_turn(self, agent_id: str, session_key: str, *, now: datetime) -> None:
+    async def take_turn(
+        self, agent_id: str, session_key: str, *, now: datetime, every: timedelta
+    ) -> datetime | None:
         async with self._db.transaction() as conn:
-            await conn.execute(
+            cursor = await conn.execute(
                 "INSERT INTO heartbeat_turns(agent_id, session_key, last_turn_at) "
                 "VALUES (%s, %s, %s) ON CONFLICT (session_key, agent_id) "
-                "DO UPDATE SET last_turn_at = excluded.last_turn_at",
-                (agent_id, session_key, aware(now)),
+                "DO UPDATE SET last_turn_at = excluded.last_turn_at "
+                "WHERE heartbeat_turns.last_turn_at <= %s RETURNING last_turn_at",
+                (agent_id, session_key, aware(now), aware(now - every)),
             )
+            if await cursor.fetchone() is not None:
+                return None
+            cursor = await conn.execute(
+                "SELECT last_turn_at FROM heartbeat_turns WHERE session_key = %s AND agent_id = %s",
+                (session_key, agent_id),
+            )
+            row = await cursor.fetchone()
+            assert row is not None  # the conflicting row, locked by the INSERT
+            return row[0]
+
+    async def last_turns(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], datetime]:
+        if not keys:
+            return {}
+        rows = await self._db.fetchall(
+            "SELECT t.agent_id, t.session_key, t.last_turn_at FROM heartbeat_turns t "
+            "JOIN unnest(%s::text[], %s::text[]) AS k(agent_id, session_key) "
+            "ON t.session_key = k.session_key AND t.agent_id = k.agent_id",
+            ([k[0] for k in keys], [k[1] for k in keys]),
+        )
+        return {(r[0], r[1]): r[2] for r in rows}
 
     async def sent_times_since(
         self, agent_id: str, session_key: str, since: datetime

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from core.commitments.model import Commitment, Scope
 from core.heartbeat.store import Final, HeartbeatStore, ReapedClaims
@@ -86,6 +86,40 @@ class SqliteHeartbeatStore(HeartbeatStore):
         claimed = await self._store._write(work)
         order = {cid: i for i, cid in enumerate(ids)}
         return sorted(claimed, key=lambda c: order[c.id])
+
+    async def claim_due(
+        self,
+        scopes: Sequence[Scope],
+        *,
+        per_scope: int,
+        worker: str,
+        now: datetime,
+        lease_until: datetime,
+    ) -> list[Commitment]:
+        if not scopes:
+            return []
+        pick = (
+            f"SELECT id FROM commitments WHERE {_SCOPE_MATCH} AND {ACTIVE} "
+            "AND due_earliest <= ? AND due_latest >= ? AND claimed_at IS NULL "
+            "ORDER BY due_earliest, id LIMIT ?"
+        )
+        claim = (
+            "UPDATE commitments SET claimed_at = ?, claim_phase = 'claimed', claimed_by = ?, "
+            "lease_until = ?, attempts = attempts + 1, updated_at = ? "
+            f"WHERE id = ? RETURNING {_COLUMNS}"
+        )
+        at = to_ms(now)
+
+        def work(db: sqlite3.Connection) -> list[Commitment]:
+            claimed = []
+            for scope in scopes:
+                ids = db.execute(pick, (*scope_params(scope), at, at, per_scope)).fetchall()
+                for (cid,) in ids:
+                    row = db.execute(claim, (at, worker, to_ms(lease_until), at, cid)).fetchone()
+                    claimed.append(_row(row))
+            return claimed
+
+        return await self._store._write(work)
 
     async def begin_sending(
         self,
@@ -187,20 +221,36 @@ class SqliteHeartbeatStore(HeartbeatStore):
         value = rows[0][0] if rows else None
         return None if value is None else from_ms(value)
 
-    async def last_turn_at(self, agent_id: str, session_key: str) -> datetime | None:
-        rows = await self._store.fetchall(
-            "SELECT last_turn_at FROM heartbeat_turns WHERE agent_id = ? AND session_key = ?",
-            (agent_id, session_key),
-        )
-        return from_ms(rows[0][0]) if rows else None
+    async def take_turn(
+        self, agent_id: str, session_key: str, *, now: datetime, every: timedelta
+    ) -> datetime | None:
+        def work(db: sqlite3.Connection) -> datetime | None:
+            row = db.execute(
+                "SELECT last_turn_at FROM heartbeat_turns WHERE agent_id = ? AND session_key = ?",
+                (agent_id, session_key),
+            ).fetchone()
+            if row is not None and from_ms(row[0]) + every > now:
+                return from_ms(row[0])
+            db.execute(
+                "INSERT INTO heartbeat_turns(agent_id, session_key, last_turn_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(agent_id, session_key) DO UPDATE SET "
+                "last_turn_at = excluded.last_turn_at",
+                (agent_id, session_key, to_ms(now)),
+            )
+            return None
 
-    async def record_turn(self, agent_id: str, session_key: str, *, now: datetime) -> None:
-        sql = (
-            "INSERT INTO heartbeat_turns(agent_id, session_key, last_turn_at) VALUES (?, ?, ?) "
-            "ON CONFLICT(agent_id, session_key) DO UPDATE SET last_turn_at = excluded.last_turn_at"
+        return await self._store._write(work)
+
+    async def last_turns(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], datetime]:
+        if not keys:
+            return {}
+        pairs = ", ".join("(?, ?)" for _ in keys)
+        rows = await self._store.fetchall(
+            "SELECT agent_id, session_key, last_turn_at FROM heartbeat_turns "
+            f"WHERE (agent_id, session_key) IN (VALUES {pairs})",
+            [part for key in keys for part in key],
         )
-        params = (agent_id, session_key, to_ms(now))
-        await self._store._write(lambda db: db.execute(sql, params))
+        return {(r[0], r[1]): from_ms(r[2]) for r in rows}
 
     async def sent_times_since(
         self, agent_id: str, session_key: str, since: datetime

@@ -175,8 +175,9 @@ async def test_a_chat_another_worker_holds_is_looked_at_again_later(backends) ->
 
 
 class GatedTurns:
-    """A worker's heartbeat store whose record_turn waits for a gate: the
-    worker has found room in the chat and not yet recorded its turn."""
+    """A worker's heartbeat store whose take_turn waits for a gate: the
+    worker holds the chat and its claims, has found room under the cap, and
+    has not yet recorded its turn."""
 
     def __init__(self, backend: Backend) -> None:
         self._inner = backend.heartbeat
@@ -185,16 +186,17 @@ class GatedTurns:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def record_turn(self, agent_id: str, session_key: str, *, now: Any) -> None:
+    async def take_turn(self, agent_id: str, session_key: str, **kw: Any) -> Any:
         self.waiting.set()
         await self.go.wait()
-        await self._inner.record_turn(agent_id, session_key, now=now)
+        return await self._inner.take_turn(agent_id, session_key, **kw)
 
 
 async def test_two_workers_never_both_find_room_in_a_chat(backends) -> None:
     clock = TestClock()
     config = KeptConfig.model_validate({"commitments": {"enabled": True, "maxPerDay": 1}})
-    await seed(backends[0], clock, count=2, chats=1)
+    # Five due in one chat: a claims three (a turn's most), b the other two.
+    await seed(backends[0], clock, count=5, chats=1)
     sender = ScriptedSender()
     gated = GatedTurns(backends[0])
     a = scheduler(backends[0], config, clock, sender, "a")
@@ -203,8 +205,11 @@ async def test_two_workers_never_both_find_room_in_a_chat(backends) -> None:
     b = scheduler(backends[1], config, clock, sender, "b", b_model)
     first = asyncio.create_task(a.tick())
     await asyncio.wait_for(gated.waiting.wait(), 5)  # a found room, has not recorded
-    await b.tick()  # the chat is a's: b leaves it
+    await b.tick()  # the chat is a's: b leaves it, and releases its claims
     gated.go.set()
     await first
     assert b_model.calls == 0  # one turn in the chat at a time, across workers
     assert len(sender.sent) == 1  # and the cap of one a day holds
+    assert sender.sent[0].text.count("@0") == 1  # room for one: a's other two went back
+    due = await backends[1].heartbeat.due_unclaimed(now=clock.now(), limit=10)
+    assert len(due) == 4  # and b's two claims too: due again, for a later turn
