@@ -288,8 +288,17 @@ class HeartbeatScheduler:
             by_scope: dict[Scope, list[Commitment]] = {}
             for c in claimed:
                 by_scope.setdefault(c.scope, []).append(c)
-            for scope in self._in_worker_order(by_scope):
-                await ready.put(_Claimed(scope, by_scope[scope], len(groups[scope])))
+            waiting = [
+                _Claimed(s, by_scope[s], len(groups[s])) for s in self._in_worker_order(by_scope)
+            ]
+            try:
+                while waiting:
+                    await ready.put(waiting[0])
+                    waiting.pop(0)
+            finally:
+                # Stopped while these waited for a place: nothing was sent.
+                for item in waiting:
+                    await self._release(item.claimed, "stopped before its turn")
             if self._stopping or len(due) < page:
                 return
             after = (due[-1].due_earliest, due[-1].id)

@@ -196,6 +196,44 @@ async def test_heartbeat_queries(followups: Followups, cstore: CommitmentStore) 
     assert await hb.next_due_after(NOW) is None
 
 
+async def test_claim_due_takes_each_scopes_soonest_rows_once(
+    followups: Followups, cstore: CommitmentStore
+) -> None:
+    hb = followups.heartbeat
+    due = {"due_earliest": NOW - HOUR}
+    rows = await add(
+        cstore,
+        *(new(key=f"a{i}", due_earliest=NOW - (5 - i) * HOUR) for i in range(4)),
+        new(BOB, key="b", **due),
+        new(OTHER_CHAT, key="later", due_earliest=NOW + HOUR),
+    )
+    by_key = {c.dedupe_key: c.id for c in rows}
+    scopes = [ALICE, BOB, OTHER_CHAT]
+    first = await hb.claim_due(scopes, per_scope=3, worker="w1", now=NOW, lease_until=NOW + HOUR)
+    assert sorted(c.id for c in first) == sorted(
+        [by_key["a0"], by_key["a1"], by_key["a2"], by_key["b"]]
+    )
+    assert all(c.attempts == 1 for c in first)
+    # What is claimed is never taken again; the scope's next row is.
+    second = await hb.claim_due(scopes, per_scope=3, worker="w2", now=NOW, lease_until=NOW + HOUR)
+    assert [c.id for c in second] == [by_key["a3"]]
+    assert await hb.claim_due([], per_scope=3, worker="w2", now=NOW, lease_until=NOW) == []
+
+
+async def test_take_turn_records_only_after_the_interval(followups: Followups) -> None:
+    hb = followups.heartbeat
+    key, every = ALICE.session_key, 30 * timedelta(minutes=1)
+    assert await hb.take_turn("main", key, now=NOW, every=every) is None
+    assert await hb.take_turn("main", key, now=NOW + every / 2, every=every) == NOW
+    assert await hb.take_turn("other", key, now=NOW + every / 2, every=every) is None
+    assert await hb.last_turns([("main", key), ("other", key), ("main", "none")]) == {
+        ("main", key): NOW,
+        ("other", key): NOW + every / 2,
+    }
+    assert await hb.take_turn("main", key, now=NOW + every, every=every) is None
+    assert await hb.last_turns([("main", key)]) == {("main", key): NOW + every}
+
+
 async def plan(store: SqliteStore, sql: str, params: tuple[object, ...]) -> str:
     rows = await store.fetchall(f"EXPLAIN QUERY PLAN {sql}", params)
     return " | ".join(str(r[3]) for r in rows)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,14 @@ import pytest
 from core.commitments.model import Commitment
 from core.config import KeptConfig
 from core.heartbeat.lease import turn_lease
+from core.heartbeat.scheduler import SCOPE_CONCURRENCY
 from core.llm import Completion
 from core.messages import Outbound, SendResult
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.migrations import load_migrations
 from core.store.sqlite.rows import to_ms
 from tests.fakes.scripted_model import text
-from tests.support.heartbeat_harness import WORKER, Harness, make_harness
+from tests.support.heartbeat_harness import SCOPE, WORKER, Harness, make_harness
 from tests.support.store_helpers import commitment_store_for, heartbeat_store_for
 
 DEAD = "dead-host:999:0badc0de"
@@ -116,6 +118,49 @@ async def test_stop_during_the_model_call_releases_the_claim_and_it_is_sent_late
     await hb.scheduler().tick()
     assert [o.text for o in hb.sender.sent] == ["How did the interview go?"]
     assert (await hb.status(c.id)).status == "sent"
+
+
+class HeldTurns:
+    """A model step for every turn: each call waits until the test opens it."""
+
+    def __init__(self, expected: int) -> None:
+        self.calls = 0
+        self.expected = expected
+        self.all_in = asyncio.Event()  # `expected` calls are waiting
+        self.open = asyncio.Event()
+
+    async def __call__(self, messages: list[dict[str, Any]], tools: Any) -> Completion:
+        self.calls += 1
+        if self.calls >= self.expected:
+            self.all_in.set()
+        await self.open.wait()
+        return text("How did it go?")
+
+
+async def test_stop_mid_tick_releases_every_claim_running_queued_or_waiting(hb: Harness):
+    """More chats are due than run at once: some turns are in the model call,
+    some claimed chats wait in the queue, the rest of the page waits for a
+    place. Stopping releases all of their claims; nothing was sent."""
+    chats = SCOPE_CONCURRENCY * 3
+    for n in range(chats):
+        await hb.seed(
+            replace(SCOPE, session_key=f"agent:main:telegram:private:{n}", chat_id=str(n))
+        )
+    held = HeldTurns(expected=SCOPE_CONCURRENCY)
+    hb.model.steps.extend([held] * chats)
+    tick = asyncio.create_task(hb.scheduler().tick())
+    await asyncio.wait_for(held.all_in.wait(), 2)
+    claimed = await hb.fetchall("SELECT count(*) FROM commitments WHERE claim_phase IS NOT NULL")
+    assert claimed[0][0] > SCOPE_CONCURRENCY  # queued and waiting ones are claimed too
+
+    tick.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await tick
+    left = await hb.fetchall("SELECT count(*) FROM commitments WHERE claim_phase IS NOT NULL")
+    assert left[0][0] == 0
+    pending = await hb.fetchall("SELECT count(*) FROM commitments WHERE status = 'pending'")
+    assert pending[0][0] == chats
+    assert hb.sender.attempts == []
 
 
 async def test_a_live_claim_of_another_worker_is_left_alone(hb: Harness):
