@@ -96,7 +96,7 @@ async def seed(url: str, follow_ups: int) -> None:
 
 
 class TimedClaims:
-    """The heartbeat store with `claim` timed."""
+    """The heartbeat store with its batched claim (`claim_due`, one per page of due chats) timed."""
 
     def __init__(self, backend: Backend) -> None:
         self._inner = backend.heartbeat
@@ -105,10 +105,10 @@ class TimedClaims:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def claim(self, ids: Any, **kw: Any) -> list[Commitment]:
+    async def claim_due(self, scopes: Any, **kw: Any) -> list[Commitment]:
         started = time.perf_counter()
         try:
-            return await self._inner.claim(ids, **kw)
+            return await self._inner.claim_due(scopes, **kw)
         finally:
             self.latencies.append((time.perf_counter() - started) * 1000)
 

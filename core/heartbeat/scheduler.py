@@ -330,10 +330,22 @@ class HeartbeatScheduler:
         return sorted(scopes, key=lambda s: zlib.crc32(f"{worker}:{s.session_key}".encode()))
 
     async def _release(self, claimed: list[Commitment], why: str) -> None:
+        """Give back claims that never reached the platform."""
         work = self._store.release(
             claimed, worker=self._turn.worker, now=self._clock.now(), error=why
         )
-        await settle_despite_cancel(work)
+        try:
+            await settle_despite_cancel(work)
+        except Exception as exc:
+            event(
+                log,
+                logging.WARNING,
+                "heartbeat_claim_release_failed",
+                session=claimed[0].session_key,
+                commitments=",".join(c.id for c in claimed),
+                error=repr(exc),
+                action="none needed: the claim's lease ends it",
+            )
 
     async def _scope_turn(
         self, item: _Claimed, now: datetime, config: KeptConfig
