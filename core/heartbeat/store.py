@@ -39,11 +39,6 @@ class HeartbeatStore(abc.ABC):
         last row of the previous page."""
 
     @abc.abstractmethod
-    async def due_in_scope(self, scope: Scope, *, now: datetime, limit: int) -> list[Commitment]:
-        """The scope's active, unclaimed commitments due at `now`, soonest
-        first (read when its turn starts: other workers may have taken some)."""
-
-    @abc.abstractmethod
     async def next_due_after(self, now: datetime) -> datetime | None:
         """The earliest due_earliest after `now` of any active commitment (indexed)."""
 

@@ -12,7 +12,6 @@ from core.heartbeat.store import Final, HeartbeatStore, ReapedClaims
 from core.store.commitment_sql import scope_params
 from core.store.postgres.claims import NO_CLAIM, aware
 from core.store.postgres.commitments import (
-    _SCOPE_MATCH,
     ACTIVE,
     COLUMN_NAMES,
     COLUMNS,
@@ -63,15 +62,6 @@ class PostgresHeartbeatStore(HeartbeatStore):
             f"AND due_latest >= %s AND claimed_at IS NULL {page}"
             "ORDER BY due_earliest, id LIMIT %s",
             (*params, limit),
-        )
-        return [commitment_row(r) for r in rows]
-
-    async def due_in_scope(self, scope: Scope, *, now: datetime, limit: int) -> list[Commitment]:
-        rows = await self._db.fetchall(
-            f"SELECT {COLUMNS} FROM commitments WHERE {_SCOPE_MATCH} AND {ACTIVE} "
-            "AND due_earliest <= %s AND due_latest >= %s AND claimed_at IS NULL "
-            "ORDER BY due_earliest, id LIMIT %s",
-            (*scope_params(scope), aware(now), now, limit),
         )
         return [commitment_row(r) for r in rows]
 

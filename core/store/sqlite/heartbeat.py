@@ -50,15 +50,6 @@ class SqliteHeartbeatStore(HeartbeatStore):
         )
         return [_row(r) for r in rows]
 
-    async def due_in_scope(self, scope: Scope, *, now: datetime, limit: int) -> list[Commitment]:
-        rows = await self._store.fetchall(
-            f"SELECT {_COLUMNS} FROM commitments WHERE {_SCOPE_MATCH} AND {ACTIVE} "
-            "AND due_earliest <= ? AND due_latest >= ? AND claimed_at IS NULL "
-            "ORDER BY due_earliest, id LIMIT ?",
-            (*scope_params(scope), to_ms(now), to_ms(now), limit),
-        )
-        return [_row(r) for r in rows]
-
     async def next_due_after(self, now: datetime) -> datetime | None:
         rows = await self._store.fetchall(
             f"SELECT min(due_earliest) FROM commitments WHERE {ACTIVE} AND due_earliest > ?",
