@@ -39,6 +39,8 @@ def channel_context(runtime: Runtime) -> ChannelContext:
         clock=runtime.clock,
         environ=runtime.environ,
         leadership=services.backend.session_guard,
+        updates=services.backend.update_queue,
+        worker=services.worker,
     )
 
 

@@ -26,6 +26,7 @@ from core.store.sqlite import (
     SqliteReminderStore,
     SqliteStore,
 )
+from core.store.updates import UpdateQueue
 
 _SQLITE_PREFIX = "sqlite:///"
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -46,6 +47,9 @@ class Backend:
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
+    # Platform updates one worker receives and every worker processes (a
+    # polled Telegram bot); None when one process does it all (SQLite).
+    update_queue: UpdateQueue | None = None
 
     async def open(self) -> None:
         await self.store.open()
@@ -53,6 +57,8 @@ class Backend:
     async def close(self) -> None:
         if self.session_guard is not None:
             await self.session_guard.close()
+        if self.update_queue is not None:
+            await self.update_queue.close()
         await self.store.close()
 
     async def __aenter__(self) -> Self:
@@ -75,8 +81,9 @@ def sqlite_backend(store: SqliteStore) -> Backend:
 
 
 def postgres_backend(url: str) -> Backend:
-    """Every PostgreSQL store on one connection pool for `url`, and the
-    session guard that keeps a chat's turns on one worker at a time."""
+    """Every PostgreSQL store on one connection pool for `url`, the session
+    guard that keeps a chat's turns on one worker at a time, and the queue
+    that hands polled updates to every worker."""
     # Imported here: a SQLite bot never loads psycopg.
     from core.store.postgres import (
         PostgresCommitmentStore,
@@ -86,6 +93,7 @@ def postgres_backend(url: str) -> Backend:
         PostgresReminderStore,
         PostgresSessionGuard,
         PostgresStore,
+        PostgresUpdateQueue,
     )
 
     connection = PostgresConnection(url)
@@ -96,6 +104,7 @@ def postgres_backend(url: str) -> Backend:
         reminders=PostgresReminderStore(connection),
         extraction_jobs=PostgresExtractionJobStore(connection),
         session_guard=PostgresSessionGuard(url),
+        update_queue=PostgresUpdateQueue(connection),
     )
 
 

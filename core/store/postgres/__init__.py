@@ -14,6 +14,7 @@ heartbeat.py    the HeartbeatStore (delivery claims of commitments)
 reminders.py    the ReminderStore
 extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 locks.py        the session guard: a chat's turns on one worker at a time
+updates.py      the UpdateQueue: polled updates handed to every worker
 """
 
 from core.store.postgres.commitments import PostgresCommitmentStore
@@ -23,6 +24,7 @@ from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
 from core.store.postgres.reminders import PostgresReminderStore
+from core.store.postgres.updates import PostgresUpdateQueue
 
 __all__ = [
     "PostgresCommitmentStore",
@@ -32,4 +34,5 @@ __all__ = [
     "PostgresReminderStore",
     "PostgresSessionGuard",
     "PostgresStore",
+    "PostgresUpdateQueue",
 ]
