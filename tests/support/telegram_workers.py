@@ -61,6 +61,7 @@ class WrappedQueue(UpdateQueue):
         self.inner = inner
         self.before_put: Callable[[Sequence[NewUpdate]], Awaitable[None]] | None = None
         self.before_done: Callable[[Sequence[int]], Awaitable[None]] | None = None
+        self.lanes: dict[int, str] = {}  # row id -> lane, of the rows it claimed
 
     async def put(self, source: str, updates: Sequence[NewUpdate], *, now: datetime) -> int:
         if self.before_put is not None:
@@ -70,9 +71,11 @@ class WrappedQueue(UpdateQueue):
     async def claim(
         self, source: str, *, worker: str, now: datetime, lease_until: datetime, lanes: int
     ) -> list[QueuedUpdate]:
-        return await self.inner.claim(
+        rows = await self.inner.claim(
             source, worker=worker, now=now, lease_until=lease_until, lanes=lanes
         )
+        self.lanes.update((r.id, r.lane) for r in rows)
+        return rows
 
     async def renew(self, ids: Sequence[int], *, worker: str, lease_until: datetime) -> list[int]:
         return await self.inner.renew(ids, worker=worker, lease_until=lease_until)
