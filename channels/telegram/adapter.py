@@ -1,7 +1,8 @@
 """The Telegram channel: python-telegram-bot's Bot for the API calls, our own
 update loop (channels/telegram/intake.py) so nothing is confirmed before it
-is stored, commands and follow-up buttons in channels/telegram/commands.py,
-at-most-once sending in channels/telegram/send.py.
+is stored, the queue through which one polling worker hands updates to every
+worker (channels/telegram/handoff.py), commands and follow-up buttons in
+channels/telegram/commands.py, at-most-once sending in channels/telegram/send.py.
 
 Chats map to sessions as DESIGN.md says: a private chat is `private`, a group
 or supergroup `group`, a channel `channel`; a forum topic adds its thread id,

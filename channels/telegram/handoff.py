@@ -82,7 +82,7 @@ class UpdateHandoff:
         self._secret = secret  # the bot token, scrubbed from logged errors
         self._max_lanes = max_lanes
         self.source = source_of(bot)
-        self._held: dict[int, str] = {}  # queue row id -> lane, claimed by us
+        self._held: set[int] = set()  # queue row ids claimed by us, not done yet
         self._lanes: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
         # Set at stop; the loops also look at it, because a driver may turn
@@ -90,15 +90,15 @@ class UpdateHandoff:
         self._stopping = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
         self._renewer: asyncio.Task[None] | None = None
-        self.claimed = 0  # updates this worker claimed (tests, the log)
 
     # --- the polling side ------------------------------------------------------------
 
     async def put(self, polled: list[Polled]) -> None:
         """The intake's sink: the batch is safe once this returns."""
+        # ASCII JSON: a lone surrogate in a message (valid JSON, not UTF-8)
+        # must not make the whole batch unwritable.
         items = [
-            NewUpdate(update.update_id, lane_of(update), json.dumps(raw, ensure_ascii=False))
-            for raw, update in polled
+            NewUpdate(update.update_id, lane_of(update), json.dumps(raw)) for raw, update in polled
         ]
         await self._queue.put(self.source, items, now=self._clock.now())
 
@@ -177,10 +177,9 @@ class UpdateHandoff:
             await sleep_or_until_set(self._clock, LOOK_EVERY, self._wake)
 
     def _start_lanes(self, rows: Sequence[QueuedUpdate]) -> None:
-        self.claimed += len(rows)
         by_lane: dict[str, list[QueuedUpdate]] = {}
         for row in rows:
-            self._held[row.id] = row.lane
+            self._held.add(row.id)
             by_lane.setdefault(row.lane, []).append(row)
         for lane, lane_rows in by_lane.items():
             # Ours already (a lease renewed too late, taken again): after it.
@@ -250,8 +249,7 @@ class UpdateHandoff:
                 "is not stored or answered twice",
             )
         finally:
-            for row_id in ids:
-                self._held.pop(row_id, None)
+            self._held.difference_update(ids)
 
     async def _renew(self) -> None:
         while True:
@@ -273,8 +271,7 @@ class UpdateHandoff:
                     "their lease runs out",
                 )
                 continue
-            lost = set(ids) - set(kept)
-            lost &= set(self._held)  # not done meanwhile
+            lost = (set(ids) - set(kept)) & self._held  # not done meanwhile
             if lost:
                 event(
                     log,
