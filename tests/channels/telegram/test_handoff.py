@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 
 import psycopg
 
+from bot.runtime import Runtime, channel_context
+from core.clock import TestClock
+from core.config import KeptConfig
 from core.messages import Inbound
 from core.store.updates import NewUpdate
 from tests.support.telegram_workers import Worker, Workers, telegram_workers
@@ -231,3 +235,22 @@ async def test_an_update_polled_again_after_it_was_handled_is_not_handled_again(
         await workers.until(lambda: workers.fake.confirmed.count(uid) == 2)
         await asyncio.sleep(0.1)  # a second answer would show now
         assert len(replies(workers, 9)) == 1
+
+
+async def test_kept_run_gives_telegram_the_queue_on_postgresql_only(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    for url, shared in ((f"sqlite:///{tmp_path}/kept.sqlite", False), (postgres_url, True)):
+        config = KeptConfig.model_validate({"storage": {"url": url}})
+        runtime = Runtime(tmp_path / "kept.json", config, clock=TestClock(), environ={})
+        await runtime.start_core()
+        try:
+            context = channel_context(runtime)
+            assert runtime.services is not None
+            # SQLite: one process, updates stay in its own lanes.
+            assert (context.updates is not None) is shared
+            assert context.worker == runtime.services.worker
+        finally:
+            await runtime.stop()
+            if runtime.services is not None:
+                await runtime.services.backend.close()
