@@ -39,6 +39,8 @@ def channel_context(runtime: Runtime) -> ChannelContext:
         clock=runtime.clock,
         environ=runtime.environ,
         leadership=services.backend.session_guard,
+        updates=services.backend.update_queue,
+        worker=services.worker,
     )
 
 
@@ -199,7 +201,12 @@ class Runtime:
             await self.services.extraction.stop()
         if self._llm is not None:
             await self._llm.aclose()
-        if self._store is not None:
+        if self.services is not None:
+            # The whole backend: the store and, on PostgreSQL, the session
+            # guard's own connection.
+            await self.services.backend.close()
+            self._store = None
+        elif self._store is not None:
             await self._store.close()
             self._store = None
 

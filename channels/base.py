@@ -43,6 +43,7 @@ from core.logs import event
 from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
+from core.store.updates import UpdateQueue
 
 log = logging.getLogger("kept.channels")
 
@@ -98,6 +99,10 @@ class ChannelContext:
     # Several workers on one database: who may do what only one may (poll
     # Telegram). None: this process is the only one.
     leadership: SessionGuard | None = None
+    # Several workers: the queue through which the one polling worker hands
+    # updates to every worker, and this worker's name on its claims.
+    updates: UpdateQueue | None = None
+    worker: str = ""
 
 
 @dataclass(frozen=True, slots=True)

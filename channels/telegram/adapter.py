@@ -1,7 +1,8 @@
 """The Telegram channel: python-telegram-bot's Bot for the API calls, our own
 update loop (channels/telegram/intake.py) so nothing is confirmed before it
-is stored, commands and follow-up buttons in channels/telegram/commands.py,
-at-most-once sending in channels/telegram/send.py.
+is stored, the queue through which one polling worker hands updates to every
+worker (channels/telegram/handoff.py), commands and follow-up buttons in
+channels/telegram/commands.py, at-most-once sending in channels/telegram/send.py.
 
 Chats map to sessions as DESIGN.md says: a private chat is `private`, a group
 or supergroup `group`, a channel `channel`; a forum topic adds its thread id,
@@ -25,6 +26,7 @@ from telegram.request import HTTPXRequest
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
 from channels.telegram.commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
+from channels.telegram.handoff import MAX_LANES, UpdateHandoff
 from channels.telegram.intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
 from channels.telegram.messages import (
     addressed_to,
@@ -61,6 +63,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
         poll_timeout: float = 25.0,
         request_timeout: float = 10.0,
         stop_grace: float | None = None,
+        handoff_lanes: int = MAX_LANES,
     ) -> None:
         super().__init__(handler=ctx.conversation.handle, clock=ctx.clock)
         self._ctx = ctx
@@ -73,6 +76,9 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
         self.username = ""
         self._intake: UpdateIntake | None = None
         self._leading: asyncio.Task[None] | None = None
+        self._handoff_lanes = handoff_lanes
+        # Several workers on PostgreSQL: the queue of polled updates.
+        self.handoff: UpdateHandoff | None = None
         self.leader_looks = 0  # times this worker asked for the polling role
         self._turns: set[asyncio.Task[None]] = set()
         self._commands = TelegramCommands(ctx, self._reply, self._is_admin)
@@ -168,10 +174,23 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
                     bot, timeout=self._poll_timeout, read_timeout=self._request_timeout
                 )
                 return "polling"
+            mode = "polling (one worker at a time)"
+            if self._ctx.updates is not None:
+                self.handoff = UpdateHandoff(
+                    self._ctx.updates,
+                    intake,
+                    bot,
+                    self._ctx.clock,
+                    worker=self._ctx.worker or f"telegram-{id(self):x}",
+                    secret=self._token,
+                    max_lanes=self._handoff_lanes,
+                )
+                self.handoff.start()
+                mode = "polling (one worker polls, every worker answers)"
             self._leading = asyncio.create_task(
                 self._poll_while_leader(bot, intake), name="telegram-leader"
             )
-            return "polling (one worker at a time)"
+            return mode
         secret = secret_from_env(hook.secret_token_env, self._ctx.environ)
         if secret is None:
             raise ChannelStartError(
@@ -199,7 +218,9 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
     async def _poll_while_leader(self, bot: Bot, intake: UpdateIntake) -> None:
         """getUpdates allows one consumer per token: with several workers on
         one database, the worker holding the role polls, the others look
-        again every LEADER_CHECK seconds and take over when it is gone."""
+        again every LEADER_CHECK seconds and take over when it is gone. With
+        the update queue, the poller writes what it gets there and every
+        worker answers from it (channels/telegram/handoff.py)."""
         leadership = self._ctx.leadership
         assert leadership is not None
         role = f"telegram-poll:{bot.id}"
@@ -208,7 +229,10 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
             self.leader_looks += 1
             if leader and not intake.polling:
                 intake.start_polling(
-                    bot, timeout=self._poll_timeout, read_timeout=self._request_timeout
+                    bot,
+                    timeout=self._poll_timeout,
+                    read_timeout=self._request_timeout,
+                    sink=self.handoff.put if self.handoff is not None else None,
                 )
                 event(log, logging.INFO, "telegram_polling_leader", bot_id=bot.id)
             elif not leader and intake.polling:
@@ -238,9 +262,14 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
                 await leading
             if self._ctx.leadership is not None and self._bot is not None:
                 await self._ctx.leadership.resign(f"telegram-poll:{self._bot.id}")
+        if self.handoff is not None:
+            await self.handoff.stop_claiming()
         if self._intake is not None:
             await self._intake.stop(grace)
             self._intake = None
+        if self.handoff is not None:
+            await self.handoff.close()
+            self.handoff = None
         turns = list(self._turns)
         if turns:
             await asyncio.wait(turns, timeout=max(0.0, deadline - loop.time()))

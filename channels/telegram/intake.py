@@ -19,6 +19,11 @@ and it stays unconfirmed, since the polling offset never passes the oldest
 update that is not safe yet. Other chats go on. An update id is remembered
 as seen only once it is safe, so a re-delivery of one that never was (after
 a restart, or a webhook retry) is processed.
+
+With several workers on PostgreSQL the poller has a sink instead
+(channels/telegram/handoff.py): a batch is safe once the sink wrote it to the
+queue every worker reads, and only then does the offset pass it. Those
+workers feed the updates they claim into their own intake's lanes.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import warnings
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 from telegram import Bot, Update
@@ -58,6 +64,11 @@ MarkSafe = Callable[[], None]
 # Raises MessageNotStored when the update's message could not be stored: the
 # lane then holds it and tries again.
 Processor = Callable[[Update, MarkSafe], Awaitable[None]]
+# An update as Telegram sent it, and as PTB reads it.
+Polled = tuple[dict[str, Any], Update]
+# Makes a polled batch safe somewhere else (the queue every worker reads);
+# raises when it could not, and the batch then stays unconfirmed.
+Sink = Callable[[list[Polled]], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -112,6 +123,7 @@ class UpdateIntake:
         self._poller: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
         self._closing = False
+        self._handoff_failures = 0
 
     # --- lanes ------------------------------------------------------------------
 
@@ -219,15 +231,20 @@ class UpdateIntake:
 
     # --- polling ------------------------------------------------------------------
 
-    def start_polling(self, bot: Bot, *, timeout: float, read_timeout: float) -> None:
-        poll = self._poll(bot, poll_seconds=timeout, read_seconds=read_timeout)
+    def start_polling(
+        self, bot: Bot, *, timeout: float, read_timeout: float, sink: Sink | None = None
+    ) -> None:
+        """Call getUpdates until stopped. With a `sink`, each batch is handed
+        to it instead of this intake's lanes, and confirmed once the sink
+        returned (channels/telegram/handoff.py: several workers)."""
+        poll = self._poll(bot, poll_seconds=timeout, read_seconds=read_timeout, sink=sink)
         self._poller = asyncio.create_task(poll, name="telegram-poll")
 
     async def _fetch(
         self, bot: Bot, offset: int | None, poll_seconds: float, read_seconds: float
-    ) -> tuple[list[Update], int | None]:
-        """One getUpdates: the updates PTB can read, and the offset just past
-        the whole batch. Raw JSON rather than `bot.get_updates`, which fails
+    ) -> tuple[list[Polled], int | None]:
+        """One getUpdates: the updates PTB can read (with their JSON), and
+        the offset just past the whole batch. Raw JSON rather than `bot.get_updates`, which fails
         the entire batch when one update does not parse: that batch would
         come back forever and block every later message."""
         params: dict[str, object] = {
@@ -242,10 +259,10 @@ class UpdateIntake:
             raw = await bot.do_api_request(
                 "getUpdates", api_kwargs=params, read_timeout=read_seconds + poll_seconds
             )
-        updates: list[Update] = []
+        updates: list[Polled] = []
         for item in raw or ():
             try:
-                updates.append(Update.de_json(item, bot))
+                updates.append((item, Update.de_json(item, bot)))
             except Exception as exc:
                 event(
                     log,
@@ -262,15 +279,19 @@ class UpdateIntake:
         (or the whole of what was fetched, when all of it is)."""
         return min(self._open) if self._open else past
 
-    async def _poll(self, bot: Bot, *, poll_seconds: float, read_seconds: float) -> None:
-        past: int | None = None  # just past the newest update fetched
+    async def _poll(
+        self, bot: Bot, *, poll_seconds: float, read_seconds: float, sink: Sink | None
+    ) -> None:
+        past: int | None = None  # just past the newest update fetched (and safe)
         failures = 0
         while True:
             wait: float | None = None
             error = ""
             try:
-                offset = self._offset(past)
-                updates, fetched_past = await self._fetch(bot, offset, poll_seconds, read_seconds)
+                # With a sink, nothing polled is in this intake's lanes: what
+                # is past `past` was handed off.
+                offset = past if sink is not None else self._offset(past)
+                polled, fetched_past = await self._fetch(bot, offset, poll_seconds, read_seconds)
             except asyncio.CancelledError:
                 raise
             except TimedOut:
@@ -289,9 +310,13 @@ class UpdateIntake:
                 error = scrub(str(exc) or repr(exc), self._secret)
             else:
                 failures = 0
+                if sink is not None and polled and not await self._hand_off(sink, polled):
+                    continue  # not safe: the next request asks for the batch again
                 if fetched_past is not None:
                     past = fetched_past if past is None else max(past, fetched_past)
-                jobs = [job for job in map(self.submit, updates) if job is not None]
+                if sink is not None:
+                    continue
+                jobs = list(self._submit_all(polled))
                 # The next request confirms what is safe by then.
                 await self._settled(jobs)
                 if any(job.held for job in self._open.values()):
@@ -310,6 +335,44 @@ class UpdateIntake:
                 retry_in_s=wait,
             )
             await self._clock.sleep(wait)
+
+    def _submit_all(self, polled: Iterable[Polled]) -> Iterable[_Job]:
+        for _, update in polled:
+            job = self.submit(update)
+            if job is not None:
+                yield job
+
+    async def _hand_off(self, sink: Sink, polled: list[Polled]) -> bool:
+        """Hand the batch to the sink; False (after a backoff) when it could
+        not take it."""
+        try:
+            await sink(polled)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._handoff_failures += 1
+            wait = min(MAX_STORE_BACKOFF, 2.0 ** (self._handoff_failures - 1))
+            event(
+                log,
+                logging.ERROR,
+                "telegram_handoff_failed",
+                updates=len(polled),
+                failures=self._handoff_failures,
+                retry_in_s=wait,
+                error=scrub(repr(exc), self._secret),
+                action="check the database: the updates stay with Telegram until they are written",
+            )
+            await self._clock.sleep(wait)
+            return False
+        if self._handoff_failures:
+            event(
+                log,
+                logging.INFO,
+                "telegram_handoff_recovered",
+                failures=self._handoff_failures,
+            )
+            self._handoff_failures = 0
+        return True
 
     # --- webhook --------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from core.store.sqlite import (
     SqliteReminderStore,
     SqliteStore,
 )
+from core.store.updates import UpdateQueue
 from core.wake import WakeChannel
 
 _SQLITE_PREFIX = "sqlite:///"
@@ -52,6 +53,9 @@ class Backend:
     session_guard: SessionGuard | None = None
     # Carries wakes to the other workers; None for one process.
     wake_channel: WakeChannel | None = None
+    # Platform updates one worker receives and every worker processes (a
+    # polled Telegram bot); None when one process does it all (SQLite).
+    update_queue: UpdateQueue | None = None
 
     async def open(self) -> None:
         await self.store.open()
@@ -59,6 +63,8 @@ class Backend:
     async def close(self) -> None:
         if self.session_guard is not None:
             await self.session_guard.close()
+        if self.update_queue is not None:
+            await self.update_queue.close()
         await self.store.close()
 
     async def __aenter__(self) -> Self:
@@ -82,8 +88,9 @@ def sqlite_backend(store: SqliteStore) -> Backend:
 
 
 def postgres_backend(url: str) -> Backend:
-    """Every PostgreSQL store on one connection pool for `url`, and the
-    session guard that keeps a chat's turns on one worker at a time."""
+    """Every PostgreSQL store on one connection pool for `url`, the session
+    guard that keeps a chat's turns on one worker at a time, and the queue
+    that hands polled updates to every worker."""
     # Imported here: a SQLite bot never loads psycopg.
     from core.store.postgres import (
         PostgresCommitmentStore,
@@ -94,6 +101,7 @@ def postgres_backend(url: str) -> Backend:
         PostgresReminderStore,
         PostgresSessionGuard,
         PostgresStore,
+        PostgresUpdateQueue,
         PostgresWakeChannel,
     )
 
@@ -107,6 +115,7 @@ def postgres_backend(url: str) -> Backend:
         extraction_pauses=PostgresPauseStore(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
+        update_queue=PostgresUpdateQueue(connection),
     )
 
 

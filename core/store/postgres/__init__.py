@@ -15,6 +15,7 @@ reminders.py    the ReminderStore
 extraction_jobs.py  the ExtractionJobStore (the extraction queue) and PauseStore
 locks.py        the session guard: a chat's turns on one worker at a time
 wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
+updates.py      the UpdateQueue: polled updates handed to every worker
 """
 
 from core.store.postgres.commitments import PostgresCommitmentStore
@@ -24,6 +25,7 @@ from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
 from core.store.postgres.reminders import PostgresReminderStore
+from core.store.postgres.updates import PostgresUpdateQueue
 from core.store.postgres.wake import PostgresWakeChannel
 
 __all__ = [
@@ -35,5 +37,6 @@ __all__ = [
     "PostgresReminderStore",
     "PostgresSessionGuard",
     "PostgresStore",
+    "PostgresUpdateQueue",
     "PostgresWakeChannel",
 ]
