@@ -25,6 +25,7 @@ from core.heartbeat.turn import HeartbeatTurn
 from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
+from core.recovery import UnansweredRecovery
 from core.reminders import ReminderService, register_reminder_tools
 from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
@@ -45,6 +46,7 @@ class Services:
     reminders: ReminderService
     heartbeat: HeartbeatScheduler
     reconciler: IndexReconciler
+    recovery: UnansweredRecovery
     wake: Wake
     clock: Clock
     worker: str
@@ -149,6 +151,8 @@ def build_services(
         reminders=reminders,
         heartbeat=heartbeat,
         reconciler=IndexReconciler(store, clock),
+        # A worker that died left its chats' stored messages unanswered.
+        recovery=UnansweredRecovery(manager, clock, platforms),
         wake=wake,
         clock=clock,
         worker=worker,
@@ -162,6 +166,7 @@ def start_background(services: Services) -> list[asyncio.Task[None]]:
     tasks = [
         asyncio.create_task(services.reconciler.run(), name="index-reconciler"),
         services.heartbeat.start(),
+        asyncio.create_task(services.recovery.run(), name="unanswered-recovery"),
     ]
     if services.backend.wake_channel is not None:
         tasks.append(

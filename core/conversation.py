@@ -296,27 +296,36 @@ class ConversationManager:
         return record
 
     async def recover_unanswered(
-        self, *, platforms: set[str] | None = None, window: timedelta = RECOVERY_WINDOW
+        self,
+        *,
+        platforms: set[str] | None = None,
+        window: timedelta = RECOVERY_WINDOW,
+        quiet_for: timedelta = timedelta(0),
     ) -> int:
-        """Answer user messages stored recently that never got a reply, once,
-        in order. Messages of platforms without a live adapter are left alone."""
-        pending = await self._store.unanswered(since=self._clock.now() - window)
+        """Answer user messages stored recently (within `window`, at least
+        `quiet_for` ago) that never got a reply, once, in order. Messages of
+        platforms without a live adapter, and chats another worker holds (it
+        answers what its chat owes), are left alone."""
+        now = self._clock.now()
+        pending = await self._store.unanswered(since=now - window)
         answered = 0
         for message in pending:
+            if message.ts > now - quiet_for:
+                continue
             session = await self._store.get_session(message.session_key)
             if session is None or (platforms is not None and session.platform not in platforms):
                 continue
-            event(
-                log,
-                logging.INFO,
-                "recovering_unanswered",
-                agent=session.agent_id,
-                session=session.key,
-                message=message.id,
-            )
-            async with self._locks.hold(session.key):
+            async with self._locks.hold_unless_elsewhere(session.key) as held:
                 # Answered meanwhile (by a live worker) or not: asked under the lock.
-                if await self._answer_in_order(session, message) is not None:
+                if held and await self._answer_in_order(session, message) is not None:
+                    event(
+                        log,
+                        logging.INFO,
+                        "recovered_unanswered",
+                        agent=session.agent_id,
+                        session=session.key,
+                        message=message.id,
+                    )
                     answered += 1
         return answered
 
