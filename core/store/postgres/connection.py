@@ -127,6 +127,14 @@ class PostgresConnection:
         async with self._require().connection() as conn:
             yield conn
 
+    async def write(self, sql: str, params: Sequence[Any] = ()) -> list[TupleRow]:
+        """One statement as its own transaction, committed durably: one trip
+        to the server where `transaction()` takes three (BEGIN, the
+        statement, COMMIT). Returns the rows of its RETURNING clause, if any."""
+        async with self.connection() as conn:
+            cursor = await conn.execute(sql, params)  # type: ignore[arg-type]
+            return await cursor.fetchall() if cursor.description else []
+
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[TupleRow]:
         async with self.connection() as conn:
             cursor = await conn.execute(sql, params)  # type: ignore[arg-type]

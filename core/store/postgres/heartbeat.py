@@ -44,9 +44,7 @@ class PostgresHeartbeatStore(HeartbeatStore):
         self._db = db
 
     async def _write_rows(self, sql: str, params: Sequence[Any]) -> list[Commitment]:
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(sql, params)  # type: ignore[arg-type]
-            return [commitment_row(r) for r in await cursor.fetchall()]
+        return [commitment_row(r) for r in await self._db.write(sql, params)]
 
     async def due_unclaimed(
         self, *, now: datetime, limit: int, after: tuple[datetime, str] | None = None
@@ -167,8 +165,7 @@ class PostgresHeartbeatStore(HeartbeatStore):
             f"UPDATE commitments c SET {NO_CLAIM}, last_error = %s, updated_at = %s "
             f"{_FENCED} AND c.claim_phase = 'claimed'"
         )
-        async with self._db.transaction() as conn:
-            await conn.execute(sql, (error, aware(now), *_fence(claimed, worker)))
+        await self._db.write(sql, (error, aware(now), *_fence(claimed, worker)))
 
     async def finish(
         self,
@@ -196,8 +193,7 @@ class PostgresHeartbeatStore(HeartbeatStore):
         )
         stamped = () if status == "failed" else (aware(now),)
         params = (status, *stamped, message_id, error, aware(now), *_fence(claimed, worker))
-        async with self._db.transaction() as conn:
-            await conn.execute(sql, params)
+        await self._db.write(sql, params)
 
     async def reap_expired_claims(self, *, now: datetime) -> ReapedClaims:
         # Rows locked right now (their owner is finishing them) are skipped:
@@ -233,23 +229,21 @@ class PostgresHeartbeatStore(HeartbeatStore):
     async def take_turn(
         self, agent_id: str, session_key: str, *, now: datetime, every: timedelta
     ) -> datetime | None:
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO heartbeat_turns(agent_id, session_key, last_turn_at) "
-                "VALUES (%s, %s, %s) ON CONFLICT (session_key, agent_id) "
-                "DO UPDATE SET last_turn_at = excluded.last_turn_at "
-                "WHERE heartbeat_turns.last_turn_at <= %s RETURNING last_turn_at",
-                (agent_id, session_key, aware(now), aware(now - every)),
-            )
-            if await cursor.fetchone() is not None:
-                return None
-            cursor = await conn.execute(
-                "SELECT last_turn_at FROM heartbeat_turns WHERE session_key = %s AND agent_id = %s",
-                (session_key, agent_id),
-            )
-            row = await cursor.fetchone()
-            assert row is not None  # the conflicting row, locked by the INSERT
-            return row[0]
+        recorded = await self._db.write(
+            "INSERT INTO heartbeat_turns(agent_id, session_key, last_turn_at) "
+            "VALUES (%s, %s, %s) ON CONFLICT (session_key, agent_id) "
+            "DO UPDATE SET last_turn_at = excluded.last_turn_at "
+            "WHERE heartbeat_turns.last_turn_at <= %s RETURNING last_turn_at",
+            (agent_id, session_key, aware(now), aware(now - every)),
+        )
+        if recorded:
+            return None
+        rows = await self._db.fetchall(
+            "SELECT last_turn_at FROM heartbeat_turns WHERE session_key = %s AND agent_id = %s",
+            (session_key, agent_id),
+        )
+        # Gone meanwhile (the session was deleted): nothing to wait for.
+        return rows[0][0] if rows else now
 
     async def last_turns(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], datetime]:
         if not keys:
