@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -28,6 +27,7 @@ from core.llm import Completion, LLMError, Role
 from core.locks import SessionLocks
 from core.logs import event
 from core.messages import Inbound, Outbound, Sender, Target
+from core.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.store.base import (
     DuplicateMessage,
     MessageRecord,
@@ -44,9 +44,6 @@ log = logging.getLogger("kept.conversation")
 APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
-# Sessions whose record is kept between turns (about 1 KB each): a chat seen
-# lately skips the session upsert; one idle longer is looked up again.
-SESSION_CACHE_SIZE = 10_000
 
 
 class MessageNotStored(KeptError):
@@ -85,34 +82,6 @@ class ReplyEvent:
 
 
 ReplyHook = Callable[[ReplyEvent], Awaitable[None]]
-
-
-class SessionCache:
-    """The `size` most recently used session records, by key. A long-running
-    process sees far more chats than are active at once, so the least
-    recently used record is dropped rather than kept until restart."""
-
-    def __init__(self, size: int = SESSION_CACHE_SIZE) -> None:
-        self._size = max(1, size)
-        self._records: OrderedDict[str, SessionRecord] = OrderedDict()
-
-    def get(self, key: str) -> SessionRecord | None:
-        record = self._records.get(key)
-        if record is not None:
-            self._records.move_to_end(key)
-        return record
-
-    def put(self, record: SessionRecord) -> None:
-        self._records[record.key] = record
-        self._records.move_to_end(record.key)
-        if len(self._records) > self._size:
-            self._records.popitem(last=False)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._records
-
-    def __len__(self) -> int:
-        return len(self._records)
 
 
 class ConversationManager:

@@ -10,7 +10,8 @@ import pytest
 
 from core.clock import TestClock
 from core.config import KeptConfig
-from core.conversation import ConversationManager, ReplyEvent, SessionCache
+from core.conversation import ConversationManager, ReplyEvent
+from core.session_cache import SessionCache
 from core.store import Store
 from core.store.base import SessionRecord
 from tests.conftest import RecordingSender
