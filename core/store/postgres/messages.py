@@ -71,8 +71,9 @@ _MESSAGE_INSERT = (
     "SELECT s.id, s.platform, s.chat_id, %(role)s, %(kind)s, %(text)s, %(payload)s, "
     "%(sender_id)s, %(platform_message_id)s, %(in_reply_to)s, %(ts)s "
     "FROM sessions s, nondurable WHERE s.key = %(key)s RETURNING id, session_id), "
-    "x AS (INSERT INTO message_search(message_id, session_id, search) "
-    "SELECT id, session_id, %(search)s::tsvector FROM m WHERE %(indexed)s) "
+    "x AS (INSERT INTO message_search(message_id, session_id, agent_id, search) "
+    "SELECT m.id, m.session_id, s.agent_id, %(search)s::tsvector "
+    "FROM m JOIN sessions s ON s.id = m.session_id WHERE %(indexed)s) "
     "SELECT id, session_id FROM m"
 )
 

@@ -169,7 +169,8 @@ async def test_consistency_notices_every_kind_of_drift(store: PostgresStore) -> 
     # is a row with stale lexemes.
     await pg_helpers.execute(
         store,
-        "INSERT INTO message_search(message_id, session_id, search) VALUES (%s, %s, 'drifting')",
+        "INSERT INTO message_search(message_id, session_id, agent_id, search) "
+        "VALUES (%s, %s, 'a', 'drifting')",
         (record.id, other.session_id),
     )
     await pg_helpers.execute(
