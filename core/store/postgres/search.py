@@ -1,8 +1,8 @@
 """Search and context reads of the PostgreSQL backend.
 
-A search is one statement, run over a bounded range of the newest ids
-first and again over a wider one only when that range held too few
-matches:
+A search is one ranked statement, run over a range of the newest ids
+first and again over a wider one only when that range held too few matches
+(only a full window, or the last, unbounded one, is ranked):
 
 1. The window: the RANK_WINDOW newest search rows (by message id) inside
    the scope that match every unit of the query (`search @@ tsquery`, from
@@ -28,7 +28,7 @@ not in any order, so the window's LIMIT cannot stop the scan early: every
 match is read from the table (and, for a phrase, a prefix match or a Thai
 word, whose lexemes' positions only the row holds, checked there) before
 the newest are kept. For a word in every tenth message that is most of the
-table. So a search first looks at the scope's newest FIRST_SPAN ids only,
+table. So a search first looks at the newest FIRST_SPAN ids only,
 and again over a wider range only when that one held fewer matches than the
 window wants; the next range is sized from the density of matches just
 seen, and the last one has no bound. The answer is the same as one
@@ -36,16 +36,17 @@ unbounded statement's: a full window inside a range holds the newest
 matches of the whole scope. A rare word pays one extra trip over index
 entries.
 
-How a range is applied. An agent scope names its spans of ids (migration
-0005: every search row has the lexeme `<agent>/<message_id >> SPAN_BITS>`
-in a second column of the same GIN index), so the index itself intersects
-the query's lexemes with the agent's spans in the range, and only those
-rows are read. A b-tree range (`message_id >= low`) ANDed with the GIN
-bitmap would do the same only when the planner chooses it, and its row
-estimates for a phrase of bigrams (whose lexemes always come together) are
-far too low for it to. A session scope and the global one bound the range
-with their b-tree (message_search_session, the primary key): a session is a
-small part of the table whichever plan is picked.
+How a scope and a range are applied. An agent scope names the agent's
+lexeme, or its spans of ids in the range (migration 0005: every search row
+has `<agent>` and `<agent>:<message_id >> SPAN_BITS>` in a second column of
+the same GIN index), so the index itself intersects the query's lexemes
+with them and only the agent's rows in the range are read. A b-tree range
+(`message_id >= low`) ANDed with the GIN bitmap would do the same only when
+the planner chooses it, and its row estimates for a phrase of bigrams (whose
+lexemes always come together) are far too low for it to. A session scope
+and the global one bound the range with their b-tree
+(message_search_session, the primary key): a session is a small part of
+the table whichever plan is picked.
 
 Every statement is planned for its own values (never prepared, see
 connection.py): a generic plan could walk the whole primary key instead of
@@ -92,10 +93,9 @@ def _scope_terms(scope: SearchScope, *, bounded: bool) -> tuple[str, str]:
         where, check = "AND ms.session_id = %(session_id)s ", "AND m.session_id = %(session_id)s "
     elif scope.agent_id is not None:
         where, check = "AND ms.agent_id = %(agent_id)s ", "AND s.agent_id = %(agent_id)s "
-        if bounded:
-            # The id bound as well, so a plan walking the agent's b-tree
-            # backwards stops at the range too.
-            where += "AND ms.span @@ %(spans)s::tsquery "
+        # The id bound as well when bounded, so a plan walking the agent's
+        # b-tree backwards stops at the range too.
+        where += "AND ms.span @@ %(spans)s::tsquery "
     else:
         where = check = ""
     return where + ("AND ms.message_id >= %(low)s " if bounded else ""), check
@@ -134,15 +134,17 @@ def ranked_sql(scope: SearchScope, *, phrase: bool, bounded: bool = False) -> st
 
 def newest_sql(scope: SearchScope) -> str:
     """The newest search row's id in `scope` (NULL when it has none)."""
-    where, _ = _scope_terms(scope, bounded=False)
-    return f"SELECT max(ms.message_id) FROM message_search ms WHERE true {where}"
+    # An agent's ranges start from the newest id of all: an agent that has
+    # been quiet for a while finds nothing there and goes to no bound.
+    where = "WHERE ms.session_id = %(session_id)s" if scope.session_key is not None else ""
+    return f"SELECT max(ms.message_id) FROM message_search ms {where}"
 
 
 def span_tsquery(agent_id: str, low: int, newest: int) -> str:
     """The agent's span lexemes from `low` on, ORed: up to the span after
     the newest id's, so a row stored meanwhile is not left out."""
     spans = range(low >> SPAN_BITS, (newest >> SPAN_BITS) + 2)
-    return " | ".join(quote_lexeme(f"{agent_id}/{span}") for span in spans)
+    return " | ".join(quote_lexeme(f"{agent_id}:{span}") for span in spans)
 
 
 def first_low(newest: int) -> int:
@@ -161,10 +163,11 @@ def next_low(newest: int, low: int, filled: int, window: int) -> int | None:
 
 
 def range_params(scope: SearchScope, low: int | None, newest: int) -> dict[str, Any]:
-    if low is None:
-        return {}
-    if scope.session_key is None and scope.agent_id is not None:
-        return {"low": low, "spans": span_tsquery(scope.agent_id, low, newest)}
+    agent = scope.agent_id if scope.session_key is None else None
+    if agent is not None:
+        # Unbounded, the agent's own lexeme: every span of it.
+        spans = quote_lexeme(agent) if low is None else span_tsquery(agent, low, newest)
+        return {"low": low, "spans": spans}
     return {"low": low}
 
 

@@ -132,7 +132,7 @@ async def test_searches_start_from_the_gin_index(store: PostgresStore) -> None:
     query = build_query("zeppelin")
     assert query is not None
     params = {"query": query_tsquery(query.units), "phrase": None, "limit": 10, "inner_limit": 20}
-    params |= {"window": RANK_WINDOW, "agent_id": "a", "session_id": session_id}
+    params |= {"window": RANK_WINDOW, "agent_id": "a", "session_id": session_id, "spans": "'a'"}
     for scope in (SearchScope(session_key=KEY), SearchScope(agent_id="a"), SearchScope()):
         plan = await explain(store, ranked_sql(scope, phrase=False), params)
         assert "message_search_words" in plan, plan

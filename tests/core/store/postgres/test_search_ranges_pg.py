@@ -304,8 +304,7 @@ async def test_migration_0005_gives_existing_rows_their_agent(fresh_url: str) ->
             )
         )
         assert set(indexes) == {
-            "message_search_pkey", "message_search_words",
-            "message_search_session", "message_search_agent",
+            "message_search_pkey", "message_search_words", "message_search_session"
         }  # fmt: skip
         assert re.search(r"gin_pending_list_limit='?\d+", indexes["message_search_words"])
         # The rows still go with their message.
