@@ -33,18 +33,14 @@ SQL = f"""
 -- Building the GIN index takes fewer passes with more memory.
 SET LOCAL maintenance_work_mem = '256MB';
 
-CREATE FUNCTION message_search_span(agent_id text, message_id bigint) RETURNS tsvector
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT array_to_tsvector(
-        ARRAY[agent_id, agent_id || ':' || (message_id >> {SPAN_BITS})]) $$;
-
 CREATE TABLE message_search_0005 (
     message_id  bigint NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
     session_id  bigint NOT NULL,
     agent_id    text NOT NULL,
     search      tsvector NOT NULL,
-    span        tsvector NOT NULL
-                GENERATED ALWAYS AS (message_search_span(agent_id, message_id)) STORED
+    span        tsvector NOT NULL GENERATED ALWAYS AS (array_to_tsvector(
+                    ARRAY[agent_id, agent_id || ':' || (message_id >> {SPAN_BITS})::text]
+                )) STORED
 );
 
 INSERT INTO message_search_0005(message_id, session_id, agent_id, search)
