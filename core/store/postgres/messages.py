@@ -6,9 +6,10 @@ to one database. Transcript writes commit without waiting for the WAL flush
 (`durable=False`, see connection.py); a power loss may lose the last moments,
 as with SQLite's WAL at synchronous=NORMAL.
 
-Search rows (`message_search`, migration 0002) are written in the message's
-transaction (add_message: in its one statement); searching and context
-reads live in search.py, edits, deletions, imports and rebuilds in index.py.
+Search rows (`message_search`, migrations 0002 and 0005) are written in the
+message's transaction (add_message: in its one statement); searching and
+context reads live in search.py, edits, deletions, imports and rebuilds in
+index.py.
 """
 
 from __future__ import annotations
