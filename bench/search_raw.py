@@ -164,15 +164,25 @@ class RawPostgres:
         return [r[0] for r in self.conn.execute(self.RAW_SQL, (tsquery, tsquery)).fetchall()]
 
     def store_sql(self, parsed: SearchQuery, scope: SearchScope, limit: int) -> float:
-        # The statement PostgresStore.search runs (agent scope), without the
-        # tool, service and snippets around it.
+        # The statements PostgresStore.search runs (agent scope: the newest
+        # id, then the ranked statement over wider ranges until the window
+        # is full), without the tool, service and snippets around them.
         phrase = None if parsed.phrase_unit is None else unit_tsquery(parsed.phrase_unit)
+        window = max(pg_search.RANK_WINDOW, 2 * limit)
         params = {"query": self._tsquery(parsed), "phrase": phrase, "limit": limit}
-        params |= {"inner_limit": 2 * limit, "window": max(pg_search.RANK_WINDOW, 2 * limit)}
-        params |= {"agent_id": scope.agent_id}
-        sql = pg_search.ranked_sql(scope, phrase=phrase is not None)
+        params |= {"inner_limit": 2 * limit, "window": window, "agent_id": scope.agent_id}
         t = time.perf_counter()
-        self.conn.execute(sql, params).fetchall()
+        newest = self.conn.execute(pg_search.newest_sql(scope), params).fetchone()
+        if newest is None or newest[0] is None:
+            return (time.perf_counter() - t) * 1000
+        low = pg_search.first_low(newest[0]) or None
+        while True:
+            sql = pg_search.ranked_sql(scope, phrase=phrase is not None, bounded=low is not None)
+            bounds = pg_search.range_params(scope, low, newest[0])
+            filled = self.conn.execute(sql, params | bounds).fetchall()[0][0]
+            if low is None or filled >= window:
+                break
+            low = pg_search.next_low(newest[0], low, filled, window)
         return (time.perf_counter() - t) * 1000
 
     def size(self) -> dict[str, Any]:

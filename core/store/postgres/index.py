@@ -27,18 +27,23 @@ IMPORT_KINDS = {"user": "text", "assistant": "text", "tool": "tool_result"}
 
 # A row built again (a reindex racing a live write of the same message)
 # replaces the one there: both were built from the same text.
-_INSERT = (
-    "INSERT INTO message_search(message_id, session_id, search) VALUES (%s, %s, %s::tsvector) "
+# The agent is the session's (migration 0005), read in the same statement.
+_UPSERT = (
     "ON CONFLICT (message_id) DO UPDATE SET session_id = excluded.session_id, "
-    "search = excluded.search"
+    "agent_id = excluded.agent_id, search = excluded.search"
+)
+_INSERT = (
+    "INSERT INTO message_search(message_id, session_id, agent_id, search) "
+    "SELECT %(id)s, s.id, s.agent_id, %(search)s::tsvector FROM sessions s "
+    f"WHERE s.id = %(session_id)s {_UPSERT}"
 )
 
 # A session's rows at once: message ids and their tsvector literals as arrays.
 _INSERT_MANY = (
-    "INSERT INTO message_search(message_id, session_id, search) "
-    "SELECT id, %s, lit::tsvector FROM unnest(%s::bigint[], %s::text[]) AS r(id, lit) "
-    "ON CONFLICT (message_id) DO UPDATE SET session_id = excluded.session_id, "
-    "search = excluded.search"
+    "INSERT INTO message_search(message_id, session_id, agent_id, search) "
+    "SELECT r.id, s.id, s.agent_id, r.lit::tsvector FROM sessions s, "
+    "unnest(%(ids)s::bigint[], %(lits)s::text[]) AS r(id, lit) "
+    f"WHERE s.id = %(session_id)s {_UPSERT}"
 )
 
 # A platform message is a user row (unique index messages_platform_dedupe)
@@ -57,7 +62,8 @@ DELETE_BY_PLATFORM_ID = tuple(
 
 
 async def insert_search_row(conn: Connection, message_id: int, session_id: int, text: str) -> None:
-    await conn.execute(_INSERT, (message_id, session_id, tsvector_literal(text)))
+    params = {"id": message_id, "session_id": session_id, "search": tsvector_literal(text)}
+    await conn.execute(_INSERT, params)
 
 
 async def edit(
@@ -184,10 +190,9 @@ async def reindex(conn: Connection, session_key: str) -> int:
         (session_id,),
     )
     messages = await cursor.fetchall()
-    await conn.execute(
-        _INSERT_MANY,
-        (session_id, [id_ for id_, _ in messages], [tsvector_literal(t) for _, t in messages]),
-    )
+    ids = [id_ for id_, _ in messages]
+    lits = [tsvector_literal(t) for _, t in messages]
+    await conn.execute(_INSERT_MANY, {"session_id": session_id, "ids": ids, "lits": lits})
     await conn.execute("UPDATE sessions SET index_behind = false WHERE id = %s", (session_id,))
     return len(messages)
 

@@ -113,14 +113,15 @@ def document_lexemes(text: str) -> dict[str, list[int]]:
     return found
 
 
-def _quote(lexeme: str) -> str:
+def quote_lexeme(lexeme: str) -> str:
+    """A lexeme as a quoted tsvector/tsquery literal."""
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def tsvector_literal(text: str) -> str:
     """The `tsvector` input for a message's text ('' for no lexeme)."""
     return " ".join(
-        f"{_quote(lexeme)}:{','.join(map(str, positions))}"
+        f"{quote_lexeme(lexeme)}:{','.join(map(str, positions))}"
         for lexeme, positions in document_lexemes(text).items()
     )
 
@@ -137,7 +138,7 @@ def unit_tsquery(unit: QueryUnit) -> str | None:
     lexemes = _unit_lexemes(unit)
     if not lexemes:
         return None
-    parts = [_quote(lexeme) for lexeme in lexemes]
+    parts = [quote_lexeme(lexeme) for lexeme in lexemes]
     if unit.prefix:
         parts[-1] += ":*"
     return "(" + " <-> ".join(parts) + ")"

@@ -6,9 +6,10 @@ to one database. Transcript writes commit without waiting for the WAL flush
 (`durable=False`, see connection.py); a power loss may lose the last moments,
 as with SQLite's WAL at synchronous=NORMAL.
 
-Search rows (`message_search`, migration 0002) are written in the message's
-transaction (add_message: in its one statement); searching and context
-reads live in search.py, edits, deletions, imports and rebuilds in index.py.
+Search rows (`message_search`, migrations 0002 and 0005) are written in the
+message's transaction (add_message: in its one statement); searching and
+context reads live in search.py, edits, deletions, imports and rebuilds in
+index.py.
 """
 
 from __future__ import annotations
@@ -59,20 +60,22 @@ IMPORT_BATCH = 5000
 # add_message is one statement, so one trip to the server and its own
 # transaction: the message and its search row are inserted together (a
 # data-modifying WITH runs to completion whether or not it is read). The
-# session is looked up by key inside it, so it is always the session that
-# has this key now; no row inserted means no such session.
+# session is looked up by key inside it (once, for both rows: the search row
+# takes its agent), so it is always the session that has this key now; no
+# row inserted means no such session.
 # `set_config(..., true)` is `SET LOCAL synchronous_commit = off` for this
 # statement's transaction, what `transaction(durable=False)` does in two
 # more trips (BEGIN and the SET); a row can only be inserted once it ran.
 _MESSAGE_INSERT = (
     "WITH nondurable AS (SELECT set_config('synchronous_commit', 'off', true)), "
+    "s AS (SELECT id, agent_id, platform, chat_id FROM sessions WHERE key = %(key)s), "
     "m AS (INSERT INTO messages(session_id, platform, chat_id, role, kind, text, payload, "
     "sender_id, platform_message_id, in_reply_to, ts) "
     "SELECT s.id, s.platform, s.chat_id, %(role)s, %(kind)s, %(text)s, %(payload)s, "
     "%(sender_id)s, %(platform_message_id)s, %(in_reply_to)s, %(ts)s "
-    "FROM sessions s, nondurable WHERE s.key = %(key)s RETURNING id, session_id), "
-    "x AS (INSERT INTO message_search(message_id, session_id, search) "
-    "SELECT id, session_id, %(search)s::tsvector FROM m WHERE %(indexed)s) "
+    "FROM s, nondurable RETURNING id, session_id), "
+    "x AS (INSERT INTO message_search(message_id, session_id, agent_id, search) "
+    "SELECT m.id, m.session_id, s.agent_id, %(search)s::tsvector FROM m, s WHERE %(indexed)s) "
     "SELECT id, session_id FROM m"
 )
 

@@ -132,7 +132,7 @@ async def test_searches_start_from_the_gin_index(store: PostgresStore) -> None:
     query = build_query("zeppelin")
     assert query is not None
     params = {"query": query_tsquery(query.units), "phrase": None, "limit": 10, "inner_limit": 20}
-    params |= {"window": RANK_WINDOW, "agent_id": "a", "session_id": session_id}
+    params |= {"window": RANK_WINDOW, "agent_id": "a", "session_id": session_id, "spans": "'a'"}
     for scope in (SearchScope(session_key=KEY), SearchScope(agent_id="a"), SearchScope()):
         plan = await explain(store, ranked_sql(scope, phrase=False), params)
         assert "message_search_words" in plan, plan
@@ -169,7 +169,8 @@ async def test_consistency_notices_every_kind_of_drift(store: PostgresStore) -> 
     # is a row with stale lexemes.
     await pg_helpers.execute(
         store,
-        "INSERT INTO message_search(message_id, session_id, search) VALUES (%s, %s, 'drifting')",
+        "INSERT INTO message_search(message_id, session_id, agent_id, search) "
+        "VALUES (%s, %s, 'a', 'drifting')",
         (record.id, other.session_id),
     )
     await pg_helpers.execute(
