@@ -27,7 +27,7 @@ IMPORT_KINDS = {"user": "text", "assistant": "text", "tool": "tool_result"}
 
 # A row built again (a reindex racing a live write of the same message)
 # replaces the one there: both were built from the same text.
-# The agent is the session's (migration 0005), read in the same statement.
+# The agent is the session's (migration 0007), read in the same statement.
 _UPSERT = (
     "ON CONFLICT (message_id) DO UPDATE SET session_id = excluded.session_id, "
     "agent_id = excluded.agent_id, search = excluded.search"

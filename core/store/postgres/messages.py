@@ -6,7 +6,7 @@ to one database. Transcript writes commit without waiting for the WAL flush
 (`durable=False`, see connection.py); a power loss may lose the last moments,
 as with SQLite's WAL at synchronous=NORMAL.
 
-Search rows (`message_search`, migrations 0002 and 0005) are written in the
+Search rows (`message_search`, migrations 0002 and 0007) are written in the
 message's transaction (add_message: in its one statement); searching and
 context reads live in search.py, edits, deletions, imports and rebuilds in
 index.py.

@@ -1,5 +1,5 @@
 """How a PostgreSQL search bounds its work: search rows carry their agent
-(migration 0005), and a search reads the newest range of ids first, wider
+(migration 0007), and a search reads the newest range of ids first, wider
 ones only while its window is not full, with the same answer as one
 unbounded statement (core/store/postgres/search.py)."""
 
@@ -21,7 +21,7 @@ from core.store.postgres import PostgresStore
 from core.store.postgres import search as pg_search
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.lexemes import tsvector_literal
-from core.store.postgres.migrations import load_migrations, m0005_search_scope
+from core.store.postgres.migrations import load_migrations, m0007_search_scope
 from tests.core.store.test_contract import (
     KEY,
     OTHER,
@@ -224,7 +224,7 @@ async def test_a_bounded_search_starts_from_its_scopes_range(store: PostgresStor
 
 
 async def test_span_lexemes_are_the_same_in_sql_and_python(store: PostgresStore) -> None:
-    assert pg_search.SPAN_BITS == m0005_search_scope.SPAN_BITS
+    assert pg_search.SPAN_BITS == m0007_search_scope.SPAN_BITS
     await pg_helpers.execute(
         store, "SELECT setval(pg_get_serial_sequence('messages', 'id'), %s)", (3 << 14,)
     )
@@ -250,12 +250,12 @@ async def test_span_lexemes_are_the_same_in_sql_and_python(store: PostgresStore)
     assert await matches("b", 0, last.id - (1 << 14)) == [last.id]
 
 
-# --- migration 0005 -----------------------------------------------------------------
+# --- migration 0007 -----------------------------------------------------------------
 
 
 @pytest.fixture
 def fresh_url(postgres_server: str) -> Iterator[str]:
-    name = "kept_m0005_backfill"
+    name = "kept_m0007_backfill"
     drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
     with psycopg.connect(postgres_server, autocommit=True) as admin:
         admin.execute(drop)
@@ -267,8 +267,8 @@ def fresh_url(postgres_server: str) -> Iterator[str]:
             admin.execute(drop)
 
 
-async def test_migration_0005_gives_existing_rows_their_agent(fresh_url: str) -> None:
-    before = PostgresConnection(fresh_url, migrations=load_migrations()[:4])
+async def test_migration_0007_gives_existing_rows_their_agent(fresh_url: str) -> None:
+    before = PostgresConnection(fresh_url, migrations=load_migrations()[:6])
     await before.open()
     await before.close()
     texts = {KEY: "alpha in a", OTHER: "beta in a", B1: "alpha in b"}
@@ -293,7 +293,7 @@ async def test_migration_0005_gives_existing_rows_their_agent(fresh_url: str) ->
     migrated = open_any_store(fresh_url)
     assert isinstance(migrated, PostgresStore)
     async with migrated:
-        assert await migrated.schema_version() >= 5
+        assert await migrated.schema_version() >= 7
         rows = await migrated.connection.fetchall(
             "SELECT s.key, ms.agent_id FROM message_search ms "
             "JOIN sessions s ON s.id = ms.session_id ORDER BY s.key"

@@ -33,7 +33,7 @@ SQL = f"""
 -- Building the GIN index takes fewer passes with more memory.
 SET LOCAL maintenance_work_mem = '256MB';
 
-CREATE TABLE message_search_0005 (
+CREATE TABLE message_search_0007 (
     message_id  bigint NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
     session_id  bigint NOT NULL,
     agent_id    text NOT NULL,
@@ -43,14 +43,14 @@ CREATE TABLE message_search_0005 (
                 )) STORED
 );
 
-INSERT INTO message_search_0005(message_id, session_id, agent_id, search)
+INSERT INTO message_search_0007(message_id, session_id, agent_id, search)
 SELECT ms.message_id, ms.session_id, s.agent_id, ms.search
 FROM message_search ms JOIN sessions s ON s.id = ms.session_id;
 
 DROP TABLE message_search;
-ALTER TABLE message_search_0005 RENAME TO message_search;
+ALTER TABLE message_search_0007 RENAME TO message_search;
 ALTER TABLE message_search ADD CONSTRAINT message_search_pkey PRIMARY KEY (message_id);
-ALTER TABLE message_search RENAME CONSTRAINT message_search_0005_message_id_fkey
+ALTER TABLE message_search RENAME CONSTRAINT message_search_0007_message_id_fkey
     TO message_search_message_id_fkey;
 
 CREATE INDEX message_search_words ON message_search USING gin (search, span)
