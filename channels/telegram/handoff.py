@@ -121,18 +121,24 @@ class UpdateHandoff:
                 raise
             except Exception as exc:
                 failures += 1
-                wait = min(MAX_BACKOFF, 2.0 ** (failures - 1))
-                event(
-                    log,
-                    logging.WARNING,
-                    "telegram_handoff_listen_failed",
-                    failures=failures,
-                    retry_in_s=wait,
-                    error=repr(exc),
-                    action=f"check the database; the queue is read every {LOOK_EVERY:g} s "
-                    "meanwhile",
-                )
-                await sleep_or_until_set(self._clock, wait, self._stopping)
+                action = f"check the database; the queue is read every {LOOK_EVERY:g} s meanwhile"
+                await self._back_off("listen", logging.WARNING, failures, exc, action)
+
+    async def _back_off(
+        self, step: str, level: int, failures: int, exc: Exception, action: str
+    ) -> None:
+        """Log a failed `step` and wait 1, 2, 4 … seconds (at most MAX_BACKOFF)."""
+        wait = min(MAX_BACKOFF, 2.0 ** (failures - 1))
+        event(
+            log,
+            level,
+            f"telegram_handoff_{step}_failed",
+            failures=failures,
+            retry_in_s=wait,
+            error=repr(exc),
+            action=action,
+        )
+        await sleep_or_until_set(self._clock, wait, self._stopping)
 
     def _on_put(self) -> None:
         self._wake.set()
@@ -158,17 +164,8 @@ class UpdateHandoff:
                 raise
             except Exception as exc:
                 failures += 1
-                wait = min(MAX_BACKOFF, 2.0 ** (failures - 1))
-                event(
-                    log,
-                    logging.ERROR,
-                    "telegram_handoff_claim_failed",
-                    failures=failures,
-                    retry_in_s=wait,
-                    error=repr(exc),
-                    action="check the database; waiting updates stay in the queue",
-                )
-                await sleep_or_until_set(self._clock, wait, self._stopping)
+                action = "check the database; waiting updates stay in the queue"
+                await self._back_off("claim", logging.ERROR, failures, exc, action)
                 continue
             failures = 0
             if rows:

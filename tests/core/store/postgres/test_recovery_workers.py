@@ -30,6 +30,19 @@ async def two_workers(postgres_url: str) -> AsyncIterator[tuple[Backend, Backend
         yield first, second
 
 
+def live_manager(live: Backend, clock: TestClock, sender: RecordingSender) -> ConversationManager:
+    """A live worker's manager, guarded by the database's session lock."""
+    config = KeptConfig()
+    return ConversationManager(
+        store=live.store,
+        llm=ScriptedModel(),
+        sender=sender,
+        config=lambda: config,
+        clock=clock,
+        session_locks=SessionLocks(shared=live.session_guard),
+    )
+
+
 async def left_unanswered(backend: Backend, key: str, clock: TestClock, *texts: str) -> None:
     """What a worker that died mid-turn leaves: stored user messages."""
     chat = key.rsplit(":", 1)[1]
@@ -52,15 +65,8 @@ async def test_a_dead_workers_unanswered_messages_are_answered_once_by_another(
     two_workers: tuple[Backend, Backend],
 ) -> None:
     dead, live = two_workers
-    clock, config, sender = TestClock(), KeptConfig(), RecordingSender()
-    manager = ConversationManager(
-        store=live.store,
-        llm=ScriptedModel(),
-        sender=sender,
-        config=lambda: config,
-        clock=clock,
-        session_locks=SessionLocks(shared=live.session_guard),
-    )
+    clock, sender = TestClock(), RecordingSender()
+    manager = live_manager(live, clock, sender)
     recovery = UnansweredRecovery(manager, clock, lambda: {"telegram"})
     await left_unanswered(dead, ORPHAN, clock, "first", "second")
     await left_unanswered(dead, HELD, clock, "mine")
@@ -86,15 +92,8 @@ async def test_messages_past_the_recovery_window_are_left_alone(
     two_workers: tuple[Backend, Backend],
 ) -> None:
     dead, live = two_workers
-    clock, config, sender = TestClock(), KeptConfig(), RecordingSender()
-    manager = ConversationManager(
-        store=live.store,
-        llm=ScriptedModel(),
-        sender=sender,
-        config=lambda: config,
-        clock=clock,
-        session_locks=SessionLocks(shared=live.session_guard),
-    )
+    clock, sender = TestClock(), RecordingSender()
+    manager = live_manager(live, clock, sender)
     await left_unanswered(dead, ORPHAN, clock, "long ago")
     clock.set(clock.now() + timedelta(hours=1))
     assert await UnansweredRecovery(manager, clock, lambda: {"telegram"}).look() == 0
