@@ -14,6 +14,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
@@ -63,19 +64,27 @@ def database_url(server_url: str, database: str) -> str:
     return urlunsplit(parts._replace(path="/" + quote(database)))
 
 
+@contextmanager
+def fresh_database(server_url: str, name: str) -> Iterator[str]:
+    """A new, empty database named `name` on the server (dropped first if
+    it exists, and again afterwards); its URL."""
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(drop)
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield database_url(server_url, name)
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as admin:
+            admin.execute(drop)
+
+
 @pytest.fixture(scope="module")
 def postgres_database(postgres_server: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh, empty database for this test module; its URL."""
     name = "kept_" + re.sub(r"\W", "_", request.module.__name__.removeprefix("tests."))[-50:]
-    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(drop)
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield database_url(postgres_server, name)
-    finally:
-        with psycopg.connect(postgres_server, autocommit=True) as admin:
-            admin.execute(drop)
+    with fresh_database(postgres_server, name) as url:
+        yield url
 
 
 def empty_tables(url: str) -> None:

@@ -13,7 +13,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from core.search.query import build_query
 from core.store import ImportRow, SearchScope
@@ -33,7 +32,7 @@ from tests.core.store.test_contract import (
     search,
 )
 from tests.support import pg_helpers
-from tests.support.postgres import database_url
+from tests.support.postgres import fresh_database
 from tests.support.store_helpers import open_any_store
 
 B1 = "agent:b:discord:private:300"
@@ -255,16 +254,8 @@ async def test_span_lexemes_are_the_same_in_sql_and_python(store: PostgresStore)
 
 @pytest.fixture
 def fresh_url(postgres_server: str) -> Iterator[str]:
-    name = "kept_m0007_backfill"
-    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(drop)
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield database_url(postgres_server, name)
-    finally:
-        with psycopg.connect(postgres_server, autocommit=True) as admin:
-            admin.execute(drop)
+    with fresh_database(postgres_server, "kept_m0007_backfill") as url:
+        yield url
 
 
 async def test_migration_0007_gives_existing_rows_their_agent(fresh_url: str) -> None:
