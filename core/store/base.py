@@ -80,6 +80,13 @@ class MessageRecord:
     active: bool
 
 
+# kept's recency window, on every backend: a query matching more messages
+# in its scope is ranked among its RANK_WINDOW newest matches there. For a
+# word that common the newer messages are the better answer anyway, and
+# ranking every match would cost time in proportion to how common it is.
+RANK_WINDOW = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class SearchScope:
     """Where a search may look. Enforced inside the store's SQL, before LIMIT,

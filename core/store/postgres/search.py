@@ -60,12 +60,11 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from core.search.query import SearchQuery
-from core.store.base import SearchScope
+from core.store.base import RANK_WINDOW, SearchScope
 from core.store.postgres.connection import Connection
 from core.store.postgres.lexemes import query_tsquery, quote_lexeme, unit_tsquery
 from core.store.postgres.rows import INDEXED_SQL, MESSAGE_COLUMNS
 
-RANK_WINDOW = 2500
 # Ids a search looks back over first; the next range is this much more
 # than the density of matches seen asks for, so one retry usually does.
 FIRST_SPAN = 1 << 16

@@ -34,11 +34,9 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from core.search.query import SearchQuery
-from core.store.base import INDEXED_KINDS, INDEXED_ROLES, SearchScope
+from core.store.base import INDEXED_KINDS, INDEXED_ROLES, RANK_WINDOW, SearchScope
 from core.store.sqlite.fts import AGENT_SPAN, BM25, agent_range, session_filter
 from core.store.sqlite.rows import MESSAGE_COLUMNS
-
-RANK_WINDOW = 2500
 
 _IN_ROLES = f"({', '.join(repr(r) for r in sorted(INDEXED_ROLES))})"
 _IN_KINDS = f"({', '.join(repr(k) for k in sorted(INDEXED_KINDS))})"
