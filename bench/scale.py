@@ -135,6 +135,11 @@ async def work(url: str, name: str, go: Any, done: Any) -> None:
             platforms=lambda: {"telegram"},
             session_locks=SessionLocks(shared=backend.session_guard),
         )
+        # Open the pool's connections before the start (as a running worker
+        # has them), so the run measures deliveries, not connecting.
+        pool = getattr(backend.store, "connection", None)
+        if pool is not None:
+            await asyncio.gather(*(pool.fetchall("SELECT pg_sleep(0.05)") for _ in range(10)))
         go.wait()
         while await backend.heartbeat.due_unclaimed(now=NOW, limit=1):
             await scheduler.tick()
