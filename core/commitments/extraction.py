@@ -318,9 +318,12 @@ class ExtractionWorker:
 
     async def _run_batch(self, agent_id: str, batch: list[ExtractionJob]) -> None:
         """Extract, then remove the jobs whatever the model answered (as a
-        reply is never extracted twice on purpose). A stop cancels before the
-        removal, leaving them for release(); a database that cannot remove
-        them leaves them to be adopted when their lease runs out."""
+        reply is never extracted twice on purpose). A batch that failed (the
+        model's errors are handled inside, so a store that could not read or
+        write) keeps its jobs: they are adopted again when their lease runs
+        out, and extracting twice merges by dedupe key. A stop cancels before
+        the removal, leaving them for release(); a database that cannot
+        remove them leaves them to be adopted when their lease runs out."""
         ids = [job.id for job in batch]
         try:
             now = self._clock.now()
@@ -333,9 +336,11 @@ class ExtractionWorker:
                 "extraction_batch_failed",
                 agent=agent_id,
                 jobs=len(ids),
+                retry_in_s=int(JOB_LEASE.total_seconds()),
                 error=repr(exc),
                 action=storage_action(exc),
             )
+            return
         try:
             await self._jobs.complete(ids, worker=self._worker)
         except Exception as exc:

@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 from core.commitments.extraction import JOB_LEASE, ExtractionWorker
 from core.llm import LLMClient
-from core.store.sqlite import SqliteExtractionJobStore, SqlitePauseStore, SqliteStore
+from core.store.sqlite import (
+    SqliteCommitmentStore,
+    SqliteExtractionJobStore,
+    SqlitePauseStore,
+    SqliteStore,
+)
 from tests.core.commitments.test_extraction import (
     LOG,
     SCOPE_42,
@@ -120,6 +127,33 @@ async def test_a_dead_workers_jobs_are_adopted_when_its_lease_runs_out(make_harn
     finally:
         await other.stop(drain_seconds=0.1)
         await llm.aclose()
+
+
+async def test_a_batch_whose_follow_ups_could_not_be_stored_stays_queued(
+    make_harness, monkeypatch
+) -> None:
+    h: Harness = await make_harness()
+    real = SqliteCommitmentStore.apply_extractions
+    refusals: list[int] = []
+
+    async def refuse_once(self: SqliteCommitmentStore, *args: Any, **kwargs: Any) -> Any:
+        if not refusals:
+            refusals.append(1)
+            raise sqlite3.OperationalError("database or disk is full")
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SqliteCommitmentStore, "apply_extractions", refuse_once)
+    h.extraction.append(answer(interview()))
+    await h.say("I have an interview tomorrow")
+    assert refusals == [1] and await h.stored() == []
+    # Not lost: still the worker's job, extracted again once its lease runs out.
+    assert await job_rows(h.store) == [("w1", "I have an interview tomorrow")]
+    h.extraction.append(answer(interview()))
+    await h.clock.advance(JOB_LEASE.total_seconds())
+    assert await h.worker.adopt() == 1
+    await h.settle()
+    assert await job_rows(h.store) == []
+    assert [c.reason for c in await h.stored()] == ["user has a job interview tomorrow"]
 
 
 async def test_deleting_a_conversation_deletes_its_waiting_jobs(make_harness) -> None:
