@@ -284,26 +284,44 @@ class HeartbeatScheduler:
                     self._deferred[scope] = last + every
                 else:
                     wanted.append(scope)
-            claimed = await self._turn.claim(wanted, per_scope=MAX_PER_TURN, lease=lease)
-            by_scope: dict[Scope, list[Commitment]] = {}
-            for c in claimed:
-                by_scope.setdefault(c.scope, []).append(c)
-            waiting = [
-                _Claimed(s, by_scope[s], len(groups[s])) for s in self._in_worker_order(by_scope)
-            ]
-            try:
-                while waiting:
-                    await ready.put(waiting[0])
-                    waiting.pop(0)
-            finally:
-                # Stopped while these waited for a place: nothing was sent.
-                for item in waiting:
-                    await self._release(item.claimed, "stopped before its turn")
+            # Claimed a few chats at a time, as the turns take them: a claim's
+            # lease covers one turn, not a whole page waiting its turn.
+            took = False
+            order = self._in_worker_order(wanted)
+            for start in range(0, len(order), SCOPE_CONCURRENCY):
+                if self._stopping:
+                    break
+                chunk = order[start : start + SCOPE_CONCURRENCY]
+                took |= await self._claim_and_queue(chunk, groups, ready, lease)
             if self._stopping or len(due) < page:
                 return
             after = (due[-1].due_earliest, due[-1].id)
-            if not by_scope:
+            if not took:
                 page = min(page * 2, DUE_PAGE_MAX)
+
+    async def _claim_and_queue(
+        self,
+        scopes: list[Scope],
+        groups: dict[Scope, list[Commitment]],
+        ready: asyncio.Queue[_Claimed | None],
+        lease: timedelta,
+    ) -> bool:
+        """Claim the scopes' due rows in one statement and queue their turns;
+        False when another worker had them all."""
+        claimed = await self._turn.claim(scopes, per_scope=MAX_PER_TURN, lease=lease)
+        by_scope: dict[Scope, list[Commitment]] = {}
+        for c in claimed:
+            by_scope.setdefault(c.scope, []).append(c)
+        waiting = [_Claimed(s, by_scope[s], len(groups[s])) for s in scopes if s in by_scope]
+        try:
+            while waiting:
+                await ready.put(waiting[0])
+                waiting.pop(0)
+        finally:
+            # Stopped while these waited for a place: nothing was sent.
+            for item in waiting:
+                await self._release(item.claimed, "stopped before its turn")
+        return bool(by_scope)
 
     def _may_speak(
         self,
