@@ -30,14 +30,22 @@ AdapterFactory = Callable[["Runtime"], ChannelAdapter]
 def channel_context(runtime: Runtime) -> ChannelContext:
     services = runtime.services
     assert services is not None, "start_core() first"
+    return services_context(services, lambda: runtime.config, runtime.environ)
+
+
+def services_context(
+    services: Services, config: Callable[[], KeptConfig], environ: Mapping[str, str]
+) -> ChannelContext:
+    """What an adapter gets of one worker's services (and, on PostgreSQL,
+    of its backend's cross-worker parts)."""
     return ChannelContext(
         conversation=services.manager,
-        store=runtime.store,
+        store=services.backend.store,
         commitments=services.commitments,
         reminders=services.reminders,
-        config=lambda: runtime.config,
-        clock=runtime.clock,
-        environ=runtime.environ,
+        config=config,
+        clock=services.clock,
+        environ=environ,
         leadership=services.backend.session_guard,
         updates=services.backend.update_queue,
         worker=services.worker,

@@ -169,28 +169,26 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
                     "telegram_delete_webhook_failed",
                     error=scrub(str(exc), self._token),
                 )
-            if self._ctx.leadership is None:
+            if self._ctx.leadership is None or self._ctx.updates is None:
                 intake.start_polling(
                     bot, timeout=self._poll_timeout, read_timeout=self._request_timeout
                 )
                 return "polling"
-            mode = "polling (one worker at a time)"
-            if self._ctx.updates is not None:
-                self.handoff = UpdateHandoff(
-                    self._ctx.updates,
-                    intake,
-                    bot,
-                    self._ctx.clock,
-                    worker=self._ctx.worker or f"telegram-{id(self):x}",
-                    secret=self._token,
-                    max_lanes=self._handoff_lanes,
-                )
-                self.handoff.start()
-                mode = "polling (one worker polls, every worker answers)"
-            self._leading = asyncio.create_task(
-                self._poll_while_leader(bot, intake), name="telegram-leader"
+            handoff = UpdateHandoff(
+                self._ctx.updates,
+                intake,
+                bot,
+                self._ctx.clock,
+                worker=self._ctx.worker or f"telegram-{id(self):x}",
+                secret=self._token,
+                max_lanes=self._handoff_lanes,
             )
-            return mode
+            handoff.start()
+            self.handoff = handoff
+            self._leading = asyncio.create_task(
+                self._poll_while_leader(bot, intake, handoff), name="telegram-leader"
+            )
+            return "polling (one worker polls, every worker answers)"
         secret = secret_from_env(hook.secret_token_env, self._ctx.environ)
         if secret is None:
             raise ChannelStartError(
@@ -215,12 +213,14 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
         """Whether this worker calls getUpdates now."""
         return self._intake is not None and self._intake.polling
 
-    async def _poll_while_leader(self, bot: Bot, intake: UpdateIntake) -> None:
+    async def _poll_while_leader(
+        self, bot: Bot, intake: UpdateIntake, handoff: UpdateHandoff
+    ) -> None:
         """getUpdates allows one consumer per token: with several workers on
         one database, the worker holding the role polls, the others look
-        again every LEADER_CHECK seconds and take over when it is gone. With
-        the update queue, the poller writes what it gets there and every
-        worker answers from it (channels/telegram/handoff.py)."""
+        again every LEADER_CHECK seconds and take over when it is gone. The
+        poller writes what it gets into the update queue and every worker
+        answers from it (channels/telegram/handoff.py)."""
         leadership = self._ctx.leadership
         assert leadership is not None
         role = f"telegram-poll:{bot.id}"
@@ -232,7 +232,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
                     bot,
                     timeout=self._poll_timeout,
                     read_timeout=self._request_timeout,
-                    sink=self.handoff.put if self.handoff is not None else None,
+                    sink=handoff.put,
                 )
                 event(log, logging.INFO, "telegram_polling_leader", bot_id=bot.id)
             elif not leader and intake.polling:

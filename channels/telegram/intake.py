@@ -123,7 +123,6 @@ class UpdateIntake:
         self._poller: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
         self._closing = False
-        self._handoff_failures = 0
 
     # --- lanes ------------------------------------------------------------------
 
@@ -284,6 +283,7 @@ class UpdateIntake:
     ) -> None:
         past: int | None = None  # just past the newest update fetched (and safe)
         failures = 0
+        sink_failures = 0
         while True:
             wait: float | None = None
             error = ""
@@ -310,8 +310,10 @@ class UpdateIntake:
                 error = scrub(str(exc) or repr(exc), self._secret)
             else:
                 failures = 0
-                if sink is not None and polled and not await self._hand_off(sink, polled):
-                    continue  # not safe: the next request asks for the batch again
+                if sink is not None and polled:
+                    sink_failures = await self._hand_off(sink, polled, sink_failures)
+                    if sink_failures:
+                        continue  # not safe: the next request asks for the batch again
                 if fetched_past is not None:
                     past = fetched_past if past is None else max(past, fetched_past)
                 if sink is not None:
@@ -342,37 +344,32 @@ class UpdateIntake:
             if job is not None:
                 yield job
 
-    async def _hand_off(self, sink: Sink, polled: list[Polled]) -> bool:
-        """Hand the batch to the sink; False (after a backoff) when it could
-        not take it."""
+    async def _hand_off(self, sink: Sink, polled: list[Polled], failures: int) -> int:
+        """Hand the batch to the sink, `failures` hand-offs in a row having
+        failed; returns that count: 0 once the sink took it, else one more
+        (after a backoff)."""
         try:
             await sink(polled)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._handoff_failures += 1
-            wait = min(MAX_STORE_BACKOFF, 2.0 ** (self._handoff_failures - 1))
+            failures += 1
+            wait = min(MAX_STORE_BACKOFF, 2.0 ** (failures - 1))
             event(
                 log,
                 logging.ERROR,
                 "telegram_handoff_failed",
                 updates=len(polled),
-                failures=self._handoff_failures,
+                failures=failures,
                 retry_in_s=wait,
                 error=scrub(repr(exc), self._secret),
                 action="check the database: the updates stay with Telegram until they are written",
             )
             await self._clock.sleep(wait)
-            return False
-        if self._handoff_failures:
-            event(
-                log,
-                logging.INFO,
-                "telegram_handoff_recovered",
-                failures=self._handoff_failures,
-            )
-            self._handoff_failures = 0
-        return True
+            return failures
+        if failures:
+            event(log, logging.INFO, "telegram_handoff_recovered", failures=failures)
+        return 0
 
     # --- webhook --------------------------------------------------------------------
 

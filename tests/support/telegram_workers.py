@@ -13,6 +13,7 @@ left to expire or be taken over.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -24,8 +25,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from bot.runtime import services_context
 from bot.services import Services, build_services
-from channels.base import AdapterRouter, ChannelContext
+from channels.base import AdapterRouter
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.config import KeptConfig
@@ -162,17 +164,10 @@ class Workers:
         conversation: Any = services.manager
         if gate is not None:
             conversation = GatedConversation(services.manager, gate)
-        context = ChannelContext(
+        context = dataclasses.replace(
+            services_context(services, lambda: self.config, {"TELEGRAM_BOT_TOKEN": TOKEN}),
             conversation=conversation,
-            store=backend.store,
-            commitments=services.commitments,
-            reminders=services.reminders,
-            config=lambda: self.config,
-            clock=self.clock,
-            environ={"TELEGRAM_BOT_TOKEN": TOKEN},
-            leadership=backend.session_guard,
             updates=queue,
-            worker=name,
         )
         options: dict[str, Any] = {"poll_timeout": 1, "request_timeout": 2, "stop_grace": 0.5}
         if handoff_lanes is not None:

@@ -28,8 +28,9 @@ from typing import Any
 
 import aiohttp
 
+from bot.runtime import services_context
 from bot.services import Services, build_services, open_storage
-from channels.base import AdapterRouter, ChannelContext
+from channels.base import AdapterRouter
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.config import KeptConfig
@@ -202,16 +203,8 @@ async def _start_worker(
         platforms=lambda: router.platforms,
         worker=name,
     )
-    context = ChannelContext(  # as bot/runtime.py's channel_context
-        conversation=services.manager,
-        store=backend.store,
-        commitments=services.commitments,
-        reminders=services.reminders,
-        config=lambda: config,
-        clock=clock,
-        environ={"TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_WEBHOOK_SECRET": SECRET},
-        leadership=backend.session_guard,
-    )
+    environ = {"TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_WEBHOOK_SECRET": SECRET}
+    context = services_context(services, lambda: config, environ)
     adapter = TelegramAdapter(context, request_timeout=5, stop_grace=5)
     await adapter.start()
     stack.push_async_callback(adapter.stop)

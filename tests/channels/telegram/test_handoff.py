@@ -216,6 +216,34 @@ async def test_a_killed_poller_leaves_the_rest_to_the_others_and_nothing_twice(
             never.set()
 
 
+async def test_a_stopping_worker_gives_back_the_chat_it_had_not_stored(
+    postgres_url: str,
+) -> None:
+    never = asyncio.Event()
+    in_turn = asyncio.Event()
+
+    async def stuck(inbound: Inbound) -> None:
+        in_turn.set()
+        await never.wait()  # stopped before the message is stored
+
+    async with telegram_workers(postgres_url) as workers:
+        try:
+            first = await workers.add("w0", gate=stuck)
+            second = await workers.add("w1", start=False)
+            await workers.fake.wait_for(lambda: first.adapter.polling)
+            await push(workers, 21, 0)
+            await asyncio.wait_for(in_turn.wait(), 5)  # w0 alone: it holds chat 21
+            await workers.start(second)
+            # Its turn is cancelled past the grace: the row is not done, it
+            # is released, and the other worker answers the message.
+            await first.adapter.stop()
+            await workers.until(lambda: replies(workers, 21))
+            assert replies(workers, 21) == expected(21, 1)
+            assert (first.answered, second.answered) == (0, 1)
+        finally:
+            never.set()
+
+
 async def test_an_update_polled_again_after_it_was_handled_is_not_handled_again(
     postgres_url: str,
 ) -> None:

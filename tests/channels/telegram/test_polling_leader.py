@@ -5,28 +5,48 @@ another takes over when it is gone."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+import pytest
 
 from channels.telegram import TelegramAdapter
 from channels.telegram.adapter import LEADER_CHECK
+from core.store.postgres import PostgresConnection, PostgresUpdateQueue
 from core.store.postgres.locks import PostgresSessionGuard
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 
 
-def worker(tg: TelegramHarness, guard: PostgresSessionGuard) -> TelegramAdapter:
-    context = dataclasses.replace(tg.context(), leadership=guard)
+@pytest.fixture
+async def queue_db(postgres_url: str) -> AsyncIterator[PostgresConnection]:
+    """The update queue's database (on PostgreSQL a worker has both the
+    polling role and the queue; the transcript stays in the harness)."""
+    connection = PostgresConnection(postgres_url)
+    await connection.open()
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+def worker(
+    tg: TelegramHarness, guard: PostgresSessionGuard, db: PostgresConnection, name: str
+) -> TelegramAdapter:
+    context = dataclasses.replace(
+        tg.context(), leadership=guard, updates=PostgresUpdateQueue(db), worker=name
+    )
     adapter = TelegramAdapter(context, poll_timeout=1, request_timeout=2, stop_grace=0.5)
     tg.adapters.append(adapter)
     return adapter
 
 
 async def test_one_worker_polls_and_another_takes_over_when_it_is_gone(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, queue_db: PostgresConnection
 ) -> None:
     guards = [PostgresSessionGuard(postgres_url) for _ in range(2)]
     try:
         async with telegram_harness(tmp_path) as tg:
-            a, b = worker(tg, guards[0]), worker(tg, guards[1])
+            a, b = worker(tg, guards[0], queue_db, "a"), worker(tg, guards[1], queue_db, "b")
             await a.start()
             await tg.fake.wait_for(lambda: a.polling)
             await b.start()
@@ -52,12 +72,12 @@ async def test_one_worker_polls_and_another_takes_over_when_it_is_gone(
 
 
 async def test_a_stopping_leader_hands_the_role_over_at_once(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, queue_db: PostgresConnection
 ) -> None:
     guards = [PostgresSessionGuard(postgres_url) for _ in range(2)]
     try:
         async with telegram_harness(tmp_path) as tg:
-            a, b = worker(tg, guards[0]), worker(tg, guards[1])
+            a, b = worker(tg, guards[0], queue_db, "a"), worker(tg, guards[1], queue_db, "b")
             await a.start()
             await tg.fake.wait_for(lambda: a.polling)
             await b.start()
