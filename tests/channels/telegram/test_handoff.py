@@ -53,19 +53,24 @@ async def test_a_polled_burst_is_answered_by_several_workers_once_each_in_order(
     postgres_url: str,
 ) -> None:
     chats, per_chat = chat_ids(24, 6), 4
-    answered_elsewhere = asyncio.Event()
+    answered_elsewhere, leader_has_one = asyncio.Event(), asyncio.Event()
 
     async def after_the_others(inbound: Inbound) -> None:
         # The poller's own turns wait until another worker has answered, so
         # the burst is shared out whatever the timing: the poller holds at
         # most `handoff_lanes` chats, the others must take the rest.
+        leader_has_one.set()
         await answered_elsewhere.wait()
 
     async with telegram_workers(postgres_url) as workers:
         leader = await workers.add("w0", gate=after_the_others, handoff_lanes=4)
         await workers.fake.wait_for(lambda: leader.adapter.polling)
+        for chat in chats:
+            await push(workers, chat, 0)
+        # The poller has taken a chat before the others start, so it answers too.
+        await asyncio.wait_for(leader_has_one.wait(), 5)
         others = [await workers.add(f"w{i}") for i in (1, 2)]
-        for n in range(per_chat):
+        for n in range(1, per_chat):
             for chat in chats:
                 await push(workers, chat, n)
         await workers.fake.wait_for(lambda: workers.fake.sent)
