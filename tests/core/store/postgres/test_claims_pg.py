@@ -392,3 +392,16 @@ async def test_a_claim_taken_over_is_never_moved_or_ended_by_its_first_owner(
         by_other.id: ("pending", "claimed", "w2", 2, None),
         again.id: ("pending", "claimed", "w1", 2, None),
     }
+
+
+async def test_releasing_expired_reminder_claims_leaves_a_live_one_claimed(
+    workers: list[Followups],
+) -> None:
+    owner, starter = workers[0].reminders, workers[1].reminders
+    live, dead = [await owner.add(reminder(i)) for i in range(2)]
+    assert await owner.claim(live.id, NOW, worker="owner", lease_until=NOW + LEASE)
+    assert await owner.claim(dead.id, NOW, worker="dead", lease_until=NOW + timedelta(minutes=1))
+    later = NOW + timedelta(minutes=2)
+    assert [r.id for r in await starter.release_expired_claims(later)] == [dead.id]
+    rows = await workers[0].fetchall("SELECT id, claim_phase, claimed_by FROM reminders")
+    assert {r[0]: r[1:] for r in rows} == {live.id: ("claimed", "owner"), dead.id: (None, None)}
