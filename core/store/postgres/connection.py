@@ -11,7 +11,7 @@ transaction mode cannot keep them anyway. `plan_cache_mode` is set to
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -127,7 +127,9 @@ class PostgresConnection:
         async with self._require().connection() as conn:
             yield conn
 
-    async def write(self, sql: str, params: Sequence[Any] = ()) -> list[TupleRow]:
+    async def write(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[TupleRow]:
         """One statement as its own transaction, committed durably: one trip
         to the server where `transaction()` takes three (BEGIN, the
         statement, COMMIT). Returns the rows of its RETURNING clause, if any."""
