@@ -42,6 +42,24 @@ async def _configure(conn: Connection) -> None:
     await conn.execute("SET TIME ZONE 'UTC'")
 
 
+# A listener asks the server whether it is still there after this much
+# silence (seconds, real time): a connection lost without a word would
+# otherwise wait forever.
+LISTEN_CHECK = 60.0
+
+
+async def notifications(
+    conn: AsyncConnection[tuple[object, ...]], *, check_every: float = LISTEN_CHECK
+) -> AsyncIterator[str]:
+    """The payloads of the notifications `conn` (which LISTENs) receives,
+    until it is closed; raises psycopg.Error when the server is gone."""
+    while not conn.closed:
+        async for note in conn.notifies(timeout=check_every):
+            yield note.payload
+        if not conn.closed:
+            await conn.execute("SELECT 1")
+
+
 class PostgresConnection:
     """The pool and the transaction helpers; opening it applies pending
     migrations (under an advisory lock, so workers starting together apply

@@ -25,7 +25,7 @@ import psycopg
 from psycopg import AsyncConnection
 
 from core.store.postgres.claims import aware
-from core.store.postgres.connection import PostgresConnection
+from core.store.postgres.connection import PostgresConnection, notifications
 from core.store.updates import DONE_RETENTION, NewUpdate, QueuedUpdate, UpdateQueue
 
 CHANNEL = "kept_update_queue"
@@ -150,10 +150,10 @@ class PostgresUpdateQueue(UpdateQueue):
         try:
             await conn.execute(f"LISTEN {CHANNEL}")
             on_put()  # what was put before we listened
-            async for note in conn.notifies():
-                if note.payload == source:
+            async for put_source in notifications(conn):
+                if put_source == source:
                     on_put()
-            # notifies() ends only when the connection is closed (close()).
+            # Ends without an error only when the connection is closed (close()).
         finally:
             self._listeners.discard(conn)
             with suppress(psycopg.Error):
