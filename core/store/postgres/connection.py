@@ -11,7 +11,7 @@ transaction mode cannot keep them anyway. `plan_cache_mode` is set to
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -40,6 +40,24 @@ class DatabaseUnreachable(KeptError, ConnectionError):
 async def _configure(conn: Connection) -> None:
     await conn.execute("SET plan_cache_mode = force_custom_plan")
     await conn.execute("SET TIME ZONE 'UTC'")
+
+
+# A listener asks the server whether it is still there after this much
+# silence (seconds, real time): a connection lost without a word would
+# otherwise wait forever.
+LISTEN_CHECK = 60.0
+
+
+async def notifications(
+    conn: AsyncConnection[tuple[object, ...]], *, check_every: float = LISTEN_CHECK
+) -> AsyncIterator[str]:
+    """The payloads of the notifications `conn` (which LISTENs) receives,
+    until it is closed; raises psycopg.Error when the server is gone."""
+    while not conn.closed:
+        async for note in conn.notifies(timeout=check_every):
+            yield note.payload
+        if not conn.closed:
+            await conn.execute("SELECT 1")
 
 
 class PostgresConnection:
@@ -127,7 +145,9 @@ class PostgresConnection:
         async with self._require().connection() as conn:
             yield conn
 
-    async def write(self, sql: str, params: Sequence[Any] = ()) -> list[TupleRow]:
+    async def write(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[TupleRow]:
         """One statement as its own transaction, committed durably: one trip
         to the server where `transaction()` takes three (BEGIN, the
         statement, COMMIT). Returns the rows of its RETURNING clause, if any."""

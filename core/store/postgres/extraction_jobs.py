@@ -68,33 +68,28 @@ class PostgresExtractionJobStore(ExtractionJobStore):
     async def claim_orphans(
         self, *, worker: str, now: datetime, lease_until: datetime, limit: int
     ) -> list[ExtractionJob]:
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "UPDATE extraction_jobs SET claimed_by = %s, lease_until = %s WHERE id IN ("
-                f"SELECT id FROM extraction_jobs WHERE {_ORPHAN} "
-                f"ORDER BY {_QUEUE_ORDER} LIMIT %s FOR UPDATE SKIP LOCKED) "
-                f"RETURNING {_COLUMNS}",
-                (worker, aware(lease_until), aware(now), limit),
-            )
-            rows = await cursor.fetchall()
+        rows = await self._db.write(
+            "UPDATE extraction_jobs SET claimed_by = %s, lease_until = %s WHERE id IN ("
+            f"SELECT id FROM extraction_jobs WHERE {_ORPHAN} "
+            f"ORDER BY {_QUEUE_ORDER} LIMIT %s FOR UPDATE SKIP LOCKED) "
+            f"RETURNING {_COLUMNS}",
+            (worker, aware(lease_until), aware(now), limit),
+        )
         return sorted((_job(r) for r in rows), key=lambda j: j.id)
 
     async def renew(self, ids: Sequence[int], *, worker: str, lease_until: datetime) -> None:
         if not ids:
             return
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "UPDATE extraction_jobs SET lease_until = %s "
-                "WHERE claimed_by = %s AND id = ANY(%s)",
-                (aware(lease_until), worker, list(ids)),
-            )
+        await self._db.write(
+            "UPDATE extraction_jobs SET lease_until = %s WHERE claimed_by = %s AND id = ANY(%s)",
+            (aware(lease_until), worker, list(ids)),
+        )
 
     async def complete(self, ids: Sequence[int], *, worker: str) -> None:
         if not ids:
             return
         # Not fenced on the worker: a job finished twice is done either way.
-        async with self._db.transaction() as conn:
-            await conn.execute("DELETE FROM extraction_jobs WHERE id = ANY(%s)", (list(ids),))
+        await self._db.write("DELETE FROM extraction_jobs WHERE id = ANY(%s)", (list(ids),))
 
     async def release(self, *, worker: str) -> int:
         async with self._db.transaction() as conn:

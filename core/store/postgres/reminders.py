@@ -85,9 +85,7 @@ class PostgresReminderStore(ReminderStore):
         return [_row(r) for r in await self._db.fetchall(sql, params)]
 
     async def _write_rows(self, sql: str, params: Sequence[Any]) -> list[Reminder]:
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(sql, params)  # type: ignore[arg-type]
-            return [_row(r) for r in await cursor.fetchall()]
+        return [_row(r) for r in await self._db.write(sql, params)]
 
     async def _update_one(self, sql: str, params: Sequence[Any]) -> Reminder | None:
         rows = await self._write_rows(sql, params)

@@ -25,7 +25,7 @@ import psycopg
 from psycopg import AsyncConnection
 
 from core.store.postgres.claims import aware
-from core.store.postgres.connection import PostgresConnection
+from core.store.postgres.connection import PostgresConnection, notifications
 from core.store.updates import DONE_RETENTION, NewUpdate, QueuedUpdate, UpdateQueue
 
 CHANNEL = "kept_update_queue"
@@ -105,34 +105,30 @@ class PostgresUpdateQueue(UpdateQueue):
             "until": aware(lease_until),
             "lanes": lanes,
         }
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(_CLAIM, params)
-            rows = await cursor.fetchall()
+        rows = await self._db.write(_CLAIM, params)
         found = [QueuedUpdate(int(r[0]), int(r[1]), r[2], r[3]) for r in rows]
         return sorted(found, key=lambda u: u.id)
 
     async def renew(self, ids: Sequence[int], *, worker: str, lease_until: datetime) -> list[int]:
         if not ids:
             return []
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "UPDATE update_queue SET lease_until = %s "
-                "WHERE claimed_by = %s AND done_at IS NULL AND id = ANY(%s) RETURNING id",
-                (aware(lease_until), worker, list(ids)),
-            )
-            return sorted(int(r[0]) for r in await cursor.fetchall())
+        rows = await self._db.write(
+            "UPDATE update_queue SET lease_until = %s "
+            "WHERE claimed_by = %s AND done_at IS NULL AND id = ANY(%s) RETURNING id",
+            (aware(lease_until), worker, list(ids)),
+        )
+        return sorted(int(r[0]) for r in rows)
 
     async def done(self, ids: Sequence[int], *, now: datetime) -> None:
         if not ids:
             return
         # Not fenced on the claimant: an update made safe twice (a lease that
         # ran out under a live worker) is done either way.
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "UPDATE update_queue SET done_at = %s, payload = '', claimed_by = NULL, "
-                "lease_until = NULL WHERE id = ANY(%s) AND done_at IS NULL",
-                (aware(now), list(ids)),
-            )
+        await self._db.write(
+            "UPDATE update_queue SET done_at = %s, payload = '', claimed_by = NULL, "
+            "lease_until = NULL WHERE id = ANY(%s) AND done_at IS NULL",
+            (aware(now), list(ids)),
+        )
 
     async def release(self, *, worker: str) -> int:
         async with self._db.transaction() as conn:
@@ -154,10 +150,10 @@ class PostgresUpdateQueue(UpdateQueue):
         try:
             await conn.execute(f"LISTEN {CHANNEL}")
             on_put()  # what was put before we listened
-            async for note in conn.notifies():
-                if note.payload == source:
+            async for put_source in notifications(conn):
+                if put_source == source:
                     on_put()
-            # notifies() ends only when the connection is closed (close()).
+            # Ends without an error only when the connection is closed (close()).
         finally:
             self._listeners.discard(conn)
             with suppress(psycopg.Error):

@@ -24,15 +24,12 @@ from psycopg import AsyncConnection
 from core.clock import Clock
 from core.logs import event
 from core.store.errors import masked_url
-from core.store.postgres.connection import PostgresConnection
+from core.store.postgres.connection import PostgresConnection, notifications
 from core.wake import WakeChannel
 
 log = logging.getLogger("kept.store")
 
 CHANNEL = "kept_wake"
-# A listener asks the server whether it is still there this often (seconds,
-# real time): a connection lost without a word would otherwise wait forever.
-LISTEN_CHECK = 60.0
 FIRST_RETRY = 1.0
 MAX_RETRY = 30.0
 
@@ -80,9 +77,7 @@ class PostgresWakeChannel(WakeChannel):
     async def _hear(
         self, conn: AsyncConnection[tuple[object, ...]], on_wake: Callable[[], None]
     ) -> None:
-        while True:
-            async for note in conn.notifies(timeout=LISTEN_CHECK):
-                if note.payload != self._id:
-                    self.heard += 1
-                    on_wake()
-            await conn.execute("SELECT 1")
+        async for sender in notifications(conn):
+            if sender != self._id:
+                self.heard += 1
+                on_wake()

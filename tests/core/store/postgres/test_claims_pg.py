@@ -356,3 +356,52 @@ async def test_reaping_reminders_leaves_a_live_claim_of_another_worker_alone(
         unsent.id: ("active", None, None),
         mid_send.id: ("failed", None, None),
     }
+
+
+async def test_a_claim_taken_over_is_never_moved_or_ended_by_its_first_owner(
+    workers: list[Followups],
+) -> None:
+    """The fence on claimant and attempt: a first owner whose lease ran out
+    (its claim reaped and taken again, by another worker or by itself) can
+    neither start sending nor release nor finish the row."""
+    first, second = workers[0].heartbeat, workers[1].heartbeat
+    cids = await seed_commitments(workers[0], 2)
+    short = NOW + timedelta(minutes=1)
+    stale = await first.claim(cids, worker="w1", now=NOW, lease_until=short)
+    later = NOW + timedelta(minutes=2)
+    assert len((await second.reap_expired_claims(now=later)).released) == 2
+    # One row taken again by another worker, one by the same worker (a new attempt).
+    [by_other] = await second.claim([cids[0]], worker="w2", now=later, lease_until=later + LEASE)
+    [again] = await first.claim([cids[1]], worker="w1", now=later, lease_until=later + LEASE)
+    for old in stale:
+        assert not await first.begin_sending(
+            [old], worker="w1", now=later, lease_until=later + LEASE
+        )
+        await first.release([old], worker="w1", now=later, error="gave up")
+        await first.finish([old], "sent", worker="w1", now=later, message_id="m")
+    # Handed the other worker's live claim, the first owner is still refused.
+    assert not await first.begin_sending(
+        [by_other], worker="w1", now=later, lease_until=later + LEASE
+    )
+    await first.release([by_other], worker="w1", now=later, error="gave up")
+    await first.finish([by_other], "sent", worker="w1", now=later, message_id="m")
+    rows = await workers[0].fetchall(
+        "SELECT id, status, claim_phase, claimed_by, attempts, sent_at FROM commitments"
+    )
+    assert {r[0]: r[1:] for r in rows} == {
+        by_other.id: ("pending", "claimed", "w2", 2, None),
+        again.id: ("pending", "claimed", "w1", 2, None),
+    }
+
+
+async def test_releasing_expired_reminder_claims_leaves_a_live_one_claimed(
+    workers: list[Followups],
+) -> None:
+    owner, starter = workers[0].reminders, workers[1].reminders
+    live, dead = [await owner.add(reminder(i)) for i in range(2)]
+    assert await owner.claim(live.id, NOW, worker="owner", lease_until=NOW + LEASE)
+    assert await owner.claim(dead.id, NOW, worker="dead", lease_until=NOW + timedelta(minutes=1))
+    later = NOW + timedelta(minutes=2)
+    assert [r.id for r in await starter.release_expired_claims(later)] == [dead.id]
+    rows = await workers[0].fetchall("SELECT id, claim_phase, claimed_by FROM reminders")
+    assert {r[0]: r[1:] for r in rows} == {live.id: ("claimed", "owner"), dead.id: (None, None)}
