@@ -34,7 +34,7 @@ from core.messages import Outbound, Sender, SendResult, Target
 from core.reminders.model import NewReminder, Reminder
 from core.reminders.policy import Decision, decide
 from core.reminders.schedule import Schedule, ScheduleError, next_cron
-from core.reminders.store import ReminderStore
+from core.reminders.store import Claim, ReminderStore
 from core.store.base import NewMessage, Store
 
 log = logging.getLogger("kept.reminders")
@@ -347,7 +347,11 @@ class ReminderService:
             following = self._after_unknown(r, now)
             self._log(logging.WARNING, "reminder_outcome_unknown", r, error=why, next=following)
             work = self._store.mark_failed(
-                r.id, now=now, error=f"{why} while sending; {UNCONFIRMED}", next_fire_at=following
+                r.id,
+                now=now,
+                error=f"{why} while sending; {UNCONFIRMED}",
+                next_fire_at=following,
+                claim=Claim(self._worker, r.attempts),
             )
         else:
             return
@@ -396,7 +400,17 @@ class ReminderService:
             "tries": delivery.attempts,
         }
         if delivery.outcome == "sent":
-            await self._store.mark_fired(r.id, now=done_at, next_fire_at=following)
+            claim = Claim(self._worker, r.attempts)
+            if (
+                await self._store.mark_fired(r.id, now=done_at, next_fire_at=following, claim=claim)
+                is None
+            ):
+                self._log(
+                    logging.WARNING,
+                    "reminder_claim_lost_after_send",
+                    r,
+                    action="none: the send outlived its lease and was settled by another worker",
+                )
             tally.fired += 1
             self._log(logging.INFO, "reminder_fired", r, next=following, **fields)
             await self._record(r, text, done_at, delivery)
@@ -421,7 +435,13 @@ class ReminderService:
                 action="check the bot's access to this chat",
                 **fields,
             )
-        await self._store.mark_failed(r.id, now=done_at, error=why, next_fire_at=following)
+        await self._store.mark_failed(
+            r.id,
+            now=done_at,
+            error=why,
+            next_fire_at=following,
+            claim=Claim(self._worker, r.attempts),
+        )
 
     def _following(self, r: Reminder, decision: Decision, at: datetime) -> datetime | None:
         """A recurring reminder's next time after `at` (sending may have taken a

@@ -11,9 +11,18 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
 
 from core.reminders.model import NewReminder, Reminder, Status
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Who holds a reminder's claim: the worker and the attempt it counted."""
+
+    worker: str
+    attempts: int
 
 
 class ReminderStore(abc.ABC):
@@ -114,11 +123,19 @@ class ReminderStore(abc.ABC):
 
     @abc.abstractmethod
     async def mark_fired(
-        self, reminder_id: str, *, now: datetime, next_fire_at: datetime | None
+        self,
+        reminder_id: str,
+        *,
+        now: datetime,
+        next_fire_at: datetime | None,
+        claim: Claim | None = None,
     ) -> Reminder | None:
         """A confirmed send: release the claim and record it; with
         `next_fire_at` None the reminder is `done`, else it moves on (cron).
-        A reminder cancelled while in flight stays cancelled."""
+        A reminder cancelled while in flight stays cancelled. With `claim`,
+        only while that claim is still the row's (None otherwise): a send
+        that outlived its lease never clears the claim of whoever took the
+        row over."""
 
     @abc.abstractmethod
     async def mark_failed(
@@ -128,10 +145,12 @@ class ReminderStore(abc.ABC):
         now: datetime,
         error: str,
         next_fire_at: datetime | None = None,
+        claim: Claim | None = None,
     ) -> Reminder | None:
         """A send that failed or whose outcome is unknown, or a broken row:
         release any claim and record the error; with `next_fire_at` None the
-        reminder becomes `failed`, else it stays active and moves on (cron)."""
+        reminder becomes `failed`, else it stays active and moves on (cron).
+        With `claim`, only while that claim is still the row's."""
 
     @abc.abstractmethod
     async def skip(

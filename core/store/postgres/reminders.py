@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from core.reminders.model import NewReminder, Reminder, Status, new_reminder_id
-from core.reminders.store import ReminderStore
+from core.reminders.store import Claim, ReminderStore
 from core.store.postgres.claims import ERROR_CHARS, NO_CLAIM, OURS, aware, maybe_aware
 from core.store.postgres.connection import PostgresConnection
 
@@ -75,6 +75,13 @@ def _scope(agent_id: str | None, session_key: str | None) -> tuple[str, list[Any
         clauses.append("session_key = %s")
         params.append(session_key)
     return " AND ".join(clauses), params
+
+
+def _claim_fence(claim: Claim | None) -> tuple[str, tuple[object, ...]]:
+    """The WHERE clause (and its parameters) holding a write to `claim`."""
+    if claim is None:
+        return "", ()
+    return f"AND {OURS} ", (claim.worker, claim.attempts)
 
 
 class PostgresReminderStore(ReminderStore):
@@ -260,17 +267,23 @@ class PostgresReminderStore(ReminderStore):
         return rows[0][0] if rows else None
 
     async def mark_fired(
-        self, reminder_id: str, *, now: datetime, next_fire_at: datetime | None
+        self,
+        reminder_id: str,
+        *,
+        now: datetime,
+        next_fire_at: datetime | None,
+        claim: Claim | None = None,
     ) -> Reminder | None:
         # A reminder cancelled while its send was in flight keeps `cancelled`
         # (and is not moved on), but the send is still recorded.
         nxt = maybe_aware(next_fire_at)
+        fence, fenced = _claim_fence(claim)
         return await self._update_one(
             f"UPDATE reminders SET {NO_CLAIM}, last_fired_at = %s, last_error = NULL, "
             "updated_at = %s, "
             f"{_MOVE_ON.format(ended='done')}"
-            f"WHERE id = %s RETURNING {_COLUMNS}",
-            (aware(now), now, nxt, nxt, nxt, reminder_id),
+            f"WHERE id = %s {fence}RETURNING {_COLUMNS}",
+            (aware(now), now, nxt, nxt, nxt, reminder_id, *fenced),
         )
 
     async def mark_failed(
@@ -280,13 +293,15 @@ class PostgresReminderStore(ReminderStore):
         now: datetime,
         error: str,
         next_fire_at: datetime | None = None,
+        claim: Claim | None = None,
     ) -> Reminder | None:
         nxt = maybe_aware(next_fire_at)
+        fence, fenced = _claim_fence(claim)
         return await self._update_one(
             f"UPDATE reminders SET {NO_CLAIM}, last_error = %s, updated_at = %s, "
             f"{_MOVE_ON.format(ended='failed')}"
-            f"WHERE id = %s RETURNING {_COLUMNS}",
-            (error[:ERROR_CHARS], aware(now), nxt, nxt, nxt, reminder_id),
+            f"WHERE id = %s {fence}RETURNING {_COLUMNS}",
+            (error[:ERROR_CHARS], aware(now), nxt, nxt, nxt, reminder_id, *fenced),
         )
 
     async def skip(

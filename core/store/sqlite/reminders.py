@@ -21,7 +21,7 @@ from typing import Any
 
 from core.logs import event
 from core.reminders.model import NewReminder, Reminder, Status, new_reminder_id
-from core.reminders.store import ReminderStore
+from core.reminders.store import Claim, ReminderStore
 from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.rows import from_ms, to_ms
 
@@ -71,6 +71,13 @@ def _in(column: str, values: Collection[str]) -> tuple[str, list[Any]]:
     if not items:
         return "0", []
     return f"{column} IN ({', '.join('?' * len(items))})", list(items)
+
+
+def _claim_fence(claim: Claim | None) -> tuple[str, tuple[object, ...]]:
+    """The WHERE clause (and its parameters) holding a write to `claim`."""
+    if claim is None:
+        return "", ()
+    return f"AND {_OURS} ", (claim.worker, claim.attempts)
 
 
 class SqliteReminderStore(ReminderStore):
@@ -303,17 +310,23 @@ class SqliteReminderStore(ReminderStore):
         return [_row(r) for r in raw]
 
     async def mark_fired(
-        self, reminder_id: str, *, now: datetime, next_fire_at: datetime | None
+        self,
+        reminder_id: str,
+        *,
+        now: datetime,
+        next_fire_at: datetime | None,
+        claim: Claim | None = None,
     ) -> Reminder | None:
         # A reminder cancelled while its send was in flight keeps `cancelled`
         # (and is not moved on), but the send is still recorded.
         next_ms = None if next_fire_at is None else to_ms(next_fire_at)
+        fence, fenced = _claim_fence(claim)
         return await self._update_one(
             f"UPDATE reminders SET {_NO_CLAIM}, last_fired_at = ?, last_error = NULL, "
             "updated_at = ?, "
             f"{_MOVE_ON.format(ended='done')}"
-            f"WHERE id = ? RETURNING {_COLUMNS}",
-            (to_ms(now), to_ms(now), next_ms, next_ms, next_ms, reminder_id),
+            f"WHERE id = ? {fence}RETURNING {_COLUMNS}",
+            (to_ms(now), to_ms(now), next_ms, next_ms, next_ms, reminder_id, *fenced),
         )
 
     async def mark_failed(
@@ -323,13 +336,15 @@ class SqliteReminderStore(ReminderStore):
         now: datetime,
         error: str,
         next_fire_at: datetime | None = None,
+        claim: Claim | None = None,
     ) -> Reminder | None:
         next_ms = None if next_fire_at is None else to_ms(next_fire_at)
+        fence, fenced = _claim_fence(claim)
         return await self._update_one(
             f"UPDATE reminders SET {_NO_CLAIM}, last_error = ?, updated_at = ?, "
             f"{_MOVE_ON.format(ended='failed')}"
-            f"WHERE id = ? RETURNING {_COLUMNS}",
-            (error[:_ERROR_CHARS], to_ms(now), next_ms, next_ms, next_ms, reminder_id),
+            f"WHERE id = ? {fence}RETURNING {_COLUMNS}",
+            (error[:_ERROR_CHARS], to_ms(now), next_ms, next_ms, next_ms, reminder_id, *fenced),
         )
 
     async def skip(

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from core.messages import Target
 from core.reminders.model import NewReminder
-from core.reminders.store import ReminderStore
+from core.reminders.store import Claim, ReminderStore
 from core.store import Store
 from core.store.sqlite.rows import to_ms
 from tests.support.followups import Followups
@@ -103,6 +103,36 @@ async def test_claim_once_then_fired_or_failed(followups: Followups) -> None:
     assert moved is not None
     assert (moved.status, moved.next_fire_at, moved.last_error) == ("active", tomorrow, "boom")
     assert await rs.claimed() == []
+
+
+async def test_a_send_that_outlived_its_lease_never_settles_the_next_claim(
+    followups: Followups,
+) -> None:
+    """A slow send's late outcome is fenced on its own claim: once a reaper
+    failed it and another worker claimed the next occurrence, the late
+    `mark_fired` / `mark_failed` change nothing (else that claim would be
+    cleared and the occurrence sent a second time)."""
+    rs = await reminders(followups)
+    daily = await rs.add(new("daily", at=NOW, cron="0 9 * * *"))
+    slow = await rs.claim(daily.id, NOW, worker="slow", lease_until=NOW + LEASE)
+    assert slow is not None
+    assert await rs.begin_sending(slow, worker="slow", now=NOW, lease_until=NOW + LEASE)
+    later, tomorrow = NOW + 2 * LEASE, NOW + timedelta(days=1)
+    [expired] = await rs.expired_sends(later)
+    assert await rs.fail_expired_send(expired, now=later, error="unknown", next_fire_at=tomorrow)
+    taken = await rs.claim(daily.id, tomorrow, worker="next", lease_until=tomorrow + LEASE)
+    assert taken is not None and taken.attempts == 2
+
+    late = Claim("slow", slow.attempts)
+    assert await rs.mark_fired(daily.id, now=later, next_fire_at=tomorrow, claim=late) is None
+    assert await rs.mark_failed(daily.id, now=later, error="x", claim=late) is None
+    [held] = await rs.claimed()
+    assert (held.attempts, held.next_fire_at, held.status) == (2, tomorrow, "active")
+    ours = Claim("next", taken.attempts)
+    done = await rs.mark_fired(
+        daily.id, now=tomorrow, next_fire_at=tomorrow + timedelta(days=1), claim=ours
+    )
+    assert done is not None and await rs.claimed() == []
 
 
 async def test_a_reminder_cancelled_in_flight_stays_cancelled(followups: Followups) -> None:
