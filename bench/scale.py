@@ -7,8 +7,15 @@ up to three), then starts the workers as separate processes (as separate
 start signal until every follow-up is sent. Each worker reports its claim
 latencies. SQLite serves one process, so it runs with one worker only.
 
+By default the model and the platform answer at once, so the run measures
+what the workers and the database cost (CPU-bound). `--model-ms` and
+`--send-ms` give each model call and send a latency, as a real endpoint and
+platform have: then a worker waits more than it computes, which is when
+added workers pay off.
+
     .venv/bin/python bench/scale.py [--follow-ups 3000] [--workers 1,3]
         [--backends sqlite,postgres] [--url postgresql://...]
+        [--model-ms 0] [--send-ms 0]
 """
 
 from __future__ import annotations
@@ -46,13 +53,30 @@ PER_CHAT = 3
 CONFIG = {"commitments": {"enabled": True, "maxPerDay": 10}}
 
 
-class InstantModel:
+class BenchModel:
+    """Answers after `delay` seconds, each time in new words (a chat whose
+    rows two workers split gets a second turn, which must not read as a
+    repeat of the first)."""
+
+    def __init__(self, delay: float) -> None:
+        self._delay = delay
+        self._calls = 0
+
     async def complete(self, role: str, messages: list[dict[str, Any]], **_: Any) -> Completion:
-        return Completion(text="How did it go?", tool_calls=[], finish_reason="stop", model="x")
+        self._calls += 1
+        if self._delay:
+            await asyncio.sleep(self._delay)
+        text = f"How did it go? ({self._calls})"
+        return Completion(text=text, tool_calls=[], finish_reason="stop", model="x")
 
 
-class NullSender:
+class BenchSender:
+    def __init__(self, delay: float) -> None:
+        self._delay = delay
+
     async def send(self, outbound: Outbound) -> SendResult:
+        if self._delay:
+            await asyncio.sleep(self._delay)
         return SendResult(message_id="1")
 
 
@@ -113,7 +137,7 @@ class TimedClaims:
             self.latencies.append((time.perf_counter() - started) * 1000)
 
 
-async def work(url: str, name: str, go: Any, done: Any) -> None:
+async def work(url: str, name: str, latency: tuple[float, float], go: Any, done: Any) -> None:
     backend = open_backend(url)
     async with backend:
         store = TimedClaims(backend)
@@ -126,8 +150,8 @@ async def work(url: str, name: str, go: Any, done: Any) -> None:
             turn=HeartbeatTurn(
                 store=store,  # type: ignore[arg-type]
                 transcript=backend.store,
-                llm=InstantModel(),  # type: ignore[arg-type]
-                sender=NullSender(),
+                llm=BenchModel(latency[0]),  # type: ignore[arg-type]
+                sender=BenchSender(latency[1]),
                 clock=clock,
                 worker=name,
             ),
@@ -148,8 +172,8 @@ async def work(url: str, name: str, go: Any, done: Any) -> None:
         done.put((name, store.latencies))
 
 
-def worker_main(url: str, name: str, go: Any, done: Any) -> None:
-    asyncio.run(work(url, name, go, done))
+def worker_main(url: str, name: str, latency: tuple[float, float], go: Any, done: Any) -> None:
+    asyncio.run(work(url, name, latency, go, done))
 
 
 async def sent_count(url: str) -> int:
@@ -159,11 +183,14 @@ async def sent_count(url: str) -> int:
         return len(rows)
 
 
-def run(url: str, follow_ups: int, workers: int) -> dict[str, Any]:
+def run(url: str, follow_ups: int, workers: int, latency: tuple[float, float]) -> dict[str, Any]:
     asyncio.run(seed(url, follow_ups))
     ctx = mp.get_context("spawn")
     go, done = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=worker_main, args=(url, f"w{i}", go, done)) for i in range(workers)]
+    procs = [
+        ctx.Process(target=worker_main, args=(url, f"w{i}", latency, go, done))
+        for i in range(workers)
+    ]
     for p in procs:
         p.start()
     time.sleep(2.0)  # every worker opened its pool and waits for the signal
@@ -218,7 +245,10 @@ def main() -> None:
     parser.add_argument("--workers", default="1,3")
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--url", help="a PostgreSQL server to create the bench databases on")
+    parser.add_argument("--model-ms", type=float, default=0.0, help="each model call's latency")
+    parser.add_argument("--send-ms", type=float, default=0.0, help="each send's latency")
     args = parser.parse_args()
+    latency = (args.model_ms / 1000, args.send_ms / 1000)
     counts = [int(w) for w in args.workers.split(",")]
     results: list[dict[str, Any]] = []
     server = None
@@ -236,13 +266,15 @@ def main() -> None:
                         server = server or started
                         if server is not None and args.url is None:
                             args.url = server.get_uri()
-                    result = {"backend": backend, **run(url, args.follow_ups, workers)}
+                    result = {"backend": backend, **run(url, args.follow_ups, workers, latency)}
                     results.append(result)
                     print(json.dumps(result), file=sys.stderr)
         finally:
             if server is not None:
                 server.cleanup()
-    table = Table(title=f"Deliveries ({args.follow_ups} follow-ups due at once, {PER_CHAT}/chat)")
+    title = f"Deliveries ({args.follow_ups} follow-ups due at once, {PER_CHAT}/chat"
+    title += f"; model {args.model_ms:g} ms, send {args.send_ms:g} ms)"
+    table = Table(title=title)
     for column in ("backend", "workers", "sent", "seconds", "deliveries/s", "claim p50", "p95"):
         table.add_column(column, justify="right")
     for r in results:
@@ -256,7 +288,16 @@ def main() -> None:
             f"{r['claim_p95_ms']} ms",
         )
     Console().print(table)
-    print(json.dumps({"bench": "scale", "results": results}))
+    print(
+        json.dumps(
+            {
+                "bench": "scale",
+                "model_ms": args.model_ms,
+                "send_ms": args.send_ms,
+                "results": results,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
