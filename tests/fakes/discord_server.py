@@ -179,7 +179,9 @@ class FakeDiscord:
     @property
     def content_intent(self) -> bool:
         """Whether the last IDENTIFY asked for the Message Content intent."""
-        return bool(self.identifies and int(self.identifies[-1].get("intents", 0)) & MESSAGE_CONTENT)
+        return bool(
+            self.identifies and int(self.identifies[-1].get("intents", 0)) & MESSAGE_CONTENT
+        )
 
     def calls_to(self, route: str) -> list[Call]:
         return [c for c in self.calls if c.route == route]
