@@ -6,6 +6,7 @@ as Discord does when the Message Content intent is missing."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,22 @@ async def test_a_refused_sync_keeps_the_bot_running_and_is_tried_again(
     # Nothing was stored for the refused sync: the next start syncs.
     await restart(harness, caplog, "discord_commands_synced")
     assert len(fake.calls_to("commands")) == 2
+
+
+async def test_an_unreadable_hash_syncs_anyway_and_the_bot_runs(
+    harness: DiscordHarness, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.INFO, logger="kept.discord")
+    fake = harness.fake
+
+    async def locked(key: str) -> str | None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(harness.services.backend.app_state, "get", locked)
+    await harness.start()
+    await fake.wait_for(lambda: fake.calls_to("commands"))
+    assert "discord_commands_hash_unread" in caplog.text and "action=" in caplog.text
+
+    await fake.say("hello there")
+    await fake.wait_for(lambda: fake.texts())
+    assert fake.texts() == ["echo: hello there"]
