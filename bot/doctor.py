@@ -35,6 +35,7 @@ async def run_doctor(path: Path, environ: Mapping[str, str] | None = None) -> in
         return 1
     checks.append(await _check_database(config))
     checks.extend(_check_tokens(config, env))
+    checks.append(_discord_intents(config))
     checks.append(await _check_model(config, env))
     _print(checks)
     return 0 if all(c.ok for c in checks) else 1
@@ -81,6 +82,29 @@ def _check_tokens(config: KeptConfig, env: Mapping[str, str]) -> list[Check]:
             Check(True, "model key", f"${config.llm.api_key_env} {'set' if key_set else 'not set'}")
         )
     return checks
+
+
+def _discord_intents(config: KeptConfig) -> Check:
+    """Which gateway intents the Discord client asks for (nothing is
+    connected: the developer portal must allow a privileged one)."""
+    # Imported here: discord.py is heavy, and only this line needs it.
+    from channels.discord.adapter import intent_names, intents
+
+    settings = config.channels.discord
+    names = ", ".join(intent_names(intents(settings.message_content_intent)))
+    if settings.message_content_intent:
+        detail = (
+            f"{names}; Message Content is privileged: enable it for the bot in the developer "
+            "portal (Bot > Privileged Gateway Intents)"
+        )
+    else:
+        detail = (
+            f"{names}; no privileged intent: DMs and messages that mention the bot are read, "
+            "replies that do not ping it are ignored (channels.discord.messageContentIntent)"
+        )
+    if not settings.enabled:
+        detail += " (disabled)"
+    return Check(True, "discord intents", detail)
 
 
 async def _check_model(config: KeptConfig, env: Mapping[str, str]) -> Check:

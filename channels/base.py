@@ -43,6 +43,7 @@ from core.logs import event
 from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
+from core.store.app_state import AppStateStore
 from core.store.updates import UpdateQueue
 
 log = logging.getLogger("kept.channels")
@@ -103,6 +104,9 @@ class ChannelContext:
     # updates to every worker, and this worker's name on its claims.
     updates: UpdateQueue | None = None
     worker: str = ""
+    # What the bot keeps about itself (the synced command tree's hash). None:
+    # nothing is kept, e.g. Discord's commands are synced at every start.
+    app_state: AppStateStore | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -244,6 +244,13 @@ class DiscordConfig(Model):
     # shard 0). None: this process runs every shard itself.
     shard_count: Annotated[int, Field(ge=1)] | None = None
     shard_ids: list[Annotated[int, Field(ge=0)]] | None = None
+    # Message Content is a privileged intent (a bot in 100 or more servers
+    # needs Discord's approval for it). Without it DMs and messages that
+    # mention the bot still carry their text; only a reply to the bot whose
+    # ping was switched off arrives empty, and is ignored. True: request it
+    # (enable it in the developer portal too) and answer such replies. Read
+    # at start.
+    message_content_intent: bool = False
 
     @model_validator(mode="after")
     def _shards(self) -> DiscordConfig:

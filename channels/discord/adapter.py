@@ -3,6 +3,11 @@
 - DMs: every message is a turn. Server channels and group DMs: a turn only
   when the bot is mentioned or replied to. A thread keeps its own session.
   Bots (this one included) and webhooks are never answered.
+- Intents: no privileged one by default. DMs and messages that mention the
+  bot (a reply that pings it too) carry their text without Message Content;
+  a reply whose ping was switched off arrives empty and is ignored, unless
+  `messageContentIntent` asks for the intent. A message without text is
+  never a turn.
 - Messages take the pipeline of channels/base.py; `allowFrom` (the base's
   allow-list) and `allowGuilds` (channels/discord/scope.Gate) are read from
   the live config, as is the agent.
@@ -17,8 +22,9 @@
   (channels/discord/catchup.py).
 - `apiBaseUrl` points this client's REST and gateway elsewhere
   (channels/discord/http.py).
-- Slash commands live in channels/discord/commands.py, the follow-up
-  buttons in channels/discord/views.py.
+- Slash commands live in channels/discord/commands.py (synced at start only
+  when they changed: channels/discord/sync.py), the follow-up buttons in
+  channels/discord/views.py.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from channels.discord.commands import CommandSupport, command_groups, on_tree_er
 from channels.discord.errors import describe, send_failure
 from channels.discord.http import use_api_root
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
+from channels.discord.sync import sync_commands
 from channels.discord.views import FollowUpActions, FollowUpButton, followup_view
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
@@ -53,16 +60,36 @@ TYPING_REFRESH = 8.0  # seconds; Discord shows "typing" for about 10
 STOP_TIMEOUT = 10.0
 
 
-def intents() -> discord.Intents:
+def intents(message_content: bool = False) -> discord.Intents:
     """Only what the adapter reads: guilds (channels, threads), messages in
-    servers and DMs, and their content (privileged: enable "Message Content
-    Intent" for the bot in the developer portal)."""
+    servers and DMs; their content only when `message_content` (privileged:
+    enable "Message Content Intent" for the bot in the developer portal)."""
     wanted = discord.Intents.none()
     wanted.guilds = True
     wanted.guild_messages = True
     wanted.dm_messages = True
-    wanted.message_content = True
+    wanted.message_content = message_content
     return wanted
+
+
+def intent_names(wanted: discord.Intents) -> list[str]:
+    """The intents a client asks for, by discord.py's names (for logs and
+    `kept doctor`)."""
+    return [name for name, on in wanted if on]
+
+
+def withheld(message: discord.Message) -> bool:
+    """Whether Discord left the message's content out (no Message Content
+    intent, not a DM, not mentioning the bot): everything a user can post
+    is empty. Stickers are not withheld, and a message without any of these
+    has nothing to answer anyway."""
+    return not (
+        message.content
+        or message.attachments
+        or message.embeds
+        or message.stickers
+        or message.poll is not None
+    )
 
 
 if TYPE_CHECKING:
@@ -105,7 +132,7 @@ def build_bot(
     common: dict[str, Any] = {
         "command_prefix": commands.when_mentioned,
         "help_command": None,
-        "intents": intents(),
+        "intents": intents(settings.message_content_intent),
         "allowed_mentions": SAFE_MENTIONS,
     }
     bot: KeptBot | ShardedKeptBot
@@ -195,6 +222,13 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         except BaseException:
             await self._bot.http.close()
             raise
+        event(
+            log,
+            logging.INFO,
+            "discord_intents",
+            intents=",".join(intent_names(self._bot.intents)),
+            message_content=self._bot.intents.message_content,
+        )
         self._task = asyncio.create_task(self._connect(), name="discord-gateway")
 
     async def _connect(self) -> None:
@@ -206,7 +240,9 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
                 logging.ERROR,
                 "discord_connect_failed",
                 reason="privileged intent",
-                action="enable Message Content Intent for the bot in the developer portal",
+                intents=",".join(intent_names(self._bot.intents)),
+                action="enable Message Content Intent for the bot in the developer portal, "
+                "or set channels.discord.messageContentIntent to false; restart kept",
             )
         except Exception as exc:
             event(
@@ -246,31 +282,11 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             await self._sync_commands()
 
     async def _sync_commands(self) -> None:
-        dev = self._settings().dev_guild_id
-        tree = self._bot.tree
-        try:
-            if dev:
-                guild = discord.Object(id=int(dev))
-                tree.copy_global_to(guild=guild)
-                synced = await tree.sync(guild=guild)
-            else:
-                synced = await tree.sync()
-        except (discord.HTTPException, ValueError) as exc:
-            event(
-                log,
-                logging.WARNING,
-                "discord_commands_not_synced",
-                error=describe(exc),
-                action="invite the bot with the applications.commands scope; check "
-                "channels.discord.devGuildId",
-            )
-            return
-        event(
-            log,
-            logging.INFO,
-            "discord_commands_synced",
-            scope=f"guild:{dev}" if dev else "global",
-            commands=",".join(sorted(c.name for c in synced)),
+        await sync_commands(
+            self._bot,
+            self._bot.tree,
+            dev_guild_id=self._settings().dev_guild_id,
+            app_state=self._ctx.app_state,
         )
 
     # --- inbound ----------------------------------------------------------------
@@ -291,6 +307,19 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         if me is None:
             return None
         if ref.chat_kind != "private" and not addressed(message, me):
+            return None
+        if withheld(message):
+            # A reply to the bot without its ping, read without the Message
+            # Content intent: there is no text to answer.
+            event(
+                log,
+                logging.DEBUG,
+                "discord_message_without_content",
+                chat=ref.target.chat_id,
+                message=message.id,
+                action="set channels.discord.messageContentIntent to true to answer "
+                "replies that do not ping the bot",
+            )
             return None
         said = Said(
             target=ref.target,

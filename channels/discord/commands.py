@@ -6,6 +6,13 @@ channel, the thread or the DM it was used in; in servers the asker's own
 follow-ups and reminders unless they have Manage Messages there). Every
 answer is ephemeral (only the person who asked sees it), and a command is
 never a conversation turn.
+
+Where they are offered: both groups work in a server channel, a thread and
+the bot's DM (each is a chat with its own follow-ups), so Discord offers
+them there and not in group DMs, which reach an app only when users install
+it. None is for admins only: in a server everyone sees and changes their
+own items, and Manage Messages (checked per channel by core/commands) widens
+that to everyone's, so no group carries `default_permissions`.
 """
 
 from __future__ import annotations
@@ -115,6 +122,8 @@ class CommandSupport:
         return _choices(listing, current)
 
 
+@app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+@app_commands.guild_install()
 class CommitmentsGroup(app_commands.Group):
     def __init__(self, support: CommandSupport) -> None:
         super().__init__(
@@ -187,6 +196,8 @@ class CommitmentsGroup(app_commands.Group):
         return await self._s.manageable(where, current)
 
 
+@app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+@app_commands.guild_install()
 class RemindersGroup(app_commands.Group):
     def __init__(self, support: CommandSupport) -> None:
         super().__init__(name="reminders", description="Exact reminders scheduled in this chat")

@@ -18,9 +18,11 @@ from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
 from core.locks import SessionGuard
 from core.reminders.store import ReminderStore
+from core.store.app_state import AppStateStore
 from core.store.base import Store
 from core.store.errors import masked_url
 from core.store.sqlite import (
+    SqliteAppStateStore,
     SqliteCommitmentStore,
     SqliteExtractionJobStore,
     SqliteHeartbeatStore,
@@ -48,6 +50,8 @@ class Backend:
     reminders: ReminderStore
     extraction_jobs: ExtractionJobStore
     extraction_pauses: PauseStore
+    # Small values the bot keeps about itself (the synced command tree's hash).
+    app_state: AppStateStore
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
@@ -84,6 +88,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         reminders=SqliteReminderStore(store),
         extraction_jobs=SqliteExtractionJobStore(store),
         extraction_pauses=SqlitePauseStore(store),
+        app_state=SqliteAppStateStore(store),
     )
 
 
@@ -93,6 +98,7 @@ def postgres_backend(url: str) -> Backend:
     that hands polled updates to every worker."""
     # Imported here: a SQLite bot never loads psycopg.
     from core.store.postgres import (
+        PostgresAppStateStore,
         PostgresCommitmentStore,
         PostgresConnection,
         PostgresExtractionJobStore,
@@ -113,6 +119,7 @@ def postgres_backend(url: str) -> Backend:
         reminders=PostgresReminderStore(connection),
         extraction_jobs=PostgresExtractionJobStore(connection),
         extraction_pauses=PostgresPauseStore(connection),
+        app_state=PostgresAppStateStore(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

@@ -13,6 +13,15 @@ is connected: that is what the bot missed while it was down. Tests read
 every recorded call, script failures (status codes, 429 with `retry_after`)
 and hold a response on an asyncio.Event (`Script(hold=...)`).
 
+Message content follows the intents of the last IDENTIFY, as Discord's
+does: without the Message Content intent (bit 15) a server message that
+neither mentions the bot nor is the bot's own arrives with empty content,
+embeds and attachments, on the gateway and in history. A reply mentions
+the author it answers unless `ping=False` (the ping switched off).
+
+`PUT .../commands` (the bulk overwrite `tree.sync()` makes) is the route
+"commands"; `commands_synced` keeps the last payload per scope.
+
 Frames are plain-text JSON even though discord.py asks for zlib-stream: it
 decompresses only binary frames.
 """
@@ -36,6 +45,7 @@ from aiohttp import WSMsgType, web
 JSON = dict[str, Any]
 TOKEN = "fake-discord-token"
 DISCORD_EPOCH_MS = 1420070400000
+MESSAGE_CONTENT = 1 << 15  # the privileged intent's bit
 _API = "/api/v10/"
 
 # (method, path under /api/v10/, route name) -- the name is what tests script.
@@ -101,6 +111,8 @@ class FakeDiscord:
         self.sent: list[Sent] = []
         self.callbacks: list[tuple[int, JSON]] = []
         self.identifies: list[JSON] = []
+        # The last bulk overwrite per scope: "global" or the guild id.
+        self.commands_synced: dict[str, list[JSON]] = {}
         self.ops: list[int] = []  # gateway opcodes received, in order
         self.connections = 0
         self._scripts: dict[str, deque[Script]] = {}
@@ -163,6 +175,13 @@ class FakeDiscord:
         gate = asyncio.Event()
         self.script(route, Script(hold=gate, apply=apply))
         return gate
+
+    @property
+    def content_intent(self) -> bool:
+        """Whether the last IDENTIFY asked for the Message Content intent."""
+        return bool(
+            self.identifies and int(self.identifies[-1].get("intents", 0)) & MESSAGE_CONTENT
+        )
 
     def calls_to(self, route: str) -> list[Call]:
         return [c for c in self.calls if c.route == route]
@@ -239,10 +258,13 @@ class FakeDiscord:
         author: JSON | None = None,
         mention: bool = False,
         reply_to: JSON | None = None,
+        ping: bool = True,
         live: bool = True,
     ) -> JSON:
         """A user's message: kept in the channel's history, and dispatched as
-        MESSAGE_CREATE when `live` and a bot is connected. Default: Ana's DM."""
+        MESSAGE_CREATE when `live` and a bot is connected. Default: Ana's DM.
+        A reply (`reply_to`) mentions the replied-to author unless `ping` is
+        False, as Discord's reply button does."""
         author = author or self.ana
         channel_id = channel if channel is not None else self.dm(author)
         if mention:
@@ -250,6 +272,10 @@ class FakeDiscord:
         message = self._message(channel_id, author, content, reply_to=reply_to)
         if mention:
             message["mentions"] = [self.bot]
+        if reply_to is not None and ping:
+            replied = reply_to["author"]
+            if all(u["id"] != replied["id"] for u in message["mentions"]):
+                message["mentions"] = [*message["mentions"], replied]
         if live:
             await self.dispatch("MESSAGE_CREATE", self._gateway_message(message))
         return message
@@ -414,7 +440,8 @@ class FakeDiscord:
             picked = [m for m in messages if int(m["id"]) < int(query["before"])][-limit:]
         else:
             picked = messages[-limit:]
-        return list(reversed(picked))  # newest first, as Discord answers
+        # newest first, as Discord answers
+        return [self._visible(m) for m in reversed(picked)]
 
     async def _api_send(self, args: list[str], _: Any, body: JSON) -> JSON:
         channel_id = int(args[0])
@@ -446,8 +473,9 @@ class FakeDiscord:
     async def _api_typing(self, *_: Any) -> None:
         return None
 
-    async def _api_commands(self, _: list[str], __: Any, body: Any) -> list[JSON]:
+    async def _api_commands(self, args: list[str], __: Any, body: Any) -> list[JSON]:
         commands = body if isinstance(body, list) else []
+        self.commands_synced[args[1] if len(args) > 1 else "global"] = commands
         return [
             {**c, "id": str(self.snowflake()), "application_id": self.bot["id"], "version": "1"}
             for c in commands
@@ -514,8 +542,23 @@ class FakeDiscord:
         self._history.setdefault(channel_id, []).append(message)
         return message
 
+    def _visible(self, message: JSON) -> JSON:
+        """The message as the bot may read it: without the Message Content
+        intent, a server message that does not mention the bot and is not
+        its own comes without what the user wrote."""
+        channel = self._channels.get(int(message["channel_id"]), {})
+        if (
+            self.content_intent
+            or "guild_id" not in channel
+            or message["author"]["id"] == self.bot["id"]
+            or any(u["id"] == self.bot["id"] for u in message["mentions"])
+        ):
+            return message
+        return {**message, "content": "", "embeds": [], "attachments": [], "components": []}
+
     def _gateway_message(self, message: JSON) -> JSON:
         """A message as MESSAGE_CREATE carries it: with its server and member."""
+        message = self._visible(message)
         guild = self._channels[int(message["channel_id"])].get("guild_id")
         if guild is None:
             return message

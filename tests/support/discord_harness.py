@@ -77,6 +77,7 @@ class DiscordHarness:
             config=lambda: self.config,
             clock=self.clock,
             environ=self.environ,
+            app_state=self.services.backend.app_state,
         )
 
     async def start(self) -> DiscordAdapter:

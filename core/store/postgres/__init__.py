@@ -16,8 +16,10 @@ extraction_jobs.py  the ExtractionJobStore (the extraction queue) and PauseStore
 locks.py        the session guard: a chat's turns on one worker at a time
 wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
 updates.py      the UpdateQueue: polled updates handed to every worker
+app_state.py    the AppStateStore (small values the bot keeps about itself)
 """
 
+from core.store.postgres.app_state import PostgresAppStateStore
 from core.store.postgres.commitments import PostgresCommitmentStore
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.extraction_jobs import PostgresExtractionJobStore, PostgresPauseStore
@@ -29,6 +31,7 @@ from core.store.postgres.updates import PostgresUpdateQueue
 from core.store.postgres.wake import PostgresWakeChannel
 
 __all__ = [
+    "PostgresAppStateStore",
     "PostgresCommitmentStore",
     "PostgresConnection",
     "PostgresExtractionJobStore",

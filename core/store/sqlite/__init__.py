@@ -11,8 +11,10 @@ commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore
 reminders.py    the ReminderStore
 extraction_jobs.py  the ExtractionJobStore (the extraction queue)
+app_state.py    the AppStateStore (small values the bot keeps about itself)
 """
 
+from core.store.sqlite.app_state import SqliteAppStateStore
 from core.store.sqlite.commitments import SqliteCommitmentStore
 from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePauseStore
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
@@ -20,6 +22,7 @@ from core.store.sqlite.messages import SqliteStore
 from core.store.sqlite.reminders import SqliteReminderStore
 
 __all__ = [
+    "SqliteAppStateStore",
     "SqliteCommitmentStore",
     "SqliteExtractionJobStore",
     "SqliteHeartbeatStore",

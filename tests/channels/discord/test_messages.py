@@ -224,7 +224,9 @@ async def test_edits_and_deletions_update_transcript_and_index(rig: Rig) -> None
 
 def test_intents_are_limited_to_what_is_needed() -> None:
     wanted = intents()
-    assert wanted.message_content and wanted.guild_messages and wanted.dm_messages
+    assert not wanted.message_content  # privileged: only when configured
+    assert intents(message_content=True).message_content
+    assert wanted.guild_messages and wanted.dm_messages
     assert wanted.guilds
     assert not wanted.members and not wanted.presences and not wanted.typing
     assert not wanted.reactions and not wanted.voice_states

@@ -1,0 +1,9 @@
+"""Small named values the bot keeps about itself (core/store/app_state.py),
+e.g. the hash of the Discord command tree last synced."""
+
+SQL = """
+CREATE TABLE app_state (
+    key    text PRIMARY KEY,
+    value  text NOT NULL
+);
+"""
