@@ -37,6 +37,7 @@ JSON = dict[str, Any]
 TOKEN = "fake-discord-token"
 DISCORD_EPOCH_MS = 1420070400000
 _API = "/api/v10/"
+MAX_CONTENT = 2000  # characters in a message's content
 
 # (method, path under /api/v10/, route name) -- the name is what tests script.
 _ROUTES = [
@@ -416,7 +417,13 @@ class FakeDiscord:
             picked = messages[-limit:]
         return list(reversed(picked))  # newest first, as Discord answers
 
-    async def _api_send(self, args: list[str], _: Any, body: JSON) -> JSON:
+    async def _api_send(self, args: list[str], _: Any, body: JSON) -> JSON | web.Response:
+        content = body.get("content") or ""
+        if len(content) > MAX_CONTENT:
+            too_long = "Invalid Form Body: content: Must be 2000 or fewer in length."
+            return _error(400, too_long, 50035)
+        if not content.strip() and not body.get("components") and not body.get("embeds"):
+            return _error(400, "Cannot send an empty message", 50006)
         channel_id = int(args[0])
         reference = (body.get("message_reference") or {}).get("message_id")
         message = self._message(channel_id, self.bot, body.get("content") or "")
