@@ -18,11 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import pyromark
 from telegramify_markdown import MessageEntity, RenderConfig, convert
+from telegramify_markdown.converter import STANDARD_OPTIONS
 
 from channels.split import split_ranges, utf16_width
 
 MAX_UTF16 = 4096
+# Escaping one HTML line can turn the next into inline HTML: a few passes
+# reach text with none left.
+MAX_HTML_ROUNDS = 8
 # Links Telegram opens; any other text_link would have the message refused.
 LINK_SCHEMES = frozenset({"http", "https", "tg"})
 # The library's entity: type, offset and length in UTF-16 units, url, language.
@@ -54,7 +59,7 @@ _CONFIG = _render_config()
 def to_telegram(markdown: str) -> tuple[str, list[MessageEntity]]:
     """The Markdown as Telegram text and entities. Text the converter leaves
     nothing of (a lone rule, an image) is sent as written, unformatted."""
-    text, entities = convert(markdown, config=_CONFIG)
+    text, entities = convert(_literal_html(markdown), config=_CONFIG)
     if not text.strip():
         return markdown.strip(), []
     return text, [e for e in _heading_bold_only(entities) if _sendable(e)]
@@ -84,6 +89,25 @@ def _clip(
         if hi > lo:
             clipped.append(entity.copy_with(offset=lo - first, length=hi - lo))
     return tuple(clipped)
+
+
+def _literal_html(markdown: str) -> str:
+    """The Markdown with what would parse as HTML escaped: the converter
+    drops HTML, and a model's "<your name>" or "<div>" is meant as text."""
+    for _ in range(MAX_HTML_ROUNDS):
+        data = markdown.encode("utf-8")
+        cuts: set[int] = set()
+        for payload, where in pyromark.events_with_range(markdown, options=STANDARD_OPTIONS):
+            if isinstance(payload, dict) and ("InlineHtml" in payload or "Html" in payload):
+                at = data.find(b"<", where["start"], where["end"])
+                if at >= 0:
+                    cuts.add(at)
+        if not cuts:
+            break
+        for at in sorted(cuts, reverse=True):
+            data = data[:at] + b"\\" + data[at:]
+        markdown = data.decode("utf-8")
+    return markdown
 
 
 def _sendable(entity: Entity) -> bool:

@@ -81,6 +81,12 @@ GOLDEN: list[tuple[str, str, str, Golden]] = [
         [("text_link", 13, 4, "https://kept.example/a_b")],
     ),
     (
+        "what would parse as HTML stays text (the converter drops HTML)",
+        "Usage: /dismiss <id>\n\n<div>\nhello <b>x</b>\n</div>\n\n`a<b>` <https://kept.example/x>",
+        "Usage: /dismiss <id>\n\n<div>\nhello <b>x</b>\n</div>\n\na<b> https://kept.example/x",
+        [("code", 51, 4), ("text_link", 56, 22, "https://kept.example/x")],
+    ),
+    (
         "plain text is left alone",
         "Use snake_case, 2 * 3 and a_b_c.",
         "Use snake_case, 2 * 3 and a_b_c.",
