@@ -34,7 +34,7 @@ from telegram.request import HTTPXRequest
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
 from channels.telegram.commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
-from channels.telegram.format import TelegramChunk, telegram_chunks
+from channels.telegram.format import MAX_UTF16, TelegramChunk, telegram_chunks
 from channels.telegram.handoff import MAX_LANES, UpdateHandoff
 from channels.telegram.intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
 from channels.telegram.messages import (
@@ -63,7 +63,7 @@ ADMIN_STATUSES = {ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR}
 
 class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
     platform = "telegram"
-    max_message_length = 4096
+    max_message_length = MAX_UTF16  # UTF-16 code units, as Telegram counts
 
     def __init__(
         self,
