@@ -18,9 +18,12 @@ nanobot's BaseChannel._handle_message):
 What decides whether a message is addressed to the bot at all (mentions,
 replies, commands) stays with the platform, before `admit`.
 
-Sending is the base's too: `send` splits long text into platform-sized
-chunks and puts a message's actions, as the platform's buttons
-(`render_actions`), on its last chunk, the one read after the whole text.
+Sending is the base's too: `send` has the platform cut the text into its
+own chunks (`prepare`: Telegram's text with entities, Discord's Markdown
+with code fences closed and reopened, plain text elsewhere), sends them in
+order (`send_chunk`), quoting the replied-to message on the first, and puts
+a message's actions, as the platform's buttons (`render_actions`), on the
+last chunk, the one read after the whole text.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, cast
 
+from typing_extensions import TypeVar
+
+from channels.split import split_plain
 from core.clock import Clock, SystemClock
 from core.commitments.service import CommitmentService
 from core.config import KeptConfig
@@ -128,9 +133,12 @@ class Said:
 # What a platform attaches to a message as buttons (Telegram's inline
 # keyboard, Discord's view).
 Buttons = TypeVar("Buttons")
+# One message's worth of a reply as the platform sends it (plain text unless
+# the platform says otherwise, e.g. Telegram's text with its entities).
+Chunk = TypeVar("Chunk", default=str)
 
 
-class ChannelAdapter(abc.ABC, Generic[Buttons]):
+class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
     platform: ClassVar[str]
     max_message_length: ClassVar[int] = 4000
 
@@ -176,8 +184,21 @@ class ChannelAdapter(abc.ABC, Generic[Buttons]):
     async def send_text(
         self, target: Target, text: str, reply_to: str | None, buttons: Buttons | None = None
     ) -> SendResult:
-        """Send one chunk that already fits the platform's limit, with
-        `buttons` (from `render_actions`) when it is a message's last chunk."""
+        """Send one plain-text chunk that already fits the platform's limit,
+        with `buttons` (from `render_actions`) when it is a message's last
+        chunk."""
+
+    def prepare(self, text: str) -> Sequence[Chunk]:
+        """Hook: a message's text as the platform's chunks, each within its
+        limit, in order (none for blank text). The default: plain text cut at
+        paragraph, line, sentence, then word boundaries."""
+        return cast("list[Chunk]", split_plain(text, self.max_message_length))
+
+    async def send_chunk(
+        self, target: Target, chunk: Chunk, reply_to: str | None, buttons: Buttons | None
+    ) -> SendResult:
+        """Hook: send one chunk from `prepare` (the default: `send_text`)."""
+        return await self.send_text(target, cast("str", chunk), reply_to, buttons)
 
     def render_actions(self, actions: Sequence[Action]) -> Buttons | None:
         """Hook: the platform's buttons for a message's actions (None: none
@@ -272,20 +293,20 @@ class ChannelAdapter(abc.ABC, Generic[Buttons]):
                 typing.cancel()
 
     async def send(self, outbound: Outbound) -> SendResult:
-        """Send a message, split into chunks, its buttons on the last one.
+        """Send a message, as the platform's chunks, its buttons on the last one.
 
         The result carries the first chunk's id, the one recorded. A failed
         first chunk is the platform's answer (retryable or not); a failure
         after it leaves the message partly sent, so its outcome is unknown
         and it is never repeated, and the rest is not sent: the user never
         gets a torso followed by a second copy."""
-        chunks = split_message(outbound.text, self.max_message_length)
+        chunks = self.prepare(outbound.text)
         buttons = self.render_actions(outbound.actions) if outbound.actions else None
         first: SendResult | None = None
         reply_to = outbound.reply_to_platform_id
         for n, chunk in enumerate(chunks, start=1):
             last = n == len(chunks)
-            result = await self.send_text(
+            result = await self.send_chunk(
                 outbound.target, chunk, reply_to, buttons if last else None
             )
             if not result.ok:
@@ -314,9 +335,9 @@ class AdapterRouter:
     """The `Sender` core talks to: routes by the target's platform."""
 
     def __init__(self) -> None:
-        self._adapters: dict[str, ChannelAdapter[Any]] = {}
+        self._adapters: dict[str, ChannelAdapter[Any, Any]] = {}
 
-    def add(self, adapter: ChannelAdapter[Any]) -> None:
+    def add(self, adapter: ChannelAdapter[Any, Any]) -> None:
         self._adapters[adapter.platform] = adapter
 
     def remove(self, platform: str) -> None:
@@ -331,39 +352,3 @@ class AdapterRouter:
         if adapter is None:
             return SendResult(error=f"no running adapter for {outbound.target.platform}")
         return await adapter.send(outbound)
-
-
-_BREAKS = (
-    re.compile(r"\n\s*\n"),  # paragraph
-    re.compile(r"\n"),  # line
-    re.compile(r"(?<=[.!?。！？])\s+"),  # sentence
-    re.compile(r"\s+"),  # word
-)
-
-
-def split_message(text: str, limit: int) -> list[str]:
-    """Split text into chunks of at most `limit` characters, preferring
-    paragraph, then line, then sentence, then word boundaries."""
-    text = text.strip()
-    if not text:
-        return []
-    chunks: list[str] = []
-    while len(text) > limit:
-        cut = _best_cut(text, limit)
-        head, text = text[:cut].rstrip(), text[cut:].lstrip()
-        if head:
-            chunks.append(head)
-    if text:
-        chunks.append(text)
-    return chunks
-
-
-def _best_cut(text: str, limit: int) -> int:
-    window = text[: limit + 1]
-    for pattern in _BREAKS:
-        # The last boundary in the window; ignore ones so early that the chunk
-        # would be a sliver.
-        cuts = [m.start() for m in pattern.finditer(window) if m.start() >= limit // 4]
-        if cuts:
-            return cuts[-1]
-    return limit

@@ -341,7 +341,12 @@ class ConversationManager:
                 in_reply_to=user.id,
             )
         )
-        result = await self._sender.send(Outbound(target=target, text=text))
+        # In a group or channel the reply quotes the message it answers, so a
+        # busy chat sees what it answers; a private chat needs no quote.
+        quote = user.platform_message_id if session.chat_kind != "private" else None
+        result = await self._sender.send(
+            Outbound(target=target, text=text, reply_to_platform_id=quote)
+        )
         if result.ok and result.message_id is not None:
             await self._store.set_platform_message_id(reply.id, result.message_id)
         if not result.ok:

@@ -47,6 +47,7 @@ from channels.discord.http import use_api_root
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
 from channels.discord.sync import sync_commands
 from channels.discord.views import FollowUpActions, FollowUpButton, followup_view
+from channels.split import split_markdown
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
 from core.logs import event
@@ -394,6 +395,11 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         """A check-in's buttons (ChannelAdapter.send puts them on its last chunk)."""
         return followup_view(actions)
 
+    def prepare(self, text: str) -> list[str]:
+        """Markdown chunks of at most 2,000 characters, a code block cut in two
+        closed and reopened with its language (channels/split.py)."""
+        return split_markdown(text, self.max_message_length)
+
     async def send_text(
         self,
         target: Target,
@@ -416,6 +422,8 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             kwargs["reference"] = discord.MessageReference(
                 message_id=int(reply_to), channel_id=channel_id, fail_if_not_exists=False
             )
+            # Quoting shows what is answered; the author is watching already.
+            kwargs["mention_author"] = False
         try:
             sent = await channel.send(text, **kwargs)
         except Exception as exc:

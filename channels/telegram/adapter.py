@@ -19,13 +19,22 @@ import logging
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from telegram import Bot, CallbackQuery, InlineKeyboardMarkup, Message, ReplyParameters, Update
+from telegram import (
+    Bot,
+    CallbackQuery,
+    InlineKeyboardMarkup,
+    Message,
+    MessageEntity,
+    ReplyParameters,
+    Update,
+)
 from telegram.constants import ChatAction, ChatMemberStatus
 from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
 from channels.telegram.commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
+from channels.telegram.format import MAX_UTF16, TelegramChunk, telegram_chunks
 from channels.telegram.handoff import MAX_LANES, UpdateHandoff
 from channels.telegram.intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
 from channels.telegram.messages import (
@@ -35,7 +44,7 @@ from channels.telegram.messages import (
     chat_kind,
     target_of,
 )
-from channels.telegram.send import followup_keyboard, scrub, send_once
+from channels.telegram.send import followup_keyboard, scrub, send_formatted
 from core.config import TelegramConfig
 from core.config_file import secret_from_env
 from core.conversation import MessageNotStored
@@ -52,9 +61,9 @@ TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 s per chat action
 ADMIN_STATUSES = {ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR}
 
 
-class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
+class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
     platform = "telegram"
-    max_message_length = 4096
+    max_message_length = MAX_UTF16  # UTF-16 code units, as Telegram counts
 
     def __init__(
         self,
@@ -288,10 +297,24 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
         """A check-in's buttons (ChannelAdapter.send puts them on its last chunk)."""
         return followup_keyboard(actions)
 
+    def prepare(self, text: str) -> list[TelegramChunk]:
+        """The model's Markdown as Telegram text with entities, in chunks of
+        at most 4,096 UTF-16 units (channels/telegram/format.py)."""
+        return telegram_chunks(text, self.max_message_length)
+
     async def send_text(
         self,
         target: Target,
         text: str,
+        reply_to: str | None,
+        buttons: InlineKeyboardMarkup | None = None,
+    ) -> SendResult:
+        return await self.send_chunk(target, TelegramChunk(text), reply_to, buttons)
+
+    async def send_chunk(
+        self,
+        target: Target,
+        chunk: TelegramChunk,
         reply_to: str | None,
         buttons: InlineKeyboardMarkup | None = None,
     ) -> SendResult:
@@ -307,19 +330,19 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
         if reply_id is not None:
             reply = ReplyParameters(message_id=reply_id, allow_sending_without_reply=True)
 
-        async def call() -> Message:
-            # No parse_mode: plain text, so a model's stray `*` or `_` can
-            # never make Telegram answer 400 "can't parse entities".
+        async def call(text: str, entities: list[MessageEntity] | None) -> Message:
+            # Entities, never parse_mode: nothing in the text needs escaping.
             return await bot.send_message(
                 chat_id=chat_id_param(target.chat_id),
                 text=text,
+                entities=entities,
                 message_thread_id=thread,
                 reply_parameters=reply,
                 reply_markup=buttons,
             )
 
-        return await send_once(
-            call, self._ctx.clock, secret=self._token, what="sendMessage", chat=target.chat_id
+        return await send_formatted(
+            call, chunk, self._ctx.clock, secret=self._token, chat=target.chat_id
         )
 
     async def _reply(self, where: Where, text: str, reply_to: str | None) -> None:

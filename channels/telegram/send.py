@@ -14,6 +14,11 @@ Ordinary replies have no retry loop of their own (ConversationManager sends
 once), so `send_once` waits out one short 429 and a couple of refused
 connections itself; a longer wait is handed back as retryable with its
 `retry_after` for the heartbeat's own backoff.
+
+A message goes out with its formatting as entities (channels/telegram/format.py).
+Should Telegram refuse them (400 "can't parse entities" or another entity
+error), nothing was sent, so `send_formatted` sends the same text once more
+without them: the user gets exactly one readable message.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 import httpx
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -37,6 +42,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from channels.telegram.format import Entity, TelegramChunk
 from core.clock import Clock
 from core.commands.buttons import to_compact
 from core.logs import event
@@ -134,6 +140,53 @@ async def send_once(
             error=result.error,
         )
         await clock.sleep(wait)
+
+
+async def send_formatted(
+    send: Callable[[str, list[MessageEntity] | None], Awaitable[Message]],
+    chunk: TelegramChunk,
+    clock: Clock,
+    *,
+    secret: str = "",
+    chat: str | None = None,
+) -> SendResult:
+    """Send one chunk with its entities (`send(text, entities)` makes the
+    call); if Telegram refuses the entities, the same text once as plain text."""
+    entities = [_ptb_entity(e) for e in chunk.entities] or None
+    result = await send_once(
+        lambda: send(chunk.text, entities), clock, secret=secret, what="sendMessage", chat=chat
+    )
+    if entities is None or not entities_refused(result):
+        return result
+    event(
+        log,
+        logging.WARNING,
+        "telegram_entities_refused",
+        chat=chat,
+        error=result.error,
+        action="none needed: sent as plain text; if this repeats, report the reply's Markdown",
+    )
+    return await send_once(
+        lambda: send(chunk.text, None), clock, secret=secret, what="sendMessage", chat=chat
+    )
+
+
+def entities_refused(result: SendResult) -> bool:
+    """Whether Telegram refused a message for its entities (a 400 naming
+    them: "can't parse entities", "entity beginning at ...")."""
+    error = (result.error or "").lower()
+    return error.startswith("bad request:") and "entit" in error
+
+
+def _ptb_entity(entity: Entity) -> MessageEntity:
+    return MessageEntity(
+        type=entity.type,
+        offset=entity.offset,
+        length=entity.length,
+        url=entity.url,
+        language=entity.language,
+        custom_emoji_id=entity.custom_emoji_id,
+    )
 
 
 def scrub(text: str, secret: str) -> str:

@@ -3,8 +3,9 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 
-from channels.base import AdapterRouter, ChannelAdapter, split_message
+from channels.base import AdapterRouter, ChannelAdapter
 from channels.console import ConsoleAdapter
+from channels.split import split_plain
 from core.clock import TestClock
 from core.messages import Inbound, Outbound, SendResult, Target
 
@@ -36,7 +37,7 @@ class FakeAdapter(ChannelAdapter):
 
 def test_split_prefers_paragraphs_then_sentences():
     para = "First paragraph here.\n\nSecond one is a bit longer. It has two sentences, see?"
-    assert split_message(para, 50) == [
+    assert split_plain(para, 50) == [
         "First paragraph here.",
         "Second one is a bit longer.",
         "It has two sentences, see?",
@@ -45,16 +46,16 @@ def test_split_prefers_paragraphs_then_sentences():
 
 def test_split_never_exceeds_limit_and_loses_no_words():
     text = " ".join(f"word{i}" for i in range(2000))
-    chunks = split_message(text, 2000)
+    chunks = split_plain(text, 2000)
     assert all(len(c) <= 2000 for c in chunks)
     assert " ".join(chunks).split() == text.split()
     unbroken = "x" * 4500
-    assert [len(c) for c in split_message(unbroken, 2000)] == [2000, 2000, 500]
+    assert [len(c) for c in split_plain(unbroken, 2000)] == [2000, 2000, 500]
 
 
 def test_split_empty_and_short():
-    assert split_message("   ", 10) == []
-    assert split_message("hi", 10) == ["hi"]
+    assert split_plain("   ", 10) == []
+    assert split_plain("hi", 10) == ["hi"]
 
 
 def test_allow_list_by_id_or_username():

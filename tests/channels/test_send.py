@@ -81,3 +81,31 @@ async def test_a_partly_sent_message_has_an_unknown_outcome_never_retried() -> N
 async def test_nothing_to_send() -> None:
     result = await Chunks().send(Outbound(TARGET, "  ", None, ACTIONS))
     assert not result.ok
+
+
+class Tagged(Chunks):
+    """A platform with its own chunk type: (number, text) pairs."""
+
+    def prepare(self, text: str) -> list[tuple[int, str]]:  # type: ignore[override]
+        return list(enumerate(text.split("|"), start=1))
+
+    async def send_chunk(  # type: ignore[override]
+        self,
+        target: Target,
+        chunk: tuple[int, str],
+        reply_to: str | None,
+        buttons: tuple[Action, ...] | None,
+    ) -> SendResult:
+        return await self.send_text(target, f"{chunk[0]}:{chunk[1]}", reply_to, buttons)
+
+
+async def test_a_platform_sends_its_own_chunks_through_the_one_pipeline() -> None:
+    tagged = Tagged()
+    result = await tagged.send(Outbound(TARGET, "a|b|c", "9", ACTIONS))
+    assert result == SendResult(message_id="1")
+    assert tagged.sent == [("1:a", "9", None), ("2:b", None, None), ("3:c", None, ACTIONS)]
+
+    partly = Tagged(fail_at=2)
+    result = await partly.send(Outbound(TARGET, "a|b|c", None))
+    assert (result.message_id, result.unknown, result.retryable) == ("1", True, False)
+    assert len(partly.sent) == 2

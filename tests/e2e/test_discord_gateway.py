@@ -121,7 +121,9 @@ async def test_a_mention_in_a_server_channel_is_answered_and_chatter_is_not(
 
     assert fake.texts(fake.general) == ["echo: how do I cook rice?"]
     sent = fake.sent[0]
-    assert sent.allowed_mentions == {"parse": [], "replied_user": True}
+    # The reply quotes the question without pinging its author again.
+    assert sent.reference is not None
+    assert sent.allowed_mentions == {"parse": [], "replied_user": False}
     key = f"agent:main:discord:channel:{fake.general}"
     assert await harness.transcript(key) == [
         ("user", "how do I cook rice?"),

@@ -139,7 +139,7 @@ async def test_long_reply_is_split_on_a_paragraph_boundary(tg: TelegramHarness) 
     assert all(len(t) <= 4096 for t in tg.fake.texts())
 
 
-async def test_markdown_characters_are_sent_as_plain_text(tg: TelegramHarness) -> None:
+async def test_markdown_is_sent_as_entities_never_parse_mode(tg: TelegramHarness) -> None:
     reply = "Use snake_case and *stars* [like](this) `code` _here"
     tg.model.steps.append(text(reply))
     await tg.start()
@@ -147,8 +147,13 @@ async def test_markdown_characters_are_sent_as_plain_text(tg: TelegramHarness) -
     await tg.fake.wait_for(lambda: tg.fake.sent)
 
     call = tg.fake.calls_to("sendMessage")[0]
-    assert call.params["text"] == reply
-    assert "parse_mode" not in call.params and "entities" not in call.params
+    # A link Telegram cannot open ("this") keeps its word, unlinked.
+    assert call.params["text"] == "Use snake_case and stars like code _here"
+    assert [(e["type"], e["offset"], e["length"]) for e in call.params["entities"]] == [
+        ("italic", 19, 5),
+        ("code", 30, 4),
+    ]
+    assert "parse_mode" not in call.params
 
 
 async def test_edited_message_updates_the_transcript(tg: TelegramHarness) -> None:

@@ -47,6 +47,7 @@ TOKEN = "fake-discord-token"
 DISCORD_EPOCH_MS = 1420070400000
 MESSAGE_CONTENT = 1 << 15  # the privileged intent's bit
 _API = "/api/v10/"
+MAX_CONTENT = 2000  # characters in a message's content
 
 # (method, path under /api/v10/, route name) -- the name is what tests script.
 _ROUTES = [
@@ -443,7 +444,13 @@ class FakeDiscord:
         # newest first, as Discord answers
         return [self._visible(m) for m in reversed(picked)]
 
-    async def _api_send(self, args: list[str], _: Any, body: JSON) -> JSON:
+    async def _api_send(self, args: list[str], _: Any, body: JSON) -> JSON | web.Response:
+        content = body.get("content") or ""
+        if len(content) > MAX_CONTENT:
+            too_long = "Invalid Form Body: content: Must be 2000 or fewer in length."
+            return _error(400, too_long, 50035)
+        if not content.strip() and not body.get("components") and not body.get("embeds"):
+            return _error(400, "Cannot send an empty message", 50006)
         channel_id = int(args[0])
         reference = (body.get("message_reference") or {}).get("message_id")
         message = self._message(channel_id, self.bot, body.get("content") or "")

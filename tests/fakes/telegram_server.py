@@ -8,6 +8,13 @@ call, and script failures: status codes with Telegram's descriptions, 429
 with `parameters.retry_after`, delays (a reply that outlives the client's
 timeout after the message was already "sent") and 401 for a wrong token.
 
+Texts are checked as Telegram checks them: an empty text is refused (400
+"message text is empty"), so is one over 4,096 UTF-16 code units, and
+entities must lie within the text (UTF-16 offsets), nest rather than cross,
+and hold nothing inside `code`/`pre`; `refuse_entities` makes it refuse
+every message that carries entities (400 "can't parse entities"), as
+Telegram does with ones it cannot read.
+
 Confirmation can be gated: `hold_confirmations()` makes a getUpdates whose
 offset would confirm updates wait, before Telegram forgets them, until the
 test releases it. The bot has made its decision by then (the request is
@@ -32,6 +39,7 @@ JSON = dict[str, Any]
 TOKEN = "123456:TEST-fake-token"
 BOT_ID = 4242
 BOT_USERNAME = "kept_bot"
+MAX_UTF16 = 4096
 # Parameters PTB sends as plain strings; the rest arrive JSON-encoded.
 _TEXT_PARAMS = {"text", "url", "secret_token", "callback_query_id", "action", "caption"}
 
@@ -78,6 +86,7 @@ class Sent:
     reply_markup: JSON | None = None
     reply_to: int | None = None
     edits: list[str] = field(default_factory=list)
+    entities: list[JSON] = field(default_factory=list)
 
 
 class FakeTelegram:
@@ -90,6 +99,9 @@ class FakeTelegram:
         self.members: dict[tuple[int, int], str] = {}
         self.on_confirm: Callable[[list[int]], Awaitable[None]] | None = None
         self.confirmation_gate: Gate | None = None
+        # Refuse every message with entities, as Telegram refuses ones it
+        # cannot parse.
+        self.refuse_entities = False
         self._pending: list[JSON] = []
         self._scripts: dict[str, deque[Script]] = {}
         self._chats: dict[int, JSON] = {}
@@ -260,6 +272,8 @@ class FakeTelegram:
         if handler is None:
             return _error(404, "Not Found: method not found")
         result = await handler(params)
+        if isinstance(result, web.Response):
+            return result
         if method == "getUpdates":
             call.returned = [u["update_id"] for u in result]
         if step.delay and step.apply:
@@ -304,7 +318,10 @@ class FakeTelegram:
                 )
             return ready()
 
-    async def _api_sendMessage(self, params: JSON) -> JSON:
+    async def _api_sendMessage(self, params: JSON) -> JSON | web.Response:
+        refused = self._refuse_text(params)
+        if refused is not None:
+            return refused
         chat_id = int(params["chat_id"])
         reply = params.get("reply_parameters") or {}
         sent = Sent(
@@ -314,11 +331,15 @@ class FakeTelegram:
             thread_id=params.get("message_thread_id"),
             reply_markup=params.get("reply_markup"),
             reply_to=reply.get("message_id"),
+            entities=list(params.get("entities") or []),
         )
         self.sent.append(sent)
         return self._message_json(sent)
 
-    async def _api_editMessageText(self, params: JSON) -> JSON:
+    async def _api_editMessageText(self, params: JSON) -> JSON | web.Response:
+        refused = self._refuse_text(params)
+        if refused is not None:
+            return refused
         sent = self._find(params)
         sent.text = params["text"]
         sent.edits.append(params["text"])
@@ -351,6 +372,21 @@ class FakeTelegram:
     _api_setWebhook = _api_answerCallbackQuery
 
     # --- helpers --------------------------------------------------------------------
+
+    def _refuse_text(self, params: JSON) -> web.Response | None:
+        """Telegram's 400 for a text it does not take; None when it does."""
+        text = str(params.get("text") or "")
+        entities = params.get("entities") or []
+        if not text.strip():
+            return _error(400, "Bad Request: message text is empty")
+        if utf16_len(text) > MAX_UTF16:
+            return _error(400, "Bad Request: message is too long")
+        if entities and self.refuse_entities:
+            return _error(400, "Bad Request: can't parse entities: refused by the test")
+        problem = entity_problem(text, entities)
+        if problem is not None:
+            return _error(400, f"Bad Request: can't parse entities: {problem}")
+        return None
 
     def _chat(self, chat_id: int, chat_type: str, first_name: str = "Ana") -> JSON:
         if chat_id not in self._chats:
@@ -453,3 +489,33 @@ def _words(text: str) -> list[tuple[int, str]]:
             words.append((index, stripped))
         index += len(part) + 1
     return words
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def entity_problem(text: str, entities: list[JSON]) -> str | None:
+    """What Telegram would refuse in these entities (offsets and lengths in
+    UTF-16 code units), or None."""
+    size = utf16_len(text)
+    spans: list[tuple[int, int, str]] = []
+    for entity in entities:
+        offset, length, kind = entity.get("offset"), entity.get("length"), entity.get("type")
+        if not isinstance(offset, int) or not isinstance(length, int) or not kind:
+            return f"entity {entity} lacks type, offset or length"
+        if offset < 0 or length <= 0 or offset + length > size:
+            return (
+                f"entity beginning at UTF-16 offset {offset} with length {length} "
+                f"does not fit a text of {size}"
+            )
+        spans.append((offset, offset + length, kind))
+    for a_start, a_end, a_kind in spans:
+        for b_start, b_end, b_kind in spans:
+            if (a_start, a_end, a_kind) == (b_start, b_end, b_kind):
+                continue
+            if a_start < b_start < a_end < b_end:
+                return f"entities {a_kind} and {b_kind} cross"
+            if a_kind in ("code", "pre") and a_start <= b_start and b_end <= a_end:
+                return f"a {b_kind} entity inside {a_kind}"
+    return None

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from channels.base import ChannelStartError
+from channels.telegram.format import Entity, TelegramChunk
 from core.delivery import deliver_once
 from core.messages import Outbound, Target
+from tests.fakes.scripted_model import text
 from tests.fakes.telegram_server import TOKEN, Script
 from tests.support.telegram_harness import TelegramHarness, drive, telegram_harness
 
@@ -189,3 +191,106 @@ async def test_a_token_revoked_while_running_is_logged_and_polling_goes_on(
     assert tg.fake.texts() == ["echo: first", "echo: second"]
     assert "the token was rejected" in caplog.text
     assert TOKEN not in caplog.text
+
+
+# --- formatting: entities, splitting, the plain-text fallback ------------------------
+
+LONG_MARKDOWN = (
+    "## The plan\n\nFirst **read** the *whole* thing, then run:\n\n```python\n"
+    + "\n".join(f"    total += price_{i}  # running sum, item {i}" for i in range(150))
+    + "\n```\n\n"
+    + "\n\n".join(f"Paragraph {i}: **done** 🎉 and `checked`." for i in range(40))
+)
+
+
+async def test_a_long_markdown_reply_arrives_as_well_formed_messages(tg: TelegramHarness) -> None:
+    tg.model.steps.append(text(LONG_MARKDOWN))
+    await tg.start()
+    await tg.fake.push_message("plan?", chat_id=42)
+    await tg.fake.wait_for(lambda: "Paragraph 39" in " ".join(tg.fake.texts()))
+
+    # Every message was taken at once: the fake refuses entities that do not
+    # fit their text, texts over 4,096 UTF-16 units, and empty texts.
+    calls = tg.fake.calls_to("sendMessage")
+    assert len(calls) == len(tg.fake.sent) >= 2
+    assert all("parse_mode" not in c.params for c in calls)
+    pres = [e for s in tg.fake.sent for e in s.entities if e["type"] == "pre"]
+    assert len(pres) >= 2 and {e.get("language") for e in pres} == {"python"}
+    assert tg.fake.sent[0].text.startswith("The plan\n\nFirst read the whole thing")
+    assert {"type": "bold", "offset": 0, "length": 8} in tg.fake.sent[0].entities
+    code = [ln for s in tg.fake.sent for ln in s.text.splitlines() if "total +=" in ln]
+    assert len(code) == 150 and code[0].startswith("    total += price_0")
+
+
+async def test_refused_entities_give_exactly_one_plain_message(tg: TelegramHarness) -> None:
+    adapter = await tg.start()
+    tg.fake.refuse_entities = True
+    result = await adapter.send(Outbound(ANA, "**Reminder:** call the *dentist*"))
+
+    assert result.ok and result.message_id == str(tg.fake.sent[0].message_id)
+    assert [(s.text, s.entities) for s in tg.fake.sent] == [("Reminder: call the dentist", [])]
+    refused, plain = tg.fake.calls_to("sendMessage")
+    assert refused.params["entities"] and "entities" not in plain.params
+
+
+async def test_entities_telegram_cannot_fit_fall_back_to_plain_text(tg: TelegramHarness) -> None:
+    adapter = await tg.start()
+    broken = TelegramChunk("hi there", (Entity("bold", 3, 40),))
+    result = await adapter.send_chunk(ANA, broken, None)
+
+    assert result.ok
+    assert [(s.text, s.entities) for s in tg.fake.sent] == [("hi there", [])]
+    assert len(tg.fake.calls_to("sendMessage")) == 2
+
+
+async def test_other_refusals_are_not_sent_again_as_plain_text(tg: TelegramHarness) -> None:
+    adapter = await tg.start()
+    tg.fake.fail("sendMessage", 400, "Bad Request: chat not found")
+    result = await adapter.send(Outbound(ANA, "**hello**"))
+
+    assert not result.ok and tg.fake.sent == []
+    assert len(tg.fake.calls_to("sendMessage")) == 1
+
+
+async def test_the_fake_refuses_empty_and_over_long_texts_as_telegram_does(
+    tg: TelegramHarness,
+) -> None:
+    adapter = await tg.start()
+    empty = await adapter.send_chunk(ANA, TelegramChunk("  "), None)
+    too_long = await adapter.send_chunk(ANA, TelegramChunk("😀" * 2049), None)  # 4,098 units
+    just_fits = await adapter.send_chunk(ANA, TelegramChunk("😀" * 2048), None)
+
+    assert "message text is empty" in (empty.error or "").lower()
+    assert "message is too long" in (too_long.error or "").lower()
+    assert just_fits.ok and tg.fake.texts() == ["😀" * 2048]
+
+
+async def test_an_emoji_heavy_reply_is_split_not_refused(tg: TelegramHarness) -> None:
+    adapter = await tg.start()
+    reply = " ".join(["🎉" * 7] * 300)  # 2,399 characters, 4,499 UTF-16 units
+    result = await adapter.send(Outbound(ANA, reply))
+
+    assert result.ok and len(tg.fake.sent) == 2
+    assert " ".join(tg.fake.texts()).split() == reply.split()
+
+
+# --- groups: a reply quotes the message it answers -------------------------------------
+
+
+async def test_a_group_reply_quotes_the_message_and_a_private_one_does_not(
+    tg: TelegramHarness,
+) -> None:
+    await tg.start()
+    asked = await tg.fake.push_message(
+        "@kept_bot what time is it?", chat_id=-100501, chat_type="group", user_id=7
+    )
+    await tg.fake.wait_for(lambda: tg.fake.sent)
+    await tg.fake.push_message("and in private?", chat_id=42)
+    await tg.fake.wait_for(lambda: len(tg.fake.sent) >= 2)
+
+    group, private = tg.fake.sent
+    assert group.chat_id == -100501 and group.reply_to == asked["message"]["message_id"]
+    reply_parameters = tg.fake.calls_to("sendMessage")[0].params["reply_parameters"]
+    assert reply_parameters["message_id"] == asked["message"]["message_id"]
+    assert private.chat_id == 42 and private.reply_to is None
+    assert "reply_parameters" not in tg.fake.calls_to("sendMessage")[1].params
