@@ -40,7 +40,7 @@ from core.conversation import MessageNotStored
 from core.errors import KeptError
 from core.locks import SessionGuard
 from core.logs import event
-from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target
+from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
 from core.store.updates import UpdateQueue
@@ -175,7 +175,7 @@ class ChannelAdapter(abc.ABC, Generic[Buttons]):
         """Send one chunk that already fits the platform's limit, with
         `buttons` (from `render_actions`) when it is a message's last chunk."""
 
-    def render_actions(self, actions: Sequence[Action]) -> Buttons | None:
+    def render_actions(self, actions: Sequence[ButtonAction]) -> Buttons | None:
         """Hook: the platform's buttons for a message's actions (None: none
         to show; the default, for a platform without buttons)."""
         return None

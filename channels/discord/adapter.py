@@ -38,12 +38,13 @@ from channels.discord.cog import KeptEvents
 from channels.discord.commands import CommandSupport, command_groups, on_tree_error
 from channels.discord.errors import describe, send_failure
 from channels.discord.http import use_api_root
+from channels.discord.lists import ListPresses
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
-from channels.discord.views import FollowUpActions, FollowUpButton, followup_view
+from channels.discord.views import DYNAMIC_BUTTONS, FollowUpActions, buttons_view
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
 from core.logs import event
-from core.messages import Action, Inbound, SendResult, Target
+from core.messages import ButtonAction, Inbound, SendResult, Target
 
 log = logging.getLogger("kept.discord")
 
@@ -78,10 +79,11 @@ class _KeptBehaviour(_BotBase):
 
     kept_adapter: DiscordAdapter
     kept_followups: FollowUpActions
+    kept_lists: ListPresses
 
     async def setup_hook(self) -> None:
         # Registered on every start: buttons sent before a restart keep working.
-        self.add_dynamic_items(FollowUpButton)
+        self.add_dynamic_items(*DYNAMIC_BUTTONS)
         # Added before login's connect: the cog's on_connect is in place for
         # the first READY.
         adapter = self.kept_adapter
@@ -118,6 +120,7 @@ def build_bot(
     use_api_root(bot, settings.api_base_url)
     bot.kept_adapter = adapter
     bot.kept_followups = adapter.followups
+    bot.kept_lists = adapter.lists
     return bot
 
 
@@ -135,6 +138,13 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         self.gate = Gate(self.is_allowed, self._settings, ctx.clock)
         self.followups = FollowUpActions(
             commitments=ctx.commitments, config=ctx.config, gate=self.gate
+        )
+        self.lists = ListPresses(
+            commitments=ctx.commitments,
+            reminders=ctx.reminders,
+            config=ctx.config,
+            clock=ctx.clock,
+            gate=self.gate,
         )
         self.catchup = CatchUp(
             store=ctx.store, clock=ctx.clock, fetch=self._history, deliver=self._deliver
@@ -361,9 +371,9 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
 
     # --- outbound ---------------------------------------------------------------
 
-    def render_actions(self, actions: Sequence[Action]) -> discord.ui.View | None:
+    def render_actions(self, actions: Sequence[ButtonAction]) -> discord.ui.View | None:
         """A check-in's buttons (ChannelAdapter.send puts them on its last chunk)."""
-        return followup_view(actions)
+        return buttons_view(actions)
 
     async def send_text(
         self,
