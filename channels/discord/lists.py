@@ -72,21 +72,30 @@ def list_text(page: Page, name: ListName) -> str:
     return "\n".join(lines)
 
 
-def list_message(page: Page, name: ListName, viewer: str) -> tuple[str, discord.ui.View | None]:
-    """A list page's content and buttons."""
-    return list_text(page, name), buttons_view(list_actions(page, name, viewer))
+def list_message(
+    page: Page, name: ListName, viewer: str, note: str = ""
+) -> tuple[str, discord.ui.View | None]:
+    """A list page's content (with what a press did under it) and buttons."""
+    content = list_text(page, name)
+    suffix = f"\n\n-# {note}" if note else ""
+    content = content[: MESSAGE_LIMIT - len(suffix)] + suffix
+    return content, buttons_view(list_actions(page, name, viewer))
 
 
 def commitment_line(item: Item, *, owner: bool = False) -> str:
     state = " (snoozed)" if item.status == "snoozed" else ""
     # A mention in an ephemeral answer shows the member's name and pings nobody.
     whose = (f" for <@{item.owner}>" if item.owner else " for nobody") if owner else ""
-    return f"`{item.id}`{whose} {when(item.due)}{state}: {quote(item.text)}"
+    return f"`{item.id}`{whose} {when(item.due)}{state}: {quote(item.text, LIST_TEXT)}"
 
 
 def reminder_line(r: Item) -> str:
     repeats = f" (repeats `{r.repeats}`)" if r.repeats else ""
-    return f"`{r.id}` {when(r.due)}{repeats}: {quote(r.text)}"
+    return f"`{r.id}` {when(r.due)}{repeats}: {quote(r.text, LIST_TEXT)}"
+
+
+# An item's text in a list: ten lines, their ids and times, fit in 2,000 characters.
+LIST_TEXT = 90
 
 
 def quote(text: str, limit: int = 120) -> str:
@@ -157,10 +166,7 @@ class ListPresses:
                 outcome=str(answer.change.outcome),
                 user=interaction.user.id,
             )
-        content, view = list_message(answer.page, name, lists.viewer)
-        note = _note(answer.change)
-        if note:
-            content = f"{content}\n\n-# {note}"
+        content, view = list_message(answer.page, name, lists.viewer, _note(answer.change))
         await interaction.response.edit_message(content=content, view=view)
 
     async def snooze(self, interaction: discord.Interaction, action: ReminderSnooze) -> None:

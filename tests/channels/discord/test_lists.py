@@ -257,3 +257,14 @@ async def test_list_buttons_are_persistent_dynamic_items(rig: Rig) -> None:
     names = {cls.__name__ for cls in registered}
     assert {"FollowUpButton", "ListItemButton", "ListPageButton", "ReminderSnoozeButton"} <= names
     assert isinstance(rig.bot, discord.Client)
+
+
+async def test_a_page_of_long_items_fits_in_one_message(rig: Rig, answers: Responses) -> None:
+    channel, alice = rig.channel(0), rig.member(0)
+    for i in range(10):
+        await rig.seed(channel, alice, f"{i} " + "a very long follow-up text " * 20)
+    moderator = discord.Permissions(manage_messages=True)
+    await slash(rig.bot, "commitments list", channel=channel, user=alice, permissions=moderator)
+    kind, data = answers.calls[-1]
+    assert kind == 4 and len(data["content"]) <= 2000
+    assert len(buttons(data)) == 20 and f"for <@{alice.id}>" in data["content"]

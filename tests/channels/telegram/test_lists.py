@@ -246,3 +246,12 @@ async def test_only_the_reminders_owner_may_snooze_it_in_a_group(tg: TelegramHar
     assert toast["text"] == "Not found in this chat."
     stored = await tg.services.reminders.store.get(r.id)
     assert stored is not None and stored.status == "done" and message.edits == []
+
+
+async def test_a_page_of_long_items_fits_in_one_message(tg: TelegramHarness) -> None:
+    for i in range(10):
+        await tg.seed(scope(42), f"{i} " + "a very long follow-up text " * 40)
+    await tg.start()
+    sent = await ask(tg, "/commitments")
+    assert len(tg.fake.sent) == 1 and len(sent.text) <= 4096
+    assert len(rows(sent)) == 10

@@ -87,6 +87,10 @@ async def test_a_snoozed_cron_occurrence_comes_back_and_the_schedule_stays(h: Ha
     )
     assert not isinstance(snoozed, str) and snoozed.next_fire_at == utc(2026, 11, 30, 9, 0)
     assert snoozed.cron == "0 9 * * *"
+    # The other button of the same message, pressed after: nothing changes.
+    again = await h.service.snooze_fired(await h.get(r.id), firing=press.firing, delay=TEN)
+    assert again == "already snoozed"
+    assert (await h.get(r.id)).next_fire_at == utc(2026, 11, 30, 9, 0)
     h.clock.set(utc(2026, 11, 30, 9, 0))
     assert await h.service.fire_due() == 1
     assert (await h.get(r.id)).next_fire_at == tomorrow  # the schedule is unchanged
