@@ -128,7 +128,12 @@ class ReminderService:
             )
         )
         self._log(logging.INFO, "reminder_scheduled", reminder, next=reminder.next_fire_at)
-        self._wake(reminder)
+        hook = self._on_stored
+        if hook is not None:
+            try:
+                hook()
+            except Exception as exc:  # the reminder is stored; a late wake-up is survivable
+                self._log(logging.ERROR, "reminder_wake_failed", reminder, error=repr(exc))
         return reminder
 
     async def list_for_session(self, agent_id: str, session_key: str) -> list[Reminder]:
@@ -156,23 +161,11 @@ class ReminderService:
     ) -> Reminder | str:
         """Bring the firing `firing` of `r` back once, `delay` from now
         (core/reminders/snooze.py); returns the reminder, or why not."""
-        done = await snooze_fired(
-            self._store, r, firing=firing, until=self._clock.now() + delay,
-            now=self._clock.now(), agent_id=agent_id, session_key=session_key,
+        now = self._clock.now()
+        return await snooze_fired(
+            self._store, r, firing=firing, until=now + delay, now=now, wake=self._on_stored,
+            agent_id=agent_id, session_key=session_key,
         )  # fmt: skip
-        if isinstance(done, str):
-            return done
-        self._log(logging.INFO, "reminder_snoozed", done, firing=firing, next=done.next_fire_at)
-        self._wake(done)
-        return done
-
-    def _wake(self, reminder: Reminder) -> None:
-        hook = self._on_stored
-        if hook is not None:
-            try:
-                hook()
-            except Exception as exc:  # the reminder is stored; a late wake-up is survivable
-                self._log(logging.ERROR, "reminder_wake_failed", reminder, error=repr(exc))
 
     # --- scheduler side ---------------------------------------------------------------
 
