@@ -45,7 +45,7 @@ from core.conversation import MessageNotStored
 from core.errors import KeptError
 from core.locks import SessionGuard
 from core.logs import event
-from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target
+from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
 from core.store.app_state import AppStateStore
@@ -200,7 +200,7 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         """Hook: send one chunk from `prepare` (the default: `send_text`)."""
         return await self.send_text(target, cast("str", chunk), reply_to, buttons)
 
-    def render_actions(self, actions: Sequence[Action]) -> Buttons | None:
+    def render_actions(self, actions: Sequence[ButtonAction]) -> Buttons | None:
         """Hook: the platform's buttons for a message's actions (None: none
         to show; the default, for a platform without buttons)."""
         return None

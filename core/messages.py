@@ -99,6 +99,55 @@ def followup_actions(commitment_ids: Iterable[str]) -> tuple[Action, ...]:
     return tuple(Action(verb, ids) for verb in FOLLOWUP_VERBS)
 
 
+ListName = Literal["commitments", "reminders"]
+LIST_NAMES: tuple[ListName, ...] = ("commitments", "reminders")
+# A row's button in a list: follow-ups Dismiss / Snooze, reminders Cancel.
+ItemVerb = Literal["dismiss", "snooze", "cancel"]
+ITEM_VERBS: tuple[ItemVerb, ...] = ("dismiss", "snooze", "cancel")
+# What a fired reminder's Snooze buttons offer, in minutes.
+REMINDER_SNOOZE_MINUTES: tuple[int, ...] = (10, 60)
+
+
+@dataclass(frozen=True, slots=True)
+class ItemAction:
+    """A button on one row of a /commitments or /reminders list: act on that
+    item, then show `page` of the list again, in place. Only `viewer` (the
+    user the list was made for) may use the list's buttons."""
+
+    verb: ItemVerb
+    item_id: str
+    page: int
+    viewer: str
+
+
+@dataclass(frozen=True, slots=True)
+class PageAction:
+    """Prev / Next under a list: show `page` of `listing` in place."""
+
+    listing: ListName
+    page: int
+    viewer: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReminderSnooze:
+    """ "Snooze 10 min" under a fired reminder. `firing` is the reminder's
+    attempt count when it was sent: it names that one firing, so a press
+    after a later firing (or a second press) changes nothing."""
+
+    reminder_id: str
+    firing: int
+    minutes: int
+
+
+ButtonAction = Action | ItemAction | PageAction | ReminderSnooze
+
+
+def reminder_snooze_actions(reminder_id: str, firing: int) -> tuple[ReminderSnooze, ...]:
+    """The Snooze buttons of a fired reminder's message."""
+    return tuple(ReminderSnooze(reminder_id, firing, m) for m in REMINDER_SNOOZE_MINUTES)
+
+
 @dataclass(frozen=True, slots=True)
 class Outbound:
     """One message core wants delivered."""
@@ -107,7 +156,7 @@ class Outbound:
     text: str
     reply_to_platform_id: str | None = None
     # Buttons, rendered under the message's last chunk; never a destination.
-    actions: tuple[Action, ...] = ()
+    actions: tuple[ButtonAction, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

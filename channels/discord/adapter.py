@@ -44,14 +44,15 @@ from channels.discord.cog import KeptEvents
 from channels.discord.commands import CommandSupport, command_groups, on_tree_error
 from channels.discord.errors import describe, send_failure
 from channels.discord.http import use_api_root
+from channels.discord.lists import ListPresses
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
 from channels.discord.sync import sync_commands
-from channels.discord.views import FollowUpActions, FollowUpButton, followup_view
+from channels.discord.views import DYNAMIC_BUTTONS, FollowUpActions, buttons_view
 from channels.split import split_markdown
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
 from core.logs import event
-from core.messages import Action, Inbound, SendResult, Target
+from core.messages import ButtonAction, Inbound, SendResult, Target
 
 log = logging.getLogger("kept.discord")
 
@@ -106,10 +107,11 @@ class _KeptBehaviour(_BotBase):
 
     kept_adapter: DiscordAdapter
     kept_followups: FollowUpActions
+    kept_lists: ListPresses
 
     async def setup_hook(self) -> None:
         # Registered on every start: buttons sent before a restart keep working.
-        self.add_dynamic_items(FollowUpButton)
+        self.add_dynamic_items(*DYNAMIC_BUTTONS)
         # Added before login's connect: the cog's on_connect is in place for
         # the first READY.
         adapter = self.kept_adapter
@@ -146,6 +148,7 @@ def build_bot(
     use_api_root(bot, settings.api_base_url)
     bot.kept_adapter = adapter
     bot.kept_followups = adapter.followups
+    bot.kept_lists = adapter.lists
     return bot
 
 
@@ -163,6 +166,13 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         self.gate = Gate(self.is_allowed, self._settings, ctx.clock)
         self.followups = FollowUpActions(
             commitments=ctx.commitments, config=ctx.config, gate=self.gate
+        )
+        self.lists = ListPresses(
+            commitments=ctx.commitments,
+            reminders=ctx.reminders,
+            config=ctx.config,
+            clock=ctx.clock,
+            gate=self.gate,
         )
         self.catchup = CatchUp(
             store=ctx.store, clock=ctx.clock, fetch=self._history, deliver=self._deliver
@@ -391,9 +401,9 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
 
     # --- outbound ---------------------------------------------------------------
 
-    def render_actions(self, actions: Sequence[Action]) -> discord.ui.View | None:
+    def render_actions(self, actions: Sequence[ButtonAction]) -> discord.ui.View | None:
         """A check-in's buttons (ChannelAdapter.send puts them on its last chunk)."""
-        return followup_view(actions)
+        return buttons_view(actions)
 
     def prepare(self, text: str) -> list[str]:
         """Markdown chunks of at most 2,000 characters, a code block cut in two

@@ -20,34 +20,27 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 
 import discord
 from discord import app_commands
 
+from channels.discord.lists import list_message
+from channels.discord.lists import quote as _quote
+from channels.discord.lists import when as _when
 from channels.discord.scope import ChatRef, Gate, chat_access, interaction_chat
 from core.clock import Clock
-from core.commands import Change, FollowUpCommands, Item, Listing, Outcome, ReminderCommands
+from core.commands import Change, FollowUpCommands, Listing, Outcome, ReminderCommands
+from core.commands.lists import ListCommands
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config import KeptConfig
 from core.logs import event
+from core.messages import ListName
 from core.reminders import ReminderService
 
 log = logging.getLogger("kept.discord")
 
 MAX_CHOICES = 25  # Discord's limit for autocomplete
-MAX_LINES = 20
-
-
-def _listing(lines: list[str]) -> str:
-    """At most MAX_LINES lines, and how many more there are."""
-    shown = lines[:MAX_LINES]
-    if len(lines) > MAX_LINES:
-        shown.append(f"…and {len(lines) - MAX_LINES} more.")
-    return "\n".join(shown)
-
-
 NOT_ALLOWED = "Sorry, you can't use this bot here."
 NO_CHAT = "This command works in a server channel, a thread or a DM with me."
 
@@ -116,6 +109,14 @@ class CommandSupport:
     def reminder_commands(self, where: Where) -> ReminderCommands:
         return ReminderCommands(self.reminders.store, self.clock, where.access)
 
+    async def show_list(
+        self, interaction: discord.Interaction, where: Where, name: ListName
+    ) -> None:
+        """The first page of a list, with its buttons (presses: channels/discord/lists.py)."""
+        lists = ListCommands(self.followups(where), self.reminder_commands(where), where.access)
+        content, view = list_message(await lists.page(name), name, lists.viewer)
+        await reply(interaction, content, view)
+
     async def manageable(self, where: Where, current: str) -> list[app_commands.Choice[str]]:
         """Autocomplete: this chat's active commitments the user may change."""
         listing = await self.followups(where).list(limit=200)
@@ -142,11 +143,7 @@ class CommitmentsGroup(app_commands.Group):
         # In a server a follow-up may be about someone's private life, said in
         # passing: members see their own, moderators (Manage Messages) all,
         # and whose each one is.
-        listing = await self._s.followups(where).list()
-        if not listing.items:
-            return await reply(interaction, "No pending follow-ups for you in this chat.")
-        lines = [_commitment_line(item, owner=listing.everyones) for item in listing.items]
-        await reply(interaction, _listing(lines))
+        await self._s.show_list(interaction, where, "commitments")
 
     @app_commands.command(name="dismiss", description="Drop a follow-up: I won't bring it up")
     @app_commands.rename(commitment_id="id")
@@ -212,18 +209,7 @@ class RemindersGroup(app_commands.Group):
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
         # Reminders follow the follow-ups' rule: a member sees their own.
-        listing = await self._s.reminder_commands(where).list()
-        if not listing.items:
-            if listing.others_hidden:
-                return await reply(interaction, "No reminders of yours in this chat.")
-            return await reply(interaction, "No reminders in this chat.")
-        lines = [
-            f"`{r.id}` {_when(r.due)}"
-            + (f" (repeats `{r.repeats}`)" if r.repeats else "")
-            + f": {_quote(r.text)}"
-            for r in listing.items
-        ]
-        await reply(interaction, _listing(lines))
+        await self._s.show_list(interaction, where, "reminders")
 
     @app_commands.command(name="cancel", description="Cancel one of this chat's reminders")
     @app_commands.rename(reminder_id="id")
@@ -274,12 +260,15 @@ async def on_tree_error(
     await reply(interaction, "Sorry, something went wrong. Please try again.")
 
 
-async def reply(interaction: discord.Interaction, text: str) -> None:
+async def reply(
+    interaction: discord.Interaction, text: str, view: discord.ui.View | None = None
+) -> None:
     """An ephemeral answer (a follow-up message when already answered)."""
+    extra = {"view": view} if view is not None else {}
     if interaction.response.is_done():
-        await interaction.followup.send(text, ephemeral=True)
+        await interaction.followup.send(text, ephemeral=True, **extra)
     else:
-        await interaction.response.send_message(text, ephemeral=True)
+        await interaction.response.send_message(text, ephemeral=True, **extra)
 
 
 def _unchanged(change: Change) -> str:
@@ -295,13 +284,6 @@ def _unchanged(change: Change) -> str:
     return f"`{change.id}`: {change.reason}."
 
 
-def _commitment_line(item: Item, *, owner: bool = False) -> str:
-    state = " (snoozed)" if item.status == "snoozed" else ""
-    # A mention in an ephemeral answer shows the member's name and pings nobody.
-    whose = (f" for <@{item.owner}>" if item.owner else " for nobody") if owner else ""
-    return f"`{item.id}`{whose} {_when(item.due)}{state}: {_quote(item.text)}"
-
-
 def _choices(listing: Listing, current: str) -> list[app_commands.Choice[str]]:
     """Autocomplete: the listed items whose id or text contains what was typed."""
     needle = current.strip().lower()
@@ -312,18 +294,8 @@ def _choices(listing: Listing, current: str) -> list[app_commands.Choice[str]]:
     ][:MAX_CHOICES]  # choice names hold 100 characters
 
 
-def _quote(text: str, limit: int = 120) -> str:
-    one_line = " ".join(text.split())
-    clipped = one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
-    return discord.utils.escape_mentions(clipped)
-
-
 def _code(text: str) -> str:
     return text.replace("`", "")[:60]
-
-
-def _when(instant: datetime) -> str:
-    return f"<t:{int(instant.timestamp())}:R>"
 
 
 def _log_change(what: str, interaction: discord.Interaction, where: Where, item: str) -> None:

@@ -1,4 +1,6 @@
-"""The "Dismiss" and "Snooze 1 day" buttons under a heartbeat follow-up.
+"""Discord's buttons: "Dismiss" and "Snooze 1 day" under a heartbeat
+follow-up, "Snooze 10 min" / "Snooze 1 h" under a fired reminder, and a
+list's row buttons and Prev / Next (their presses: channels/discord/lists.py).
 
 The buttons are persistent: each one's custom_id carries its action and the
 commitment ids (core/commands/buttons.py encodes and parses it), and the
@@ -25,12 +27,30 @@ import discord
 
 from channels.discord.scope import Gate, chat_access, interaction_chat
 from core.commands import FollowUpCommands, Press
-from core.commands.buttons import FULL_TEMPLATE, from_full, to_full
+from core.commands.buttons import (
+    FULL_TEMPLATE,
+    ITEM_TEMPLATE,
+    PAGE_TEMPLATE,
+    SNOOZE_TEMPLATE,
+    decode_full,
+    encode_full,
+    from_full,
+    to_full,
+)
+from core.commands.results import PER_PAGE
 from core.commands.times import agent_timezone, local_time
 from core.commitments.service import CommitmentService
 from core.config import KeptConfig
 from core.logs import event
-from core.messages import Action, FollowUpVerb
+from core.messages import (
+    Action,
+    ButtonAction,
+    FollowUpVerb,
+    ItemAction,
+    ItemVerb,
+    PageAction,
+    ReminderSnooze,
+)
 
 log = logging.getLogger("kept.discord")
 
@@ -44,16 +64,45 @@ NOT_ALLOWED = "Sorry, you can't use this bot here."
 NOT_FOUND = "That follow-up was not found in this chat."
 
 
-def followup_view(actions: Sequence[Action]) -> discord.ui.View | None:
+_ITEM_LABELS: dict[ItemVerb, tuple[str, discord.ButtonStyle]] = {
+    "dismiss": ("Dismiss", discord.ButtonStyle.secondary),
+    "snooze": ("Snooze", discord.ButtonStyle.primary),
+    "cancel": ("Cancel", discord.ButtonStyle.secondary),
+}
+ITEM_ROWS = 4  # a list's row buttons fill rows 0-3; Prev / Next take the last
+ROW_WIDTH = 5  # Discord's buttons per action row
+
+
+def buttons_view(actions: Sequence[ButtonAction]) -> discord.ui.View | None:
     """The buttons for a message's actions; None when there is nothing to
-    attach (or too many ids to fit in a custom_id)."""
-    buttons = [FollowUpButton(a) for a in actions if to_full(a) is not None]
+    attach (or an action does not fit in a custom_id)."""
+    buttons: list[discord.ui.DynamicItem[Any]] = []
+    shown = next((a.page for a in actions if isinstance(a, ItemAction)), 0)
+    numbers: dict[str, int] = {}
+    for action in actions:
+        if encode_full(action) is None:
+            continue
+        match action:
+            case Action():
+                buttons.append(FollowUpButton(action))
+            case ReminderSnooze():
+                buttons.append(ReminderSnoozeButton(action))
+            case ItemAction(item_id=item_id, page=page):
+                number = numbers.setdefault(item_id, page * PER_PAGE + len(numbers) + 1)
+                row = min(sum(isinstance(b, ListItemButton) for b in buttons) // ROW_WIDTH, 3)
+                buttons.append(ListItemButton(action, number=number, row=row))
+            case PageAction(page=page):
+                buttons.append(ListPageButton(action, previous=page < shown))
     if not buttons:
         return None
     view = discord.ui.View(timeout=None)
     for button in buttons:
         view.add_item(button)
     return view
+
+
+# The name the adapter and older callers use.
+followup_view = buttons_view
 
 
 class FollowUpButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=FULL_TEMPLATE):
@@ -81,6 +130,100 @@ class FollowUpButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=FU
             await interaction.response.send_message("This button is not available.", ephemeral=True)
             return
         await actions.handle(interaction, self.action)
+
+
+def _label(minutes: int) -> str:
+    return f"Snooze {minutes // 60} h" if minutes % 60 == 0 else f"Snooze {minutes} min"
+
+
+class ReminderSnoozeButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]], template=SNOOZE_TEMPLATE
+):
+    def __init__(self, action: ReminderSnooze) -> None:
+        button = discord.ui.Button[Any](
+            label=_label(action.minutes),
+            style=discord.ButtonStyle.secondary,
+            custom_id=encode_full(action),
+        )
+        super().__init__(button)
+        self.action = action
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> ReminderSnoozeButton:
+        action = decode_full(match.string)
+        if not isinstance(action, ReminderSnooze):
+            raise ValueError(f"not a reminder's snooze button: {match.string!r}")
+        return cls(action)
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        presses = getattr(interaction.client, "kept_lists", None)
+        if presses is None:
+            await _ephemeral(interaction, "This button is not available.")
+            return
+        await presses.snooze(interaction, self.action)
+
+
+class ListItemButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=ITEM_TEMPLATE):
+    def __init__(self, action: ItemAction, *, number: int = 0, row: int | None = None) -> None:
+        label, style = _ITEM_LABELS[action.verb]
+        button = discord.ui.Button[Any](
+            label=f"{number} · {label}" if number else label,
+            style=style,
+            custom_id=encode_full(action),
+            row=row,
+        )
+        super().__init__(button)
+        self.action = action
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> ListItemButton:
+        action = decode_full(match.string)
+        if not isinstance(action, ItemAction):
+            raise ValueError(f"not a list's button: {match.string!r}")
+        return cls(action)
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        presses = getattr(interaction.client, "kept_lists", None)
+        if presses is None:
+            await _ephemeral(interaction, "This button is not available.")
+            return
+        await presses.press(interaction, self.action)
+
+
+class ListPageButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=PAGE_TEMPLATE):
+    def __init__(self, action: PageAction, *, previous: bool = False) -> None:
+        button = discord.ui.Button[Any](
+            label="◀ Prev" if previous else "Next ▶",
+            style=discord.ButtonStyle.secondary,
+            custom_id=encode_full(action),
+            row=ITEM_ROWS,
+        )
+        super().__init__(button)
+        self.action = action
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> ListPageButton:
+        action = decode_full(match.string)
+        if not isinstance(action, PageAction):
+            raise ValueError(f"not a list's page button: {match.string!r}")
+        return cls(action)
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        presses = getattr(interaction.client, "kept_lists", None)
+        if presses is None:
+            await _ephemeral(interaction, "This button is not available.")
+            return
+        await presses.press(interaction, self.action)
+
+
+# Registered with the bot at start-up, so buttons sent before a restart work.
+DYNAMIC_BUTTONS = (FollowUpButton, ReminderSnoozeButton, ListItemButton, ListPageButton)
 
 
 class FollowUpActions:

@@ -33,10 +33,18 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
-from channels.telegram.commands import BOT_COMMANDS, Command, TelegramCommands, Where, command_of
+from channels.telegram.commands import (
+    BOT_COMMANDS,
+    Answer,
+    Command,
+    TelegramCommands,
+    Where,
+    command_of,
+)
 from channels.telegram.format import MAX_UTF16, TelegramChunk, telegram_chunks
 from channels.telegram.handoff import MAX_LANES, UpdateHandoff
 from channels.telegram.intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
+from channels.telegram.lists import keyboard
 from channels.telegram.messages import (
     addressed_to,
     anonymous_admin,
@@ -44,12 +52,12 @@ from channels.telegram.messages import (
     chat_kind,
     target_of,
 )
-from channels.telegram.send import followup_keyboard, scrub, send_formatted
+from channels.telegram.send import scrub, send_formatted
 from core.config import TelegramConfig
 from core.config_file import secret_from_env
 from core.conversation import MessageNotStored
 from core.logs import event
-from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target, session_key
+from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target, session_key
 
 log = logging.getLogger("kept.telegram")
 
@@ -293,9 +301,9 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
 
     # --- sending --------------------------------------------------------------
 
-    def render_actions(self, actions: Sequence[Action]) -> InlineKeyboardMarkup | None:
-        """A check-in's buttons (ChannelAdapter.send puts them on its last chunk)."""
-        return followup_keyboard(actions)
+    def render_actions(self, actions: Sequence[ButtonAction]) -> InlineKeyboardMarkup | None:
+        """A message's buttons (ChannelAdapter.send puts them on its last chunk)."""
+        return keyboard(actions)
 
     def prepare(self, text: str) -> list[TelegramChunk]:
         """The model's Markdown as Telegram text with entities, in chunks of
@@ -345,8 +353,15 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
             call, chunk, self._ctx.clock, secret=self._token, chat=target.chat_id
         )
 
-    async def _reply(self, where: Where, text: str, reply_to: str | None) -> None:
-        await self.send(Outbound(target=where.target, text=text, reply_to_platform_id=reply_to))
+    async def _reply(self, where: Where, answer: Answer, reply_to: str | None) -> None:
+        await self.send(
+            Outbound(
+                target=where.target,
+                text=answer.text,
+                reply_to_platform_id=reply_to,
+                actions=answer.actions,
+            )
+        )
 
     # --- updates ------------------------------------------------------------------
 

@@ -18,12 +18,24 @@ from telegram import BotCommand, CallbackQuery, Message
 from telegram.error import TelegramError
 
 from channels.base import ChannelContext
+from channels.telegram.lists import commitments_text, keyboard, list_actions, reminders_text
 from core.commands import Change, FollowUpCommands, Outcome, ReminderCommands
-from core.commands.buttons import from_compact
+from core.commands.buttons import decode_compact
+from core.commands.lists import ListCommands
+from core.commands.results import Page
 from core.commands.times import agent_timezone, local_time
 from core.commitments.visibility import Asker, ChatAccess
 from core.logs import event
-from core.messages import ChatKind, Target
+from core.messages import (
+    Action,
+    ButtonAction,
+    ChatKind,
+    ItemAction,
+    ListName,
+    PageAction,
+    ReminderSnooze,
+    Target,
+)
 
 log = logging.getLogger("kept.telegram")
 
@@ -65,8 +77,17 @@ class Where:
     anonymous_admin: bool = False
 
 
-Reply = Callable[[Where, str, str | None], Awaitable[None]]
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A command's reply: its text and the buttons under it."""
+
+    text: str
+    actions: tuple[ButtonAction, ...] = ()
+
+
+Reply = Callable[[Where, Answer, str | None], Awaitable[None]]
 IsAdmin = Callable[[Where], Awaitable[bool]]
+NO_LONGER_WORKS = "This button no longer works."
 
 
 class TelegramCommands:
@@ -87,10 +108,11 @@ class TelegramCommands:
             "reminders": self._reminders,
             "cancel": self._cancel,
         }.get(name)
+        answer: str | Answer
         if handler is None:
-            text = f"Unknown command /{name}. /help lists what I understand."
+            answer = f"Unknown command /{name}. /help lists what I understand."
         else:
-            text = await handler(args, where)
+            answer = await handler(args, where)
         event(
             log,
             logging.INFO,
@@ -100,34 +122,13 @@ class TelegramCommands:
             command=name,
             user=where.user_id,
         )
-        await self._reply(where, text, message_id)
+        await self._reply(where, Answer(answer) if isinstance(answer, str) else answer, message_id)
 
     async def _help(self, args: list[str], where: Where) -> str:
         return HELP
 
-    async def _commitments(self, args: list[str], where: Where) -> str:
-        listing = await self._followups(where).list()
-        if not listing.items:
-            if listing.shared and not listing.everyones:
-                return "You have no open follow-ups in this chat."
-            return "No open follow-ups in this chat."
-        tz = self._timezone(where)
-        if not listing.shared:
-            lines = ["Open follow-ups in this chat:"]
-        elif listing.everyones:
-            lines = ["Open follow-ups in this chat, everyone's (you are an admin):"]
-        else:
-            lines = ["Your open follow-ups in this chat:"]
-        for item in listing.items:
-            snoozed = ", snoozed" if item.status == "snoozed" else ""
-            owner = f", {_owner(item.owner, where)}" if listing.everyones else ""
-            lines.append(
-                f"• {item.id} — {item.subkind.replace('_', ' ')}{owner}, "
-                f"due {local_time(item.due, tz)}{snoozed}\n"
-                f"  {item.text}"
-            )
-        lines.append("Drop one with /dismiss ID, postpone it with /snooze ID 2h.")
-        return "\n".join(lines)
+    async def _commitments(self, args: list[str], where: Where) -> Answer:
+        return self._shown(await self._lists(where).page("commitments"), "commitments", where)
 
     async def _dismiss(self, args: list[str], where: Where) -> str:
         if not args:
@@ -149,18 +150,16 @@ class TelegramCommands:
             return f"{change.id}: {change.reason}"
         return f"Snoozed {change.id} until {local_time(change.item.due, self._timezone(where))}."
 
-    async def _reminders(self, args: list[str], where: Where) -> str:
-        listing = await self._reminder_commands(where).list()
-        if not listing.items:
-            if listing.others_hidden:
-                return "You have no reminders in this chat."
-            return "No reminders in this chat."
-        lines = ["Reminders in this chat:"]
-        for r in listing.items:
-            repeat = f", repeats ({r.repeats})" if r.repeats else ""
-            lines.append(f"• {r.id} — {local_time(r.due, r.timezone)}{repeat}\n  {r.text}")
-        lines.append("Cancel one with /cancel ID.")
-        return "\n".join(lines)
+    async def _reminders(self, args: list[str], where: Where) -> Answer:
+        return self._shown(await self._lists(where).page("reminders"), "reminders", where)
+
+    def _shown(self, page: Page, name: ListName, where: Where) -> Answer:
+        """A list page as a message: its text and its buttons."""
+        if name == "commitments":
+            text = commitments_text(page, self._timezone(where), where.user_id)
+        else:
+            text = reminders_text(page)
+        return Answer(text, list_actions(page, name, where.user_id))
 
     async def _cancel(self, args: list[str], where: Where) -> str:
         if len(args) != 1:
@@ -177,23 +176,34 @@ class TelegramCommands:
     async def on_callback(
         self, query: CallbackQuery, message: Message | None, where: Where | None
     ) -> None:
-        """Act on a follow-up's button, tell the presser in a toast, and show
-        what happened under the follow-up (its buttons go away)."""
-        action = from_compact(query.data)
+        """Act on a button: a check-in's, a list's or a fired reminder's."""
+        action = decode_compact(query.data)
         if action is None or where is None or message is None:
-            await _answer(query, "This button no longer works.")
+            await _answer(query, NO_LONGER_WORKS)
             return
-        pressed = await self._followups(where).press(action)
         event(
             log,
             logging.INFO,
             "telegram_button",
             agent=where.agent_id,
             session=where.session_key,
-            action=action.verb,
-            ids=",".join(action.commitment_ids),
-            changed=len(pressed.changed),
+            button=type(action).__name__,
+            user=where.user_id,
         )
+        match action:
+            case Action():
+                await self._followup_press(query, message, where, action)
+            case ItemAction() | PageAction():
+                await self._list_press(query, message, where, action)
+            case ReminderSnooze():
+                await self._reminder_snooze(query, message, where, action)
+
+    async def _followup_press(
+        self, query: CallbackQuery, message: Message, where: Where, action: Action
+    ) -> None:
+        """A check-in's Dismiss / Snooze: tell the presser in a toast, and show
+        what happened under the follow-up (its buttons go away)."""
+        pressed = await self._followups(where).press(action)
         if not pressed.changed:
             problems = "; ".join(dict.fromkeys(_unchanged(c) for c in pressed.unchanged))
             # Toasts hold 200 characters.
@@ -205,12 +215,55 @@ class TelegramCommands:
             until = local_time(pressed.until, self._timezone(where))
             note = f"Snoozed by {where.user_name} until {until}."
         await _answer(query, note)
-        line = f"— {note}"
-        original = (message.text or "")[: MAX_TEXT - len(line) - 2]
+        await _close(message, note)
+
+    async def _list_press(
+        self, query: CallbackQuery, message: Message, where: Where, action: ItemAction | PageAction
+    ) -> None:
+        """A list's row button or Prev / Next: act, then show the list again in place."""
+        answer = await self._lists(where).press(action)
+        name = list_name(action)
+        if answer.page is None:
+            refusal = f"This list is someone else's: send /{name} for yours."
+            await _answer(query, refusal, alert=True)
+            return
+        change = answer.change
+        if change is not None and not change.done:
+            await _answer(query, _unchanged(change)[:190], alert=True)
+        elif change is not None:
+            await _answer(query, self._done_note(change, where))
+        else:
+            await _answer(query, "")
+        shown = self._shown(answer.page, name, where)
         try:
-            await message.edit_text(f"{original}\n\n{line}")
-        except TelegramError as exc:
+            await message.edit_text(shown.text, reply_markup=keyboard(shown.actions))
+        except TelegramError as exc:  # "not modified" when nothing changed
             event(log, logging.WARNING, "telegram_edit_failed", error=type(exc).__name__)
+
+    def _done_note(self, change: Change, where: Where) -> str:
+        item = change.item
+        if item is None or item.kind == "reminder":
+            return f"Cancelled {change.id}."
+        if item.status == "dismissed":
+            return f"Dismissed {change.id}."
+        return f"Snoozed {change.id} until {local_time(item.due, self._timezone(where))}."
+
+    async def _reminder_snooze(
+        self, query: CallbackQuery, message: Message, where: Where, action: ReminderSnooze
+    ) -> None:
+        """A fired reminder's Snooze: it comes back once after the delay."""
+        change = await self._reminder_commands(where).snooze_fired(action)
+        if not change.done or change.item is None:
+            if change.outcome is Outcome.NOT_FOUND:
+                text = "Not found in this chat."
+            else:
+                text = f"Nothing changed: {change.reason}."
+            await _answer(query, text[:190], alert=True)
+            return
+        until = local_time(change.item.due, change.item.timezone)
+        note = f"Snoozed by {where.user_name} until {until}."
+        await _answer(query, note)
+        await _close(message, note)
 
     # --- scope and permission ------------------------------------------------
 
@@ -226,10 +279,32 @@ class TelegramCommands:
         return FollowUpCommands(self._ctx.commitments, self._access(where))
 
     def _reminder_commands(self, where: Where) -> ReminderCommands:
-        return ReminderCommands(self._ctx.reminders.store, self._ctx.clock, self._access(where))
+        reminders = self._ctx.reminders
+        return ReminderCommands(
+            reminders.store, self._ctx.clock, self._access(where), service=reminders
+        )
+
+    def _lists(self, where: Where) -> ListCommands:
+        access = self._access(where)
+        reminders = self._ctx.reminders
+        return ListCommands(
+            FollowUpCommands(self._ctx.commitments, access),
+            ReminderCommands(reminders.store, self._ctx.clock, access, service=reminders),
+            access,
+        )
 
     def _timezone(self, where: Where) -> str:
         return agent_timezone(self._ctx.config(), where.agent_id)
+
+
+async def _close(message: Message, note: str) -> None:
+    """Say under a message what its button did; its buttons go away."""
+    line = f"— {note}"
+    original = (message.text or "")[: MAX_TEXT - len(line) - 2]
+    try:
+        await message.edit_text(f"{original}\n\n{line}")
+    except TelegramError as exc:
+        event(log, logging.WARNING, "telegram_edit_failed", error=type(exc).__name__)
 
 
 async def _answer(query: CallbackQuery, text: str, *, alert: bool = False) -> None:
@@ -239,12 +314,11 @@ async def _answer(query: CallbackQuery, text: str, *, alert: bool = False) -> No
         event(log, logging.WARNING, "telegram_answer_failed", error=type(exc).__name__)
 
 
-def _owner(sender_id: str | None, where: Where) -> str:
-    """Whose a follow-up is, for an admin's listing (Telegram gives a bot no
-    names for user ids it has not been sent, so the id it is)."""
-    if sender_id is None:
-        return "nobody's"
-    return "yours" if sender_id == where.user_id else f"user {sender_id}"
+def list_name(action: ItemAction | PageAction) -> ListName:
+    """Which list a list's button belongs to."""
+    if isinstance(action, PageAction):
+        return action.listing
+    return "reminders" if action.verb == "cancel" else "commitments"
 
 
 def _unchanged(change: Change) -> str:

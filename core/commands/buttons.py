@@ -13,6 +13,19 @@ that could not have been issued.
   comma-separated, as many as fit (four standard ids).
 - full (Discord): `kept:fu:dismiss:cm_…,cm_…` / `kept:fu:snooze:…`; a
   check-in naming too many ids to fit gets no buttons.
+
+The list and reminder buttons (ItemAction, PageAction, ReminderSnooze in
+core/messages.py), version 1, compact / full:
+
+- a list row: `i<d|s|c>:<token>:<page>:<viewer>` /
+  `kept:li:<dismiss|snooze|cancel>:<id>:<page>:<viewer>` (dismiss and
+  snooze name a follow-up `cm_…`, cancel a reminder `rm_…`);
+- a list page: `p<c|r>:<page>:<viewer>` / `kept:pg:<commitments|reminders>:<page>:<viewer>`;
+- a fired reminder's snooze: `z:<token>:<firing>:<minutes>` /
+  `kept:rs:<id>:<firing>:<minutes>`, minutes one of REMINDER_SNOOZE_MINUTES.
+
+Numbers are written without leading zeros, so a payload parses back to the
+one string it was made from.
 """
 
 from __future__ import annotations
@@ -22,7 +35,18 @@ import re
 
 from core.commitments.model import ID_PREFIX
 from core.logs import event
-from core.messages import Action, FollowUpVerb
+from core.messages import (
+    REMINDER_SNOOZE_MINUTES,
+    Action,
+    ButtonAction,
+    FollowUpVerb,
+    ItemAction,
+    ItemVerb,
+    ListName,
+    PageAction,
+    ReminderSnooze,
+)
+from core.reminders.model import ID_PREFIX as REMINDER_PREFIX
 
 log = logging.getLogger("kept.commands")
 
@@ -30,15 +54,15 @@ COMPACT_LIMIT = 64  # bytes: Telegram's callback_data
 FULL_LIMIT = 100  # characters: Discord's custom_id
 
 _TOKEN = r"[0-9a-z]+"
-_ID = re.compile(rf"^{re.escape(ID_PREFIX)}{_TOKEN}$")
+_ID = re.compile(rf"^{re.escape(ID_PREFIX)}{_TOKEN}\Z")
 _COMPACT_VERB: dict[FollowUpVerb, str] = {"dismiss": "d", "snooze": "s"}
-_COMPACT = re.compile(rf"^(?P<verb>[ds]):(?P<ids>{_TOKEN}(?:,{_TOKEN})*)$")
+_COMPACT = re.compile(rf"^(?P<verb>[ds]):(?P<ids>{_TOKEN}(?:,{_TOKEN})*)\Z")
 # discord.py's DynamicItem matches custom_ids against this template.
 FULL_TEMPLATE = (
     rf"kept:fu:(?P<verb>dismiss|snooze):"
     rf"(?P<ids>{ID_PREFIX}{_TOKEN}(?:,{ID_PREFIX}{_TOKEN})*)"
 )
-_FULL = re.compile(rf"^{FULL_TEMPLATE}$")
+_FULL = re.compile(rf"^{FULL_TEMPLATE}\Z")
 
 
 def valid_ids(ids: tuple[str, ...]) -> tuple[str, ...]:
@@ -96,3 +120,115 @@ def from_full(data: str | None) -> Action | None:
         return None
     verb: FollowUpVerb = "dismiss" if match["verb"] == "dismiss" else "snooze"
     return Action(verb, tuple(match["ids"].split(",")))
+
+
+# --- list rows, list pages, a fired reminder's snooze ---------------------------
+
+_PAGE = r"(?:0|[1-9][0-9]{0,2})"  # at most 1,000 pages of 10
+_USER = r"[1-9][0-9]{0,19}"  # Telegram and Discord user ids
+_FIRING = r"[1-9][0-9]{0,8}"
+_MINUTES = "|".join(str(m) for m in REMINDER_SNOOZE_MINUTES)
+_ITEM_CODE: dict[ItemVerb, str] = {"dismiss": "d", "snooze": "s", "cancel": "c"}
+_LIST_CODE: dict[ListName, str] = {"commitments": "c", "reminders": "r"}
+_CM, _RM = re.escape(ID_PREFIX), re.escape(REMINDER_PREFIX)
+
+_ITEM_COMPACT = re.compile(
+    rf"^i(?P<verb>[dsc]):(?P<token>{_TOKEN}):(?P<page>{_PAGE}):(?P<viewer>{_USER})\Z"
+)
+_PAGE_COMPACT = re.compile(rf"^p(?P<list>[cr]):(?P<page>{_PAGE}):(?P<viewer>{_USER})\Z")
+_SNOOZE_COMPACT = re.compile(
+    rf"^z:(?P<token>{_TOKEN}):(?P<firing>{_FIRING}):(?P<minutes>{_MINUTES})\Z"
+)
+# discord.py's DynamicItem templates, one per payload class.
+ITEM_TEMPLATE = (
+    rf"kept:li:(?:(?P<fu>dismiss|snooze):(?P<cm>{_CM}{_TOKEN})|cancel:(?P<rm>{_RM}{_TOKEN}))"
+    rf":(?P<page>{_PAGE}):(?P<viewer>{_USER})"
+)
+PAGE_TEMPLATE = rf"kept:pg:(?P<list>commitments|reminders):(?P<page>{_PAGE}):(?P<viewer>{_USER})"
+SNOOZE_TEMPLATE = rf"kept:rs:(?P<id>{_RM}{_TOKEN}):(?P<firing>{_FIRING}):(?P<minutes>{_MINUTES})"
+_ITEM_FULL = re.compile(rf"^{ITEM_TEMPLATE}\Z")
+_PAGE_FULL = re.compile(rf"^{PAGE_TEMPLATE}\Z")
+_SNOOZE_FULL = re.compile(rf"^{SNOOZE_TEMPLATE}\Z")
+
+
+def _item_prefix(verb: ItemVerb) -> str:
+    return REMINDER_PREFIX if verb == "cancel" else ID_PREFIX
+
+
+def _fits(data: str, limit: int, *, encoded: bool) -> str | None:
+    size = len(data.encode()) if encoded else len(data)
+    return data if size <= limit else None
+
+
+def encode_compact(action: ButtonAction) -> str | None:
+    """Telegram's callback_data for any button; None when it cannot be
+    encoded (an id that could not have been issued, or too long)."""
+    if isinstance(action, Action):
+        return to_compact(action)
+    data = encode_full(action)
+    if data is None:  # the same checks: only a well-formed action is encoded
+        return None
+    match action:
+        case ItemAction(verb, item_id, page, viewer):
+            token = item_id.removeprefix(_item_prefix(verb))
+            data = f"i{_ITEM_CODE[verb]}:{token}:{page}:{viewer}"
+        case PageAction(listing, page, viewer):
+            data = f"p{_LIST_CODE[listing]}:{page}:{viewer}"
+        case ReminderSnooze(reminder_id, firing, minutes):
+            token = reminder_id.removeprefix(REMINDER_PREFIX)
+            data = f"z:{token}:{firing}:{minutes}"
+    return _fits(data, COMPACT_LIMIT, encoded=True)
+
+
+def decode_compact(data: str | None) -> ButtonAction | None:
+    """Any button of ours from Telegram's callback_data; None for anything else."""
+    text = data or ""
+    if (match := _ITEM_COMPACT.match(text)) is not None:
+        verb = next(v for v, code in _ITEM_CODE.items() if code == match["verb"])
+        item_id = _item_prefix(verb) + match["token"]
+        return ItemAction(verb, item_id, int(match["page"]), match["viewer"])
+    if (match := _PAGE_COMPACT.match(text)) is not None:
+        listing = next(n for n, code in _LIST_CODE.items() if code == match["list"])
+        return PageAction(listing, int(match["page"]), match["viewer"])
+    if (match := _SNOOZE_COMPACT.match(text)) is not None:
+        reminder_id = REMINDER_PREFIX + match["token"]
+        return ReminderSnooze(reminder_id, int(match["firing"]), int(match["minutes"]))
+    return from_compact(data)
+
+
+def encode_full(action: ButtonAction) -> str | None:
+    """Discord's custom_id for any button; None when it cannot be encoded."""
+    match action:
+        case Action():
+            return to_full(action)
+        case ItemAction(verb, item_id, page, viewer):
+            data = f"kept:li:{verb}:{item_id}:{page}:{viewer}"
+            parsed = decode_full(data)
+        case PageAction(listing, page, viewer):
+            data = f"kept:pg:{listing}:{page}:{viewer}"
+            parsed = decode_full(data)
+        case ReminderSnooze(reminder_id, firing, minutes):
+            data = f"kept:rs:{reminder_id}:{firing}:{minutes}"
+            parsed = decode_full(data)
+        case _:
+            return None
+    # Encoded only when it parses back to itself: an id, page or user that
+    # could not have been issued gets no button.
+    if parsed != action:
+        return None
+    return _fits(data, FULL_LIMIT, encoded=False)
+
+
+def decode_full(data: str | None) -> ButtonAction | None:
+    """Any button of ours from Discord's custom_id; None for anything else."""
+    text = data or ""
+    if (match := _ITEM_FULL.match(text)) is not None:
+        verb: ItemVerb = "cancel" if match["rm"] else match["fu"]  # type: ignore[assignment]
+        item_id = match["rm"] or match["cm"]
+        return ItemAction(verb, item_id, int(match["page"]), match["viewer"])
+    if (match := _PAGE_FULL.match(text)) is not None:
+        listing: ListName = match["list"]  # type: ignore[assignment]
+        return PageAction(listing, int(match["page"]), match["viewer"])
+    if (match := _SNOOZE_FULL.match(text)) is not None:
+        return ReminderSnooze(match["id"], int(match["firing"]), int(match["minutes"]))
+    return from_full(data)

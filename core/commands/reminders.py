@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from datetime import timedelta
 
 from core.clock import Clock
 from core.commands.results import Change, Item, Listing, Outcome
 from core.commitments.visibility import ChatAccess
 from core.logs import event
-from core.reminders.model import Status
+from core.messages import REMINDER_SNOOZE_MINUTES, ReminderSnooze
+from core.reminders.model import Reminder, Status
+from core.reminders.service import ReminderService
 from core.reminders.store import ReminderStore
 
 log = logging.getLogger("kept.reminders")
@@ -22,12 +25,19 @@ log = logging.getLogger("kept.reminders")
 
 class ReminderCommands:
     def __init__(
-        self, store: ReminderStore, clock: Clock, access: ChatAccess | None = None
+        self,
+        store: ReminderStore,
+        clock: Clock,
+        access: ChatAccess | None = None,
+        *,
+        service: ReminderService | None = None,
     ) -> None:
-        """`access` None: the operator's view (the CLI), every agent and chat."""
+        """`access` None: the operator's view (the CLI), every agent and chat.
+        `service`: what snoozes a fired reminder (the chats pass it)."""
         self._store = store
         self._clock = clock
         self._access = access
+        self._service = service
 
     async def list(self, *, statuses: Collection[Status] | None = ("active",)) -> Listing:
         """Soonest first: the chat's active reminders the asker may see, or
@@ -45,16 +55,39 @@ class ReminderCommands:
             others_hidden=bool(every) and not mine,
         )
 
-    async def cancel(self, reminder_id: str) -> Change:
-        wanted = reminder_id.strip()
+    async def _find(self, reminder_id: str) -> tuple[Reminder | None, dict[str, str]]:
+        """The reminder if the asker may manage it, and the scope to change it in."""
         scope: dict[str, str] = {}
         if self._access is not None:
             a = self._access.asker
             scope = {"agent_id": a.agent_id, "session_key": a.session_key}
-        current = await self._store.get(wanted, **scope)
+        current = await self._store.get(reminder_id, **scope)
         if current is None or (
             self._access is not None and not await self._access.may_manage(current.created_by)
         ):
+            return None, scope
+        return current, scope
+
+    async def snooze_fired(self, action: ReminderSnooze) -> Change:
+        """A fired reminder's "Snooze 10 min" button: that firing comes back
+        once after the delay (a recurring reminder's schedule is unchanged)."""
+        assert self._service is not None, "snoozing needs the reminder service"
+        current, scope = await self._find(action.reminder_id)
+        if current is None:
+            return Change(Outcome.NOT_FOUND, action.reminder_id, reason="not found")
+        if action.minutes not in REMINDER_SNOOZE_MINUTES:
+            return Change(Outcome.INVALID_DURATION, current.id, reason="not a snooze we offer")
+        snoozed = await self._service.snooze_fired(
+            current, firing=action.firing, delay=timedelta(minutes=action.minutes), **scope
+        )
+        if isinstance(snoozed, str):
+            return Change(Outcome.REFUSED, current.id, Item.of_reminder(current), snoozed)
+        return Change(Outcome.DONE, snoozed.id, Item.of_reminder(snoozed))
+
+    async def cancel(self, reminder_id: str) -> Change:
+        wanted = reminder_id.strip()
+        current, scope = await self._find(wanted)
+        if current is None:
             return Change(Outcome.NOT_FOUND, wanted, reason="not found")
         done = await self._store.cancel(current.id, now=self._clock.now(), **scope)
         if done is None:  # finished before, or fired since we looked

@@ -120,3 +120,51 @@ class Press:
         if self.verb != "snooze" or not self.changed:
             return None
         return min(item.due for item in self.changed)
+
+
+# Items per page of a /commitments or /reminders list.
+PER_PAGE = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a listing, as a chat shows it with a row of buttons per item."""
+
+    listing: Listing  # the whole listing: its flags say whose items these are
+    number: int  # 0-based, within range
+    count: int  # pages in all, at least 1
+
+    @property
+    def items(self) -> list[Item]:
+        start = self.number * PER_PAGE
+        return self.listing.items[start : start + PER_PAGE]
+
+    @property
+    def first(self) -> int:
+        """The 1-based position of this page's first item in the whole list."""
+        return self.number * PER_PAGE + 1
+
+    @property
+    def previous(self) -> int | None:
+        return self.number - 1 if self.number > 0 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.number + 1 if self.number + 1 < self.count else None
+
+
+def page_of(listing: Listing, number: int) -> Page:
+    """Page `number` of `listing`; past the end (items went away since the
+    list was shown), its last page."""
+    count = max(1, -(-len(listing.items) // PER_PAGE))
+    return Page(listing, min(max(number, 0), count - 1), count)
+
+
+@dataclass(frozen=True, slots=True)
+class ListAnswer:
+    """A press on a list's button: what its row's button changed (None for
+    Prev / Next) and the page to show now. `page` None: the list was made
+    for someone else, and nothing was done."""
+
+    page: Page | None
+    change: Change | None = None

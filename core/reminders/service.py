@@ -30,10 +30,11 @@ from core.clock import Clock
 from core.delivery import DEFAULT_ATTEMPTS, Delivery, deliver_once, settle_despite_cancel
 from core.heartbeat.lease import SEND_LEASE
 from core.logs import event
-from core.messages import Outbound, Sender, SendResult, Target
+from core.messages import Outbound, Sender, SendResult, Target, reminder_snooze_actions
 from core.reminders.model import NewReminder, Reminder
 from core.reminders.policy import Decision, decide
 from core.reminders.schedule import Schedule, ScheduleError, next_cron
+from core.reminders.snooze import snooze_fired
 from core.reminders.store import Claim, ReminderStore
 from core.store.base import NewMessage, Store
 
@@ -148,6 +149,23 @@ class ReminderService:
         if done is not None:
             self._log(logging.INFO, "reminder_cancelled", done)
         return done
+
+    async def snooze_fired(
+        self,
+        r: Reminder,
+        *,
+        firing: int,
+        delay: timedelta,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+    ) -> Reminder | str:
+        """Bring the firing `firing` of `r` back once, `delay` from now
+        (core/reminders/snooze.py); returns the reminder, or why not."""
+        now = self._clock.now()
+        return await snooze_fired(
+            self._store, r, firing=firing, until=now + delay, now=now, wake=self._on_stored,
+            agent_id=agent_id, session_key=session_key,
+        )  # fmt: skip
 
     # --- scheduler side ---------------------------------------------------------------
 
@@ -379,10 +397,12 @@ class ReminderService:
 
     async def _deliver(self, r: Reminder, decision: Decision, tally: _Tally, startup: bool) -> None:
         text = decision.text(r)
+        # Its Snooze buttons name this firing (the attempt this claim counted).
+        actions = reminder_snooze_actions(r.id, r.attempts)
         # The destination is the stored row's, whatever the text says.
         try:
             delivery = await deliver_once(
-                self._sender, Outbound(target=r.target, text=text), self._clock,
+                self._sender, Outbound(target=r.target, text=text, actions=actions), self._clock,
                 max_attempts=self._max_attempts,
             )  # fmt: skip
         except Exception as exc:

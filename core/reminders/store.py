@@ -163,3 +163,25 @@ class ReminderStore(abc.ABC):
     async def claimed(self) -> list[Reminder]:
         """Active reminders with a claim of either phase (in flight, or left
         by a stopped worker), soonest lease end first."""
+
+    # --- snoozing a fired one ---------------------------------------------------------
+
+    @abc.abstractmethod
+    async def snooze_fired(
+        self,
+        reminder_id: str,
+        *,
+        firing: int,
+        until: datetime,
+        now: datetime,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+    ) -> Reminder | None:
+        """Bring back the firing counted as attempt `firing` once more at
+        `until`, in one compare-and-set: only while nothing has touched the
+        row since that firing was recorded (unclaimed, `updated_at` still its
+        `last_fired_at`). A one-shot reminder goes from `done` back to
+        `active`; a recurring one stays active with its next time moved
+        earlier to `until` (which must come before it), so its schedule is
+        unchanged after. None when that firing is no longer the latest, is
+        already snoozed, or the row is out of the scope."""

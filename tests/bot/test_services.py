@@ -9,7 +9,7 @@ from pathlib import Path
 from bot.services import build_services, open_storage
 from core.clock import TestClock
 from core.config import KeptConfig
-from core.messages import Outbound, Target
+from core.messages import Outbound, Target, reminder_snooze_actions
 from core.reminders import parse_schedule
 from tests.fakes.scripted_model import ScriptedModel
 from tests.support.heartbeat_harness import ScriptedSender
@@ -46,7 +46,7 @@ async def test_a_stored_reminder_wakes_the_sleeping_heartbeat(tmp_path: Path) ->
             await asyncio.sleep(0.005)
             if clock.sleepers:
                 break
-        await services.reminders.schedule(
+        r = await services.reminders.schedule(
             agent_id="main",
             session_key=KEY,
             target=CHAT,
@@ -64,7 +64,8 @@ async def test_a_stored_reminder_wakes_the_sleeping_heartbeat(tmp_path: Path) ->
                 break
             if second < 20:
                 await clock.advance(1)
-        assert sender.sent == [Outbound(target=CHAT, text="stretch")]
+        snooze = reminder_snooze_actions(r.id, 1)
+        assert sender.sent == [Outbound(target=CHAT, text="stretch", actions=snooze)]
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

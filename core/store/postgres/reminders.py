@@ -318,3 +318,27 @@ class PostgresReminderStore(ReminderStore):
             f"SELECT {_COLUMNS} FROM reminders WHERE claim_phase IS NOT NULL "
             "AND status = 'active' ORDER BY lease_until"
         )
+
+    async def snooze_fired(
+        self,
+        reminder_id: str,
+        *,
+        firing: int,
+        until: datetime,
+        now: datetime,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+    ) -> Reminder | None:
+        clause, params = _scope(agent_id, session_key)
+        return await self._update_one(
+            # updated_at moves past last_fired_at even within the same
+            # millisecond: it is what marks this firing as snoozed.
+            "UPDATE reminders SET status = 'active', next_fire_at = %s, "
+            "updated_at = GREATEST(%s, last_fired_at + interval '1 millisecond') "
+            "WHERE id = %s AND attempts = %s AND claimed_at IS NULL "
+            "AND last_fired_at IS NOT NULL AND updated_at = last_fired_at "
+            "AND ((cron IS NULL AND status = 'done') "
+            "OR (cron IS NOT NULL AND status = 'active' AND next_fire_at > %s)) "
+            f"AND {clause} RETURNING {_COLUMNS}",
+            [aware(until), aware(now), reminder_id, firing, aware(until), *params],
+        )

@@ -364,6 +364,30 @@ class SqliteReminderStore(ReminderStore):
             "AND +status = 'active' ORDER BY lease_until"
         )
 
+    async def snooze_fired(
+        self,
+        reminder_id: str,
+        *,
+        firing: int,
+        until: datetime,
+        now: datetime,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+    ) -> Reminder | None:
+        clause, params = _scope(agent_id, session_key)
+        return await self._update_one(
+            # updated_at moves past last_fired_at even within the same
+            # millisecond: it is what marks this firing as snoozed.
+            "UPDATE reminders SET status = 'active', next_fire_at = ?, "
+            "updated_at = MAX(?, last_fired_at + 1) "
+            "WHERE id = ? AND attempts = ? AND claimed_at IS NULL "
+            "AND last_fired_at IS NOT NULL AND updated_at = last_fired_at "
+            "AND ((cron IS NULL AND status = 'done') "
+            "OR (cron IS NOT NULL AND status = 'active' AND next_fire_at > ?)) "
+            f"AND {clause} RETURNING {_COLUMNS}",
+            [to_ms(until), to_ms(now), reminder_id, firing, to_ms(until), *params],
+        )
+
 
 def _scope(agent_id: str | None, session_key: str | None) -> tuple[str, list[Any]]:
     clauses: list[str] = ["1"]

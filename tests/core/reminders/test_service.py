@@ -19,7 +19,7 @@ from core.clock import TestClock
 from core.config import KeptConfig
 from core.conversation import ConversationManager
 from core.llm import ToolCall
-from core.messages import Inbound, Outbound, SendResult, Target
+from core.messages import Inbound, Outbound, SendResult, Target, reminder_snooze_actions
 from core.reminders import ReminderService, ReminderStore, parse_schedule
 from core.reminders.model import Reminder
 from core.reminders.policy import LATE_PREFIX
@@ -151,7 +151,8 @@ async def test_after_fires_exactly_when_due(h: Harness) -> None:
     assert await h.service.fire_due() == 0 and h.sender.sent == []
     await h.clock.advance(1)
     assert await h.service.fire_due() == 1
-    assert h.sender.sent == [Outbound(target=CHAT, text="stretch")]
+    snooze = reminder_snooze_actions(r.id, 1)  # its buttons name this firing
+    assert h.sender.sent == [Outbound(target=CHAT, text="stretch", actions=snooze)]
     done = await h.get(r.id)
     assert (done.status, done.attempts, done.last_fired_at) == ("done", 1, h.clock.now())
     assert await h.service.next_due() is None
