@@ -110,7 +110,9 @@ class ConsoleAdapter(ChannelAdapter[str]):
             ConsoleCommands(context, self._asker, timezone) if context is not None else None
         )
         self._turn: asyncio.Task[None] | None = None
+        # The turn's reply is on screen: Ctrl-C no longer cancels it.
         self._replied = False
+        self._held_interrupt = False
 
     @property
     def target(self) -> Target:
@@ -143,13 +145,14 @@ class ConsoleAdapter(ChannelAdapter[str]):
             await self._repl()
 
     def interrupt(self) -> None:
-        """Ctrl-C: cancel the answer in flight, else end the waiting read
-        as if Ctrl-C was pressed at the prompt."""
+        """Ctrl-C: cancel the answer in flight, else end the waiting read as
+        if Ctrl-C was pressed at the prompt. Between the two (a reply already
+        shown, a command running) it counts at the next prompt."""
         turn = self._turn
-        if turn is not None and not turn.done():
+        if turn is not None and not turn.done() and not self._replied:
             turn.cancel()
-            return
-        self._reader.interrupt()
+        elif not self._reader.interrupt():
+            self._held_interrupt = True
 
     async def _repl(self) -> None:
         strikes = 0  # Ctrl-Cs in a row, with no line entered between them
@@ -177,6 +180,9 @@ class ConsoleAdapter(ChannelAdapter[str]):
                 strikes = 1  # the Ctrl-C that cancelled counts as the first
 
     async def _read(self) -> str:
+        if self._held_interrupt:
+            self._held_interrupt = False
+            raise KeyboardInterrupt
         if self._prompt_to is not None:
             self._prompt_to.write(PROMPT)
             self._prompt_to.flush()

@@ -293,7 +293,6 @@ async def test_a_second_ctrl_c_leaves(chat: Chat) -> None:
     await asyncio.wait_for(started.wait(), 2)
     chat.console.interrupt()  # cancels the answer
     await chat.until(lambda: "answer cancelled" in chat.err.getvalue(), "the cancel note")
-    await asyncio.sleep(0.02)  # back at the prompt, reading
     chat.console.interrupt()  # Ctrl-C again: leave, with stdin still open
     await chat.finished()
 
