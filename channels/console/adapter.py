@@ -237,6 +237,7 @@ class ConsoleAdapter(ChannelAdapter[str]):
             raise
         finally:
             self._turn = None
+            self._out.stop_thinking()
         if turn.cancelled():
             await self._cancelled(inbound, stored)
             return True
@@ -298,6 +299,9 @@ class ConsoleAdapter(ChannelAdapter[str]):
             loop.remove_signal_handler(signal.SIGINT)
             # Back to whoever handled it before (asyncio.run's own handler).
             signal.signal(signal.SIGINT, previous)
+
+    async def keep_typing(self, target: Target) -> None:
+        await self._out.thinking()
 
     def render_actions(self, actions: Sequence[Action]) -> str | None:
         """A check-in's buttons, as the commands that do the same."""
