@@ -42,7 +42,7 @@ from core.tools import ToolContext, ToolRegistry
 log = logging.getLogger("kept.conversation")
 
 APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
-# What a withdrawn message's marker row says (see `withdraw`); never shown to the model.
+# The text of a withdrawn message's marker row (see `withdraw`).
 WITHDRAWN = "(the user cancelled this answer)"
 RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
@@ -195,36 +195,20 @@ class ConversationManager:
         return None
 
     async def withdraw(self, inbound: Inbound) -> bool:
-        """The sender cancelled the answer to `inbound` (the console's Ctrl-C,
-        after its turn was cancelled): record under the session's lock that
-        the message needs no answer, so neither the session's next turn nor
-        recovery answers it later. The message stays in the transcript.
-        False when it is not stored or was answered meanwhile."""
-        key = inbound.session_key
+        """The sender cancelled the answer to `inbound` (the console's Ctrl-C):
+        under the session's lock, mark the stored message answered by an
+        `error` row (as a failed turn's apology is; never in the model's
+        history), so neither the next turn nor recovery answers it. False
+        when it is not stored or was answered meanwhile."""
+        key, wanted = inbound.session_key, inbound.platform_message_id
         async with self._locks.hold(key):
             pending = await self._store.unanswered(since=inbound.ts)
-            user = next(
-                (
-                    m
-                    for m in pending
-                    if m.session_key == key and m.platform_message_id == inbound.platform_message_id
-                ),
-                None,
-            )
-            if user is None or inbound.platform_message_id is None:
+            found = [m for m in pending if m.session_key == key and m.platform_message_id == wanted]
+            if wanted is None or not found:
                 return False
-            # An `error` row answers a message (as the apology for a failed
-            # turn does) and is never part of the model's history.
-            await self._store.add_message(
-                NewMessage(
-                    session_key=key,
-                    role="assistant",
-                    text=WITHDRAWN,
-                    ts=self._clock.now(),
-                    kind="error",
-                    in_reply_to=user.id,
-                )
-            )
+            now, user_id = self._clock.now(), found[0].id
+            marker = NewMessage(key, "assistant", WITHDRAWN, now, "error", in_reply_to=user_id)
+            await self._store.add_message(marker)
         event(log, logging.INFO, "answer_withdrawn", agent=inbound.agent_id, session=key)
         return True
 
