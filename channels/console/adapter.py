@@ -176,7 +176,7 @@ class ConsoleAdapter(ChannelAdapter[str]):
                 break
             if command is not None:
                 await self._command(command)
-            elif await self._answer(text):
+            elif await self._answer(text.removeprefix("/")):  # `//x` says `/x`
                 strikes = 1  # the Ctrl-C that cancelled counts as the first
 
     async def _read(self) -> str:

@@ -83,7 +83,8 @@ class ConsoleCommands:
             table.add_row(f"/{name}", description)
         intro = Text(
             "Talk to kept as in any chat. If you mention something coming up, it may "
-            "check in afterwards, once, here. Ctrl-C stops an answer. Commands:"
+            "check in afterwards, once, here. Ctrl-C stops an answer; start a line with "
+            "// to say something that begins with /. Commands:"
         )
         return _stack(intro, table)
 

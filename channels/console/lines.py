@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, TextIO
 
@@ -24,7 +25,7 @@ from prompt_toolkit.output import Output
 HISTORY_FILE = "chat-history"
 
 
-def history_path(environ: dict[str, str] | None = None) -> Path:
+def history_path(environ: Mapping[str, str] | None = None) -> Path:
     """$XDG_STATE_HOME/kept/chat-history (~/.local/state/kept/chat-history):
     the user's own state, never the repository or the bot's data dir, which
     other operators may share."""

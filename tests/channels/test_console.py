@@ -315,11 +315,12 @@ async def test_ctrl_c_twice_at_the_prompt_leaves_and_a_line_between_resets(chat:
 async def test_ctrl_d_leaves_after_answering_everything(chat: Chat) -> None:
     chat.start()
     chat.stdin.send("one")
+    chat.stdin.send("//usr is a folder")  # `//` says a line starting with `/`
     chat.stdin.send("/quit")
     chat.stdin.send("never read")
     await chat.finished()
-    assert chat.out.getvalue() == "echo: one\n"
-    assert [r[2] for r in await chat.transcript() if r[0] == "user"] == ["one"]
+    assert chat.out.getvalue() == "echo: one\necho: /usr is a folder\n"
+    assert [r[2] for r in await chat.transcript() if r[0] == "user"] == ["one", "/usr is a folder"]
 
 
 async def test_eof_ends_the_repl(chat: Chat) -> None:
