@@ -31,6 +31,7 @@ from core.reminders import parse_schedule
 from core.store.backends import sqlite_backend
 from core.store.sqlite import SqliteStore
 from tests.fakes.scripted_model import ScriptedModel, text
+from tests.fakes.store_faults import DiskFull
 from tests.support.store_helpers import open_store
 
 KEY = "agent:main:console:private:ann"
@@ -335,3 +336,19 @@ async def test_a_check_in_shows_the_commands_that_act_on_it(chat: Chat) -> None:
     out = chat.out.getvalue()
     assert out.startswith("How did it go?\n")
     assert "/dismiss cm_0123456789ab" in chat.err.getvalue()
+
+
+async def test_a_message_that_cannot_be_stored_gets_one_line_and_the_repl_goes_on(
+    chat: Chat,
+) -> None:
+    full = DiskFull(chat.store)
+    chat.start()
+    chat.stdin.send("hello")
+    await chat.until(lambda: "could not store" in chat.err.getvalue(), "the error line")
+    assert chat.err.getvalue().count("\n") == 1 and "Traceback" not in chat.err.getvalue()
+    assert chat.model.requests == []  # nothing unstored reaches the model
+    full.active = False
+    chat.stdin.send("hello again")
+    await chat.until(lambda: "echo: hello again" in chat.out.getvalue(), "the answer")
+    chat.stdin.close()
+    await chat.finished()
