@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from bot.context import EXAMPLE_CONFIG, config_option, fail, resolve_config_path
 from bot.cpu import pin_to_one_cpu
 from bot.doctor import run_doctor
 from bot.reminders_cmd import reminders_group
-from bot.runtime import Runtime, StartupError, serve
+from bot.runtime import Runtime, StartupError, channel_context, serve
 from bot.search_cmd import import_command, reindex_command, search_command
 from bot.store_access import load_or_fail
 from channels.console import ConsoleAdapter
@@ -80,14 +81,20 @@ def run(config_path: Path | None, verbose: bool) -> None:
 @click.option("--agent", "agent_id", default=None, help="Agent id (default: the first agent).")
 @click.option("--user", default=None, help="Local user name (default: your login name).")
 def chat(config_path: Path | None, agent_id: str | None, user: str | None) -> None:
-    """Talk to the bot in this terminal (stdin may be a pipe)."""
+    """Talk to the bot in this terminal (stdin may be a pipe).
+
+    /help lists the local commands. Ctrl-C stops an answer (your message
+    stays); Ctrl-C again, Ctrl-D or /quit leaves. Line history is kept in
+    $XDG_STATE_HOME/kept/chat-history (~/.local/state/kept/chat-history)."""
     setup_logging(logging.WARNING)
     path, config = _load(config_path, create=True)
     agent = agent_id or config.agents[0].id
     if agent not in {a.id for a in config.agents}:
         fail(f"--agent: no agent with id {agent!r} in {path}")
     _pin_cpu(config)
-    asyncio.run(_chat(path, config, agent, user))
+    # Ctrl-C while starting or stopping: leaving is what was asked.
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_chat(path, config, agent, user))
 
 
 async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None) -> None:
@@ -95,7 +102,11 @@ async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None)
     await runtime.start_core()
     try:
         console = ConsoleAdapter(
-            agent_id=agent_id, handler=runtime.manager.handle, clock=runtime.clock, user=user
+            agent_id=agent_id,
+            context=channel_context(runtime),
+            withdraw=runtime.manager.withdraw,
+            clock=runtime.clock,
+            user=user,
         )
         await runtime.start_adapters([console])
         await console.run()

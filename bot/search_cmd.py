@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 import click
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from bot.context import config_option, fail, resolve_config_path
+from bot.output import print_table
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
 from core.messages import parse_session_key
+from core.search.query import WORDS, build_query
 from core.search.reconcile import IndexReconciler
 from core.search.service import MAX_LIMIT, Caller, SessionSearch
+from core.search.snippet import match_spans
 from core.store.base import ImportRow, Store
 
 IMPORT_BATCH = 5000
@@ -31,7 +35,13 @@ IMPORT_BATCH = 5000
 @click.option("--agent", "agent_id", default=None, help="Only this agent's sessions.")
 @click.option("--session", "session_key", default=None, help="Only this session.")
 @click.option("--limit", type=click.IntRange(1, MAX_LIMIT), default=10, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON document on stdout; each hit also has `score` (the backend's own) "
+    "and `matches` ([start, end] character offsets of the query's words in `snippet`).",
+)
 def search_command(
     config_path: Path | None,
     query: str,
@@ -40,7 +50,14 @@ def search_command(
     limit: int,
     as_json: bool,
 ) -> None:
-    """Search past conversations by exact words (admin: every chat)."""
+    """Search past conversations by exact words (admin: every chat).
+
+    Hits come best first: messages holding the whole query as a phrase,
+    then by the backend's rank (SQLite bm25, PostgreSQL ts_rank_cd), then
+    the newest. `relevance` is 1.00 for the best hit of this search and
+    lower for each weaker one, down to 1/k for the k-th distinct match
+    strength; equal matches share a value. The query's words are
+    highlighted in the snippets."""
     config = load_or_fail(resolve_config_path(config_path))
     if session_key is not None:
         try:
@@ -56,25 +73,54 @@ def search_command(
             return (await service.search(query, scope, limit)).as_json()
 
     answer = asyncio.run(go())
+    terms, prefixes = highlight_terms(query)
     for result in answer["results"]:
         result.pop("messageId", None)
+        result["matches"] = [list(s) for s in match_spans(result["snippet"], terms, prefixes)]
     if as_json:
         click.echo(json.dumps(answer, ensure_ascii=False))
         return
     table = Table(show_lines=False)
-    for column in ("session", "time", "role", "snippet", "score"):
-        table.add_column(column, overflow="fold")
-    for r in answer["results"]:
-        table.add_row(r["sessionKey"], r["timestamp"], r["role"], r["snippet"], f"{r['score']:.2f}")
-    console = Console()
-    console.print(table if answer["results"] else "no results")
-    if answer["indexing"]:
-        console.print("[yellow]the index is catching up: results may be incomplete[/]")
-    if answer["truncated"]:
-        console.print(
-            f"[yellow]more matches exist than shown: narrow the query or raise --limit "
-            f"(at most {MAX_LIMIT})[/]"
+    for column in ("session", "time", "role", "snippet", "relevance"):
+        table.add_column(
+            column, overflow="fold", justify="right" if column == "relevance" else "left"
         )
+    for r in answer["results"]:
+        snippet = highlighted(r["snippet"], r["matches"])
+        table.add_row(r["sessionKey"], r["timestamp"], r["role"], snippet, f"{r['relevance']:.2f}")
+    print_table(table if answer["results"] else Text("no results"))
+    if answer["indexing"]:
+        print_table(Text("the index is catching up: results may be incomplete", style="yellow"))
+    if answer["truncated"]:
+        print_table(
+            Text(
+                f"more matches exist than shown: narrow the query or raise --limit "
+                f"(at most {MAX_LIMIT})",
+                style="yellow",
+            )
+        )
+
+
+MATCH_STYLE = "bold black on yellow"
+
+
+def highlight_terms(query: str) -> tuple[tuple[str, ...], set[str]]:
+    """The query's words as the snippets show them, and those typed as a
+    prefix (`budg*`), as the index reads the query."""
+    parsed = build_query(query)
+    if parsed is None:
+        return (), set()
+    prefixes = {u.tokens[-1] for u in parsed.units if u.prefix and u.column == WORDS}
+    return parsed.terms, prefixes
+
+
+def highlighted(snippet: str, spans: Sequence[Sequence[int]]) -> Text:
+    """The snippet with its matched words styled (markup-free: a snippet's
+    own "[brackets]" stay text)."""
+    text = Text(snippet)
+    for start, end in spans:
+        text.stylize(MATCH_STYLE, start, end)
+    return text
 
 
 class ImportLine(BaseModel):

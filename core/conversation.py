@@ -42,6 +42,8 @@ from core.tools import ToolContext, ToolRegistry
 log = logging.getLogger("kept.conversation")
 
 APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
+# The text of a withdrawn message's marker row (see `withdraw`).
+WITHDRAWN = "(the user cancelled this answer)"
 RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
 
@@ -191,6 +193,24 @@ class ConversationManager:
         if owed and owed[-1].id == user.id:
             return reply
         return None
+
+    async def withdraw(self, inbound: Inbound) -> bool:
+        """The sender cancelled the answer to `inbound` (the console's Ctrl-C):
+        under the session's lock, mark the stored message answered by an
+        `error` row (as a failed turn's apology is; never in the model's
+        history), so neither the next turn nor recovery answers it. False
+        when it is not stored or was answered meanwhile."""
+        key, wanted = inbound.session_key, inbound.platform_message_id
+        async with self._locks.hold(key):
+            pending = await self._store.unanswered(since=inbound.ts)
+            found = [m for m in pending if m.session_key == key and m.platform_message_id == wanted]
+            if wanted is None or not found:
+                return False
+            now, user_id = self._clock.now(), found[0].id
+            marker = NewMessage(key, "assistant", WITHDRAWN, now, "error", in_reply_to=user_id)
+            await self._store.add_message(marker)
+        event(log, logging.INFO, "answer_withdrawn", agent=inbound.agent_id, session=key)
+        return True
 
     async def edit(
         self, *, platform: str, chat_id: str, platform_message_id: str, text: str

@@ -5,8 +5,9 @@ which scope a caller may have and keeps answers inside their size budget."""
 from __future__ import annotations
 
 import json
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -113,7 +114,9 @@ class SessionSearch:
         hits = await self._store.search(query, scope=scope, limit=limit + 1, redactor=self.redactor)
         more = len(hits) > limit
         answer = SearchAnswer(indexing=await self.indexing())
-        results = [_hit_json(h) for h in hits[:limit]]
+        shown = hits[:limit]
+        levels = relevance([h.score for h in shown])
+        results = [_hit_json(h, level) for h, level in zip(shown, levels, strict=True)]
         answer.results, cut = _fit(results, answer.as_json())
         answer.truncated = more or cut
         return answer
@@ -147,14 +150,39 @@ def _agent_of(session_key: str) -> str | None:
         return None
 
 
-def _hit_json(hit: SearchHit) -> dict[str, Any]:
+def relevance(scores: Sequence[float]) -> list[float]:
+    """Each score's relevance among `scores` (best first or not): 1.0 for
+    the best, then evenly lower for each weaker distinct score, down to 1/k
+    for the k-th; equal scores share one.
+
+    Only the order of the backends' scores is comparable, not their size:
+    SQLite's bm25 of a word found in most messages is about 1e-6 (FTS5
+    floors its IDF there), PostgreSQL's ts_rank_cd is divided by the
+    message's length, and phrase matches get a bonus that puts them first."""
+    distinct: list[float] = []
+    for score in sorted(scores, reverse=True):
+        if not distinct or not math.isclose(score, distinct[-1], rel_tol=1e-9, abs_tol=0.0):
+            distinct.append(score)
+    k = len(distinct)
+
+    def level(score: float) -> float:
+        rank = next(i for i, d in enumerate(distinct) if math.isclose(score, d, rel_tol=1e-9))
+        return round((k - rank) / k, 4)
+
+    return [level(score) for score in scores]
+
+
+def _hit_json(hit: SearchHit, relevance: float) -> dict[str, Any]:
     return {
         "sessionKey": hit.session_key,
         "messageId": hit.message_id,
         "timestamp": iso_utc(hit.ts),
         "role": hit.role,
         "snippet": hit.snippet,
-        "score": round(hit.score, 4),
+        # The backend's own score (higher is better), to 6 significant
+        # digits: rounding to places turned SQLite's tiny bm25 into 0.0.
+        "score": float(f"{hit.score:.6g}"),
+        "relevance": relevance,
     }
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from itertools import accumulate
 
+from core.search.ngrams import is_gram_char
 from core.search.normalize import normalize
 
 ELLIPSIS = "…"
@@ -195,3 +196,51 @@ def _cut(text: str, start: int, end: int, max_chars: int) -> str:
             end -= 1
     snippet = (ELLIPSIS if start > 0 else "") + text[start:end] + (ELLIPSIS if end < n else "")
     return snippet if len(snippet) <= max_chars else snippet[:max_chars]
+
+
+def match_spans(
+    text: str, terms: Sequence[str], prefixes: Collection[str] = ()
+) -> list[tuple[int, int]]:
+    """Original (start, end) of every occurrence of `terms` in `text` (a
+    snippet), in order and without overlaps: what a highlighter marks.
+
+    Matching is the index's (normalised, diacritics folded, so "ecole" marks
+    "École"). A word matches as a whole word, or from a word's start to its
+    end when it is one of `prefixes` (a `word*` query); a run of an unspaced
+    script (CJK, Thai) matches anywhere, as its bigrams do in the index."""
+    pieces = [_FOLD[char] for char in text]
+    folded = "".join(pieces)
+    needles = {_fold(normalize(t.rstrip("*"))).strip() for t in terms} - {""}
+    open_ended = {_fold(normalize(p.rstrip("*"))).strip() for p in prefixes}
+    found: list[tuple[int, int]] = []
+    for needle in needles:
+        spaced = not any(map(is_gram_char, needle))
+        pos = folded.find(needle)
+        while pos >= 0:
+            end = pos + len(needle)
+            if not spaced:
+                found.append((pos, end))
+            elif pos == 0 or not _in_word(folded[pos - 1]):
+                if needle in open_ended:
+                    while end < len(folded) and _in_word(folded[end]):
+                        end += 1
+                    found.append((pos, end))
+                elif end == len(folded) or not _in_word(folded[end]):
+                    found.append((pos, end))
+            pos = folded.find(needle, pos + 1)
+    # starts[i]: offset in `folded` where original character i begins.
+    starts = list(accumulate(map(len, pieces), initial=0))
+    spans: list[tuple[int, int]] = []
+    for pos, end in sorted(found, key=lambda span: (span[0], -span[1])):
+        start = bisect_right(starts, pos) - 1
+        stop = bisect_left(starts, end)
+        while stop < len(text) and not pieces[stop]:  # its accents are part of it
+            stop += 1
+        if spans and start < spans[-1][1]:
+            continue  # inside an earlier, longer match
+        spans.append((start, max(stop, start + 1)))
+    return spans
+
+
+def _in_word(char: str) -> bool:
+    return char.isalnum() or unicodedata.category(char)[0] == "M"

@@ -60,7 +60,8 @@ def test_import_then_search_json(tmp_path):
     answer = json.loads(out)
     assert answer["indexing"] is False and answer["truncated"] is False
     assert all(
-        set(r) == {"sessionKey", "timestamp", "role", "snippet", "score"} for r in answer["results"]
+        set(r) == {"sessionKey", "timestamp", "role", "snippet", "score", "relevance", "matches"}
+        for r in answer["results"]
     )
     keys = {r["sessionKey"] for r in answer["results"]}
     # Admin search sees every chat of every agent; tool rows are never indexed.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sqlite3
 import sys
 from contextlib import closing
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAI, delay, reply
+from core.conversation import WITHDRAWN
+from tests.fakes.openai_server import FakeOpenAI, delay, hang, reply
 
 # Each test starts `kept` as a subprocess: most of a second of interpreter
 # start and imports.
@@ -151,3 +153,69 @@ async def test_run_without_channels_explains_and_fails(tmp_path: Path):
     assert "channels.telegram.enabled" in err and "TELEGRAM_BOT_TOKEN" in err
     assert "kept chat" in err
     assert "Traceback" not in err
+
+
+async def _stderr_until(proc: asyncio.subprocess.Process, needle: str) -> str:
+    assert proc.stderr is not None
+    seen = ""
+    while needle not in seen:
+        line = await asyncio.wait_for(proc.stderr.readline(), timeout=10)
+        assert line, f"stderr ended before {needle!r}: {seen}"
+        seen += line.decode()
+    return seen
+
+
+async def test_ctrl_c_cancels_the_answer_and_ctrl_c_twice_leaves_cleanly(tmp_path: Path):
+    """The real signal path: SIGINT while the model holds the answer cancels
+    that answer only; two at the prompt end the process with code 0."""
+    async with FakeOpenAI() as fake:
+        config = write_config(tmp_path, fake.base_url)
+        fake.push(hang())
+        env = {
+            **os.environ,
+            "OPENAI_API_KEY": "sk-test-not-a-secret",
+            "KEPT_CONFIG": "",
+            "PYTHONPATH": str(ROOT),
+        }
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "chat", "--config", str(config), "--user", "ann",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, cwd=ROOT, env=env,
+        )  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(b"what should I pack?\n")
+            await proc.stdin.drain()
+            await fake.wait_for_completions(1, within=15)
+            proc.send_signal(signal.SIGINT)
+            await _stderr_until(proc, "answer cancelled")
+
+            proc.stdin.write(b"never mind\n")
+            await proc.stdin.drain()
+            line = await asyncio.wait_for(proc.stdout.readline(), timeout=10)
+            assert line == b"echo: never mind\n"
+
+            proc.send_signal(signal.SIGINT)
+            await _stderr_until(proc, "Ctrl-C again")
+            proc.send_signal(signal.SIGINT)
+            code = await asyncio.wait_for(proc.wait(), timeout=10)
+            rest = await proc.stderr.read() if proc.stderr else b""
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        assert code == 0
+        assert b"Traceback" not in rest
+        assert [r[2] for r in transcript(tmp_path) if r[0] == "user"] == [
+            "what should I pack?",
+            "never mind",
+        ]
+        assert [r[1:] for r in transcript(tmp_path) if r[0] == "assistant"] == [
+            ("error", WITHDRAWN),
+            ("text", "echo: never mind"),
+        ]
+        # The cancelled message was never asked again.
+        assert [r.last_user_text for r in fake.completions] == [
+            "what should I pack?",
+            "never mind",
+        ]

@@ -1,0 +1,354 @@
+"""`kept chat`'s REPL through its plain (non-terminal) line reader, on real
+core services over a temporary SQLite store and a scripted model: commands
+answered by the command layer, Ctrl-C cancelling an answer in flight, Ctrl-C
+twice and Ctrl-D leaving."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.services import Services, build_services
+from channels.base import AdapterRouter, ChannelContext
+from channels.console import ConsoleAdapter
+from channels.console.lines import PlainLineReader
+from core.clock import TestClock
+from core.commitments.model import Commitment, NewCommitment, Scope
+from core.config import KeptConfig
+from core.conversation import WITHDRAWN
+from core.llm import Completion
+from core.messages import Outbound, Target, followup_actions
+from core.reminders import parse_schedule
+from core.store.backends import sqlite_backend
+from core.store.sqlite import SqliteStore
+from tests.fakes.scripted_model import ScriptedModel, text
+from tests.fakes.store_faults import DiskFull
+from tests.support.store_helpers import open_store
+
+KEY = "agent:main:console:private:ann"
+TARGET = Target("console", "ann")
+
+
+class Pipe:
+    """stdin as a real pipe the test writes lines into; closing it is Ctrl-D."""
+
+    def __init__(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.reader = os.fdopen(read_fd, "r", encoding="utf-8")
+        self._writer = os.fdopen(write_fd, "w", encoding="utf-8")
+
+    def send(self, line: str) -> None:
+        self._writer.write(line + "\n")
+        self._writer.flush()
+
+    def close(self) -> None:
+        if not self._writer.closed:
+            self._writer.close()
+
+
+@dataclass
+class Chat:
+    console: ConsoleAdapter
+    stdin: Pipe
+    out: io.StringIO
+    err: io.StringIO
+    model: ScriptedModel
+    services: Services
+    store: SqliteStore
+    clock: TestClock
+    run: asyncio.Task[None] | None = None
+    gates: list[asyncio.Event] = field(default_factory=list)
+
+    def start(self) -> None:
+        self.run = asyncio.create_task(self.console.run())
+
+    async def until(self, check: Callable[[], bool], what: str) -> None:
+        for _ in range(400):
+            if check():
+                return
+            assert self.run is None or not self.run.done() or check(), self.run.result()
+            await asyncio.sleep(0.005)
+        raise AssertionError(f"timed out waiting for {what}; out={self.out.getvalue()!r}")
+
+    async def finished(self) -> None:
+        assert self.run is not None
+        await asyncio.wait_for(self.run, 2)
+
+    def gate(self) -> tuple[asyncio.Event, asyncio.Event]:
+        """Queue a model answer that starts (first event) and then waits for
+        the second event before answering."""
+        started, release = asyncio.Event(), asyncio.Event()
+
+        async def held(messages: list[dict[str, Any]], tools: Any) -> Completion:
+            started.set()
+            await release.wait()
+            return text("the held answer")
+
+        self.model.steps.append(held)
+        return started, release
+
+    async def transcript(self) -> list[tuple[str, str, str]]:
+        rows = await self.store.history(KEY, before_turn_of=2**62, limit=1000)
+        return [(r.role, r.kind, r.text) for r in rows]
+
+    async def seed(self, text: str = "How did the interview go?") -> Commitment:
+        now = self.clock.now()
+        await self.store.ensure_session(
+            KEY, agent_id="main", platform="console", chat_id="ann", chat_kind="private",
+            thread_id=None, now=now,
+        )  # fmt: skip
+        scope = Scope("main", KEY, "console", "ann", None, "ann")
+        new = NewCommitment(
+            scope=scope, kind="event_check_in", sensitivity="routine",
+            source="inferred_user_context", reason="an interview", suggested_text=text,
+            dedupe_key=f"k-{text}", confidence=0.9, due_earliest=now,
+            due_latest=now + timedelta(hours=36), due_timezone="UTC",
+            source_message_id=None, created_at=now,
+        )  # fmt: skip
+        applied = await self.services.backend.commitments.apply_extraction(
+            scope, [new], [], now=now
+        )
+        return applied.created[0]
+
+
+@pytest.fixture
+async def chat(tmp_path: Path) -> AsyncIterator[Chat]:
+    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    await store.open()
+    clock = TestClock()
+    model = ScriptedModel()
+    router = AdapterRouter()
+    config = KeptConfig.model_validate({"agents": [{"id": "main", "timezone": "Europe/Paris"}]})
+    services = build_services(
+        backend=sqlite_backend(store),
+        llm=model,  # type: ignore[arg-type]
+        sender=router,
+        config=lambda: config,
+        clock=clock,
+        platforms=lambda: router.platforms,
+    )
+    context = ChannelContext(
+        conversation=services.manager,
+        store=store,
+        commitments=services.commitments,
+        reminders=services.reminders,
+        config=lambda: config,
+        clock=clock,
+        environ={},
+    )
+    stdin, out, err = Pipe(), io.StringIO(), io.StringIO()
+    console = ConsoleAdapter(
+        agent_id="main",
+        context=context,
+        withdraw=services.manager.withdraw,
+        clock=clock,
+        reader=PlainLineReader(stdin.reader),
+        stdout=out,
+        stderr=err,
+        user="ann",
+    )
+    router.add(console)
+    harness = Chat(console, stdin, out, err, model, services, store, clock)
+    try:
+        yield harness
+    finally:
+        stdin.close()  # the reading thread sees EOF and ends
+        if harness.run is not None and not harness.run.done():
+            harness.run.cancel()
+            await asyncio.gather(harness.run, return_exceptions=True)
+        await services.manager.drain()
+        await store.close()
+        stdin.reader.close()
+
+
+async def test_commands_are_answered_by_the_command_layer_not_the_model(chat: Chat) -> None:
+    first = await chat.seed("How did the interview go?")
+    second = await chat.seed("Did the move go well?")
+    schedule = parse_schedule(
+        at=None, after="2h", cron=None, timezone="Europe/Paris", now=chat.clock.now()
+    )
+    reminder = await chat.services.reminders.schedule(
+        agent_id="main", session_key=KEY, target=TARGET, created_by="ann",
+        text="take the pills", schedule=schedule,
+    )  # fmt: skip
+    chat.start()
+    chat.stdin.send("/commitments")
+    await chat.until(lambda: "Did the move go well?" in chat.out.getvalue(), "the listing")
+    listing = chat.out.getvalue()
+    assert first.id in listing and second.id in listing
+    assert "How did the interview go?" in listing
+    assert "Mon 30 Nov 10:00 (Europe/Paris)" in listing  # due 09:00 UTC, the agent's zone
+
+    chat.stdin.send(f"/snooze {first.id} 2h")
+    chat.stdin.send(f"/dismiss {second.id}")
+    chat.stdin.send("/snooze nope")
+    chat.stdin.send("/reminders")
+    chat.stdin.send(f"/cancel {reminder.id}")
+    chat.stdin.close()
+    await chat.finished()
+
+    out = chat.out.getvalue()
+    assert f"Snoozed {first.id} until Mon 30 Nov 12:00 (Europe/Paris)." in out
+    assert f"Dismissed {second.id}: I won't follow up on it." in out
+    assert "Usage: /snooze ID 2h" in out
+    assert reminder.id in out and "take the pills" in out
+    assert f"Cancelled {reminder.id}." in out
+    stored = await chat.services.backend.commitments.get(second.id)
+    assert stored is not None and stored.status == "dismissed"
+    assert chat.model.requests == []  # commands never reach the model
+    assert await chat.transcript() == []
+
+
+async def test_help_lists_the_local_commands(chat: Chat) -> None:
+    chat.start()
+    chat.stdin.send("/help")
+    chat.stdin.close()
+    await chat.finished()
+    out = chat.out.getvalue()
+    for name in ("/commitments", "/dismiss", "/snooze", "/reminders", "/timezone", "/quit"):
+        assert name in out
+    assert chat.model.requests == []
+
+
+async def test_unknown_command_gets_a_one_line_hint(chat: Chat) -> None:
+    chat.start()
+    chat.stdin.send("/frobnicate now")
+    chat.stdin.close()
+    await chat.finished()
+    assert (
+        chat.out.getvalue() == "Unknown command /frobnicate. /help lists what I understand here.\n"
+    )
+    assert chat.model.requests == []
+    assert await chat.transcript() == []
+
+
+async def test_timezone_answers_through_its_hook_or_says_not_yet(chat: Chat) -> None:
+    chat.start()
+    chat.stdin.send("/timezone Asia/Tokyo")
+    chat.stdin.close()
+    await chat.finished()
+    assert "not available in this version yet" in chat.out.getvalue()
+    assert "Europe/Paris" in chat.out.getvalue()
+
+
+async def test_ctrl_c_cancels_the_answer_in_flight_and_keeps_the_message(chat: Chat) -> None:
+    started, _release = chat.gate()
+    chat.start()
+    chat.stdin.send("what should I pack?")
+    await asyncio.wait_for(started.wait(), 2)  # the model holds the answer
+
+    chat.console.interrupt()  # Ctrl-C
+    await chat.until(lambda: "answer cancelled" in chat.err.getvalue(), "the cancel note")
+    assert chat.out.getvalue() == ""  # no half answer shown
+    rows = await chat.transcript()
+    assert ("user", "text", "what should I pack?") in rows
+    assert [r for r in rows if r[0] == "assistant" and r[1] == "text"] == []
+
+    # The next message is answered on its own: the cancelled one is never
+    # answered after all (its withdrawal is in the database).
+    chat.stdin.send("never mind")
+    await chat.until(lambda: "echo: never mind" in chat.out.getvalue(), "the next answer")
+    assert chat.out.getvalue() == "echo: never mind\n"
+    assert len(chat.model.requests) == 2
+    assert (
+        await chat.services.manager.recover_unanswered(platforms={"console"}) == 0
+    )  # nor by recovery at the next start
+    assert await chat.transcript() == [
+        ("user", "text", "what should I pack?"),
+        ("assistant", "error", WITHDRAWN),
+        ("user", "text", "never mind"),
+        ("assistant", "text", "echo: never mind"),
+    ]
+    chat.stdin.close()
+    await chat.finished()
+
+
+async def test_a_real_sigint_cancels_the_answer_not_the_process(chat: Chat) -> None:
+    before = signal.getsignal(signal.SIGINT)
+    started, _release = chat.gate()
+    chat.start()
+    chat.stdin.send("a long question")
+    await asyncio.wait_for(started.wait(), 2)
+    os.kill(os.getpid(), signal.SIGINT)
+    await chat.until(lambda: "answer cancelled" in chat.err.getvalue(), "the cancel note")
+    assert chat.run is not None and not chat.run.done()
+    chat.stdin.close()
+    await chat.finished()
+    # The adapter gave SIGINT back to its previous handler.
+    assert signal.getsignal(signal.SIGINT) == before
+
+
+async def test_a_second_ctrl_c_leaves(chat: Chat) -> None:
+    started, _release = chat.gate()
+    chat.start()
+    chat.stdin.send("question")
+    await asyncio.wait_for(started.wait(), 2)
+    chat.console.interrupt()  # cancels the answer
+    await chat.until(lambda: "answer cancelled" in chat.err.getvalue(), "the cancel note")
+    chat.console.interrupt()  # Ctrl-C again: leave, with stdin still open
+    await chat.finished()
+
+
+async def test_ctrl_c_twice_at_the_prompt_leaves_and_a_line_between_resets(chat: Chat) -> None:
+    chat.start()
+    await asyncio.sleep(0.02)
+    chat.console.interrupt()
+    await chat.until(lambda: "Ctrl-C again" in chat.err.getvalue(), "the hint")
+    chat.stdin.send("hello")  # a line between: the count starts again
+    await chat.until(lambda: "echo: hello" in chat.out.getvalue(), "the answer")
+    await asyncio.sleep(0.02)
+    chat.console.interrupt()
+    await asyncio.sleep(0.05)
+    assert chat.run is not None and not chat.run.done()
+    chat.console.interrupt()
+    await chat.finished()
+
+
+async def test_ctrl_d_leaves_after_answering_everything(chat: Chat) -> None:
+    chat.start()
+    chat.stdin.send("one")
+    chat.stdin.send("//usr is a folder")  # `//` says a line starting with `/`
+    chat.stdin.send("/quit")
+    chat.stdin.send("never read")
+    await chat.finished()
+    assert chat.out.getvalue() == "echo: one\necho: /usr is a folder\n"
+    assert [r[2] for r in await chat.transcript() if r[0] == "user"] == ["one", "/usr is a folder"]
+
+
+async def test_eof_ends_the_repl(chat: Chat) -> None:
+    chat.start()
+    chat.stdin.close()  # Ctrl-D on a pipe
+    await chat.finished()
+
+
+async def test_a_check_in_shows_the_commands_that_act_on_it(chat: Chat) -> None:
+    actions = followup_actions(["cm_0123456789ab"])
+    await chat.console.send(Outbound(TARGET, "How did it go?", actions=actions))
+    out = chat.out.getvalue()
+    assert out.startswith("How did it go?\n")
+    assert "/dismiss cm_0123456789ab" in chat.err.getvalue()
+
+
+async def test_a_message_that_cannot_be_stored_gets_one_line_and_the_repl_goes_on(
+    chat: Chat,
+) -> None:
+    full = DiskFull(chat.store)
+    chat.start()
+    chat.stdin.send("hello")
+    await chat.until(lambda: "could not store" in chat.err.getvalue(), "the error line")
+    assert chat.err.getvalue().count("\n") == 1 and "Traceback" not in chat.err.getvalue()
+    assert chat.model.requests == []  # nothing unstored reaches the model
+    full.active = False
+    chat.stdin.send("hello again")
+    await chat.until(lambda: "echo: hello again" in chat.out.getvalue(), "the answer")
+    chat.stdin.close()
+    await chat.finished()
