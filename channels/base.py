@@ -182,11 +182,18 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
 
     @abc.abstractmethod
     async def send_text(
-        self, target: Target, text: str, reply_to: str | None, buttons: Buttons | None = None
+        self,
+        target: Target,
+        text: str,
+        reply_to: str | None,
+        buttons: Buttons | None = None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         """Send one plain-text chunk that already fits the platform's limit,
         with `buttons` (from `render_actions`) when it is a message's last
-        chunk."""
+        chunk; `ping` notifies the author of `reply_to` where the platform
+        lets a quote go without it."""
 
     def prepare(self, text: str) -> Sequence[Chunk]:
         """Hook: a message's text as the platform's chunks, each within its
@@ -195,10 +202,16 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         return cast("list[Chunk]", split_plain(text, self.max_message_length))
 
     async def send_chunk(
-        self, target: Target, chunk: Chunk, reply_to: str | None, buttons: Buttons | None
+        self,
+        target: Target,
+        chunk: Chunk,
+        reply_to: str | None,
+        buttons: Buttons | None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         """Hook: send one chunk from `prepare` (the default: `send_text`)."""
-        return await self.send_text(target, cast("str", chunk), reply_to, buttons)
+        return await self.send_text(target, cast("str", chunk), reply_to, buttons, ping=ping)
 
     def render_actions(self, actions: Sequence[ButtonAction]) -> Buttons | None:
         """Hook: the platform's buttons for a message's actions (None: none
@@ -307,7 +320,11 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         for n, chunk in enumerate(chunks, start=1):
             last = n == len(chunks)
             result = await self.send_chunk(
-                outbound.target, chunk, reply_to, buttons if last else None
+                outbound.target,
+                chunk,
+                reply_to,
+                buttons if last else None,
+                ping=outbound.ping_replied and reply_to is not None,
             )
             if not result.ok:
                 event(

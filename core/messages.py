@@ -157,6 +157,9 @@ class Outbound:
     reply_to_platform_id: str | None = None
     # Buttons, rendered under the message's last chunk; never a destination.
     actions: tuple[ButtonAction, ...] = ()
+    # Notify the author of the quoted message (a check-in about them). A
+    # reply to someone who just wrote to the bot quotes without a ping.
+    ping_replied: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,7 @@ from core.clock import Clock
 from core.commitments.visibility import Asker
 from core.conversation import MessageNotStored
 from core.logs import event
-from core.messages import Action, Inbound, SendResult, Target, session_key
+from core.messages import Action, ButtonAction, Inbound, SendResult, Target, session_key
 
 PLATFORM = "console"
 PROMPT = "you> "
@@ -303,13 +303,20 @@ class ConsoleAdapter(ChannelAdapter[str]):
     async def keep_typing(self, target: Target) -> None:
         await self._out.thinking()
 
-    def render_actions(self, actions: Sequence[Action]) -> str | None:
+    def render_actions(self, actions: Sequence[ButtonAction]) -> str | None:
         """A check-in's buttons, as the commands that do the same."""
-        ids = " ".join(dict.fromkeys(i for a in actions for i in a.commitment_ids))
+        follow_ups = (a for a in actions if isinstance(a, Action))
+        ids = " ".join(dict.fromkeys(i for a in follow_ups for i in a.commitment_ids))
         return f"(/dismiss {ids} to drop it, /snooze ID 1d to postpone it)" if ids else None
 
     async def send_text(
-        self, target: Target, text: str, reply_to: str | None, buttons: str | None = None
+        self,
+        target: Target,
+        text: str,
+        reply_to: str | None,
+        buttons: str | None = None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         await self._out.reply(text, buttons)
         self._replied = True

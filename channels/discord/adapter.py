@@ -416,6 +416,8 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         text: str,
         reply_to: str | None,
         buttons: discord.ui.View | None = None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         try:
             # A thread's messages go to the thread itself.
@@ -432,8 +434,10 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             kwargs["reference"] = discord.MessageReference(
                 message_id=int(reply_to), channel_id=channel_id, fail_if_not_exists=False
             )
-            # Quoting shows what is answered; the author is watching already.
-            kwargs["mention_author"] = False
+            # Quoting shows what is answered; the author of a message just
+            # answered is watching already, the member a check-in is about
+            # may not be.
+            kwargs["mention_author"] = ping
         try:
             sent = await channel.send(text, **kwargs)
         except Exception as exc:

@@ -316,6 +316,8 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         text: str,
         reply_to: str | None,
         buttons: InlineKeyboardMarkup | None = None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         return await self.send_chunk(target, TelegramChunk(text), reply_to, buttons)
 
@@ -325,6 +327,8 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         chunk: TelegramChunk,
         reply_to: str | None,
         buttons: InlineKeyboardMarkup | None = None,
+        *,
+        ping: bool = False,  # Telegram notifies a quoted message's author either way
     ) -> SendResult:
         bot = self._bot
         if bot is None:

@@ -160,6 +160,7 @@ class HeartbeatTurn:
             target=target,
             text=text,
             reply_to_platform_id=reply_to,
+            ping_replied=True,
             actions=followup_actions(ids),
         )
         delivery = await deliver_once(self._sender, outbound, self._clock)

@@ -40,7 +40,13 @@ class FakeTelegram(ChannelAdapter):
         self.stopped = True
 
     async def send_text(
-        self, target: Target, text: str, reply_to: str | None, buttons: None = None
+        self,
+        target: Target,
+        text: str,
+        reply_to: str | None,
+        buttons: None = None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         return SendResult(message_id="1")
 
@@ -148,7 +154,13 @@ class OrderedAdapter(FakeTelegram):
         await super().stop()
 
     async def send_text(
-        self, target: Target, text: str, reply_to: str | None, buttons: None = None
+        self,
+        target: Target,
+        text: str,
+        reply_to: str | None,
+        buttons: None = None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         self.events.append(f"sent {text}")
         return SendResult(message_id="1")

@@ -27,7 +27,13 @@ class FakeAdapter(ChannelAdapter):
     async def stop(self) -> None: ...
 
     async def send_text(
-        self, target: Target, text: str, reply_to: str | None, buttons: None = None
+        self,
+        target: Target,
+        text: str,
+        reply_to: str | None,
+        buttons: None = None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         if self.fail_on is not None and len(self.chunks) == self.fail_on:
             return SendResult(error="boom", retryable=True)

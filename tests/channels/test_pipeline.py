@@ -55,7 +55,13 @@ class Pipe(ChannelAdapter):
     async def stop(self) -> None: ...
 
     async def send_text(
-        self, target: Target, text: str, reply_to: str | None, buttons: None = None
+        self,
+        target: Target,
+        text: str,
+        reply_to: str | None,
+        buttons: None = None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         return SendResult(message_id="1")
 

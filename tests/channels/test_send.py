@@ -24,6 +24,7 @@ class Chunks(ChannelAdapter[tuple[Action, ...]]):
         super().__init__(handler=self._ignore)
         self.sent: list[tuple[str, str | None, tuple[Action, ...] | None]] = []
         self.fail_at = fail_at
+        self.pings: list[bool] = []
 
     async def _ignore(self, inbound: Inbound, **_: object) -> None:
         return None
@@ -41,11 +42,23 @@ class Chunks(ChannelAdapter[tuple[Action, ...]]):
         text: str,
         reply_to: str | None,
         buttons: tuple[Action, ...] | None = None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
         self.sent.append((text, reply_to, buttons))
+        self.pings.append(ping)
         if len(self.sent) == self.fail_at:
             return SendResult(error="boom", retryable=True)
         return SendResult(message_id=str(len(self.sent)))
+
+
+async def test_only_the_quoting_chunk_of_a_check_in_pings() -> None:
+    chunks = Chunks()
+    await chunks.send(Outbound(TARGET, TEXT, "9", ACTIONS, ping_replied=True))
+    assert chunks.pings[0] is True and not any(chunks.pings[1:])
+    plain = Chunks()
+    await plain.send(Outbound(TARGET, TEXT, "9", ACTIONS))
+    assert not any(plain.pings)
 
 
 async def test_buttons_go_on_the_last_chunk_and_the_first_id_is_recorded() -> None:
@@ -95,8 +108,10 @@ class Tagged(Chunks):
         chunk: tuple[int, str],
         reply_to: str | None,
         buttons: tuple[Action, ...] | None,
+        *,
+        ping: bool = False,
     ) -> SendResult:
-        return await self.send_text(target, f"{chunk[0]}:{chunk[1]}", reply_to, buttons)
+        return await self.send_text(target, f"{chunk[0]}:{chunk[1]}", reply_to, buttons, ping=ping)
 
 
 async def test_a_platform_sends_its_own_chunks_through_the_one_pipeline() -> None:

@@ -54,6 +54,9 @@ async def test_a_server_check_in_replies_to_the_members_message(tmp_path: Path) 
         assert checkin.content == "How did the interview go?"
         assert checkin.channel_id == fake.general
         assert checkin.reference == int(said["id"])  # whom it addresses
+        # ... and pings them: they may not be watching the channel (a reply
+        # to someone who just wrote quotes without a ping).
+        assert checkin.allowed_mentions == {"parse": [], "replied_user": True}
         assert checkin.components  # Dismiss / Snooze
         found = await store.get(created.id)
         assert found is not None and found.status == "sent"
