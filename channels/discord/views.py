@@ -101,10 +101,6 @@ def buttons_view(actions: Sequence[ButtonAction]) -> discord.ui.View | None:
     return view
 
 
-# The name the adapter and older callers use.
-followup_view = buttons_view
-
-
 class FollowUpButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=FULL_TEMPLATE):
     def __init__(self, action: Action) -> None:
         label, style = _LABELS[action.verb]

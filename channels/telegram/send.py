@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import httpx
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity
+from telegram import Message, MessageEntity
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -44,9 +44,8 @@ from telegram.warnings import PTBDeprecationWarning
 
 from channels.telegram.format import Entity, TelegramChunk
 from core.clock import Clock
-from core.commands.buttons import to_compact
 from core.logs import event
-from core.messages import Action, FollowUpVerb, SendResult
+from core.messages import FollowUpVerb, SendResult
 
 log = logging.getLogger("kept.telegram")
 
@@ -192,14 +191,3 @@ def _ptb_entity(entity: Entity) -> MessageEntity:
 def scrub(text: str, secret: str) -> str:
     """Error texts can carry the request URL, and the URL carries the token."""
     return text.replace(secret, "<token>") if secret else text
-
-
-def followup_keyboard(actions: Sequence[Action]) -> InlineKeyboardMarkup | None:
-    """One row of buttons ("Dismiss", "Snooze 1 day") for a message's actions;
-    None when none can be encoded (core/commands/buttons.py)."""
-    row = [
-        InlineKeyboardButton(LABELS[action.verb], callback_data=data)
-        for action in actions
-        if (data := to_compact(action)) is not None
-    ]
-    return InlineKeyboardMarkup([row]) if row else None

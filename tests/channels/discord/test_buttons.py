@@ -11,7 +11,7 @@ import discord
 import pytest
 from discord.ext.test import backend
 
-from channels.discord.views import followup_view
+from channels.discord.views import buttons_view
 from core.commands.buttons import to_full
 from core.commitments.model import Commitment
 from core.messages import Action, Outbound, Target, followup_actions
@@ -62,7 +62,7 @@ async def follow_up(rig: Rig, channel: Any, *commitments: Commitment) -> discord
 
 
 def components(ids: list[str]) -> list[dict[str, Any]]:
-    view = followup_view(followup_actions(ids))
+    view = buttons_view(followup_actions(ids))
     assert view is not None
     return view.to_components()
 

@@ -9,8 +9,9 @@ from telegram import Bot, Message
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
 from channels.telegram.commands import command_of
+from channels.telegram.lists import keyboard
 from channels.telegram.messages import addressed_to, chat_kind, target_of
-from channels.telegram.send import classify, followup_keyboard
+from channels.telegram.send import classify
 from core.commands.buttons import from_compact, to_compact
 from core.messages import Action, Target, followup_actions
 from tests.fakes.telegram_server import BOT_ID, FakeTelegram
@@ -55,7 +56,7 @@ def test_errors_never_carry_the_token() -> None:
 
 def test_callback_data_fits_64_bytes_and_round_trips() -> None:
     ids = [f"cm_{n:012x}" for n in range(6)]
-    markup = followup_keyboard(followup_actions(ids))
+    markup = keyboard(followup_actions(ids))
     assert markup is not None
     datas = [b.callback_data for b in markup.inline_keyboard[0]]
     assert all(isinstance(d, str) and len(d.encode()) <= 64 for d in datas)
@@ -68,7 +69,7 @@ def test_callback_data_fits_64_bytes_and_round_trips() -> None:
 @pytest.mark.parametrize("data", [None, "", "x:abc", "d:", "dismiss"])
 def test_foreign_callback_data_is_refused(data: str | None) -> None:
     assert from_compact(data) is None
-    assert followup_keyboard(followup_actions([data or ""])) is None
+    assert keyboard(followup_actions([data or ""])) is None
 
 
 def read(payload: dict[str, object]) -> Message:
