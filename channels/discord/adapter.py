@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import mimetypes
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,10 +41,11 @@ from channels.discord.errors import describe, send_failure
 from channels.discord.http import use_api_root
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
 from channels.discord.views import FollowUpActions, FollowUpButton, followup_view
+from channels.media import MediaKind, unreadable_notice
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
 from core.logs import event
-from core.messages import Action, Inbound, SendResult, Target
+from core.messages import Action, Inbound, Outbound, SendResult, Target
 
 log = logging.getLogger("kept.discord")
 
@@ -51,6 +53,27 @@ log = logging.getLogger("kept.discord")
 SAFE_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=False, replied_user=True)
 TYPING_REFRESH = 8.0  # seconds; Discord shows "typing" for about 10
 STOP_TIMEOUT = 10.0
+# An attachment's kind by its MIME type, the first matching prefix; else a file.
+_BY_MIME: tuple[tuple[str, MediaKind], ...] = (
+    ("image/gif", "animation"),
+    ("image/", "photo"),
+    ("video/", "video"),
+    ("audio/", "audio"),
+)
+
+
+def media_kind(message: discord.Message) -> MediaKind | None:
+    """What a message carries that kept cannot read, or None. An attachment's
+    kind comes from its content type, else from its file name."""
+    if message.stickers:
+        return "sticker"
+    if not message.attachments:
+        return None
+    if message.flags.voice:
+        return "voice"
+    attachment = message.attachments[0]
+    mime = attachment.content_type or mimetypes.guess_type(attachment.filename)[0] or ""
+    return next((kind for prefix, kind in _BY_MIME if mime.startswith(prefix)), "file")
 
 
 def intents() -> discord.Intents:
@@ -276,13 +299,19 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
     # --- inbound ----------------------------------------------------------------
 
     async def _deliver(self, message: discord.Message, ref: ChatRef) -> None:
-        """A message read back from history takes the live path."""
-        inbound = await self.inbound_of(message, ref)
+        """A message read back from history takes the live path (but gets no
+        notice for what kept cannot read: it was never stored, so it would be
+        read back, and noticed, again after every restart)."""
+        inbound = await self.inbound_of(message, ref, live=False)
         if inbound is not None:
             await self.take_turn(inbound)
 
-    async def inbound_of(self, message: discord.Message, ref: ChatRef) -> Inbound | None:
-        """The turn a message is, or None when it is not one for us."""
+    async def inbound_of(
+        self, message: discord.Message, ref: ChatRef, *, live: bool = True
+    ) -> Inbound | None:
+        """The turn a message is, or None when it is not one for us. A `live`
+        message for us with no text, only attachments or stickers, gets the
+        notice of what kept can read (channels/media.py) and is no turn."""
         if message.author.bot or message.webhook_id is not None:
             return None  # never answer a bot, this one included: no loops
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
@@ -301,9 +330,31 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             platform_message_id=str(message.id),
             server_id=str(message.guild.id) if message.guild else None,
         )
-        if not await self.admit(said) or not said.text:
+        if not await self.admit(said):
+            return None
+        if not said.text:
+            media = media_kind(message)
+            if live and media is not None:
+                await self._say_unreadable(said, media)
             return None
         return self.inbound(said)
+
+    async def _say_unreadable(self, said: Said, media: MediaKind) -> None:
+        """The fixed notice, once, in the message's chat; in a server it
+        quotes the message it is about. Not stored, never the model's."""
+        event(
+            log,
+            logging.INFO,
+            "discord_media_unread",
+            agent=self.agent_id,
+            chat=said.target.chat_id,
+            media=media,
+        )
+        reply_to = said.platform_message_id if said.chat_kind != "private" else None
+        notice = Outbound(
+            target=said.target, text=unreadable_notice(media), reply_to_platform_id=reply_to
+        )
+        await self.send(notice)  # a failure is logged by send; nothing to retry
 
     async def admits(self, said: Said) -> bool:
         """The allow-list, then allowGuilds."""
