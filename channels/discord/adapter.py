@@ -9,9 +9,14 @@
 - Gateway events arrive through a Cog (channels/discord/cog.py); edits and
   deletions of stored messages go to the conversation manager.
 - Sending: long text is split by the base class; model output never pings
-  @everyone, @here, roles or users. discord.py keeps its own rate-limit
-  handling (and its retries of 5xx answers); what it finally raises is
-  mapped to a SendResult that says whether a retry is safe.
+  @everyone, @here, roles or users. discord.py paces sends ahead of time
+  (per route bucket, the channel being one of its keys: a bucket whose
+  X-RateLimit-Remaining reached 0 holds the next request until its reset),
+  so kept adds no limiter of its own; it also waits out 429s and retries 5xx
+  answers. What it finally raises is mapped to a SendResult that says
+  whether a retry is safe.
+- A message with only attachments or stickers gets one fixed notice of what
+  kept can read (channels/media.py).
 - Discord re-delivers nothing: what was said while kept was down, or what
   it could not store, is read back from channel history
   (channels/discord/catchup.py).

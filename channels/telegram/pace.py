@@ -57,7 +57,7 @@ class Budget:
 class Pace:
     # Telegram: about 30 messages a second in all, 20 a minute per group.
     overall: Budget = Budget(limit=30, window=1.0, burst=10)
-    group: Budget = Budget(limit=20, window=60.0, burst=3)
+    group: Budget = Budget(limit=20, window=60.0, burst=8)
 
 
 TELEGRAM_PACE = Pace()
