@@ -3,19 +3,25 @@ burst never exceeds a group's or the bot's budget in any window, "typing…"
 is no message and never waits, and a 429 comes straight back to kept's own
 retry rules (max_retries=0).
 
-PTB's limiter runs on the event loop's clock, not on kept's injected one,
-so these tests use real time with budgets shrunk to fractions of a second."""
+PTB's limiter runs on the event loop's clock, not on kept's injected one:
+the production budgets are checked on a virtual clock put under aiolimiter
+(VirtualTime), and the sends through the adapter and the fake Bot API in
+real time, with budgets shrunk to fractions of a second."""
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aiolimiter import AsyncLimiter
+from telegram.ext import AIORateLimiter
 
-from channels.telegram.pace import TELEGRAM_PACE, Budget, Pace
+from channels.telegram.pace import TELEGRAM_PACE, Budget, Pace, PacedSends
 from core.messages import Outbound, Target
 from tests.fakes.telegram_server import Call
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
@@ -30,10 +36,76 @@ async def tg(tmp_path: Path) -> AsyncIterator[TelegramHarness]:
         yield harness
 
 
-def most_in_any_window(calls: list[Call], window: float) -> int:
+def most_in_any_window(calls: list[Call] | list[float], window: float) -> int:
     """The largest number of calls that arrived within `window` seconds of one another."""
-    times = sorted(c.at for c in calls)
+    times = sorted(c.at if isinstance(c, Call) else c for c in calls)
     return max(sum(1 for t in times if start <= t < start + window) for start in times)
+
+
+class VirtualTime:
+    """What aiolimiter asks of its event loop, on a virtual clock: futures and
+    callbacks run on the real loop, timers wait until `run` reaches them, so
+    minutes of pacing take milliseconds and no real time decides anything."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._real = asyncio.get_running_loop()
+        self._timers: list[tuple[float, int, asyncio.TimerHandle]] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def is_closed(self) -> bool:
+        return False
+
+    def create_future(self) -> asyncio.Future[None]:
+        return self._real.create_future()
+
+    def call_soon(self, callback: Callable[..., object], *args: object) -> asyncio.Handle:
+        return self._real.call_soon(callback, *args)
+
+    def call_at(self, when: float, callback: Callable[..., object], *args: object) -> Any:
+        handle = asyncio.TimerHandle(when, callback, args, self._real)
+        heapq.heappush(self._timers, (when, id(handle), handle))
+        return handle
+
+    async def run(self, tasks: list[asyncio.Task[Any]]) -> None:
+        """Let the tasks run; whenever all of them wait, jump to the next timer."""
+        while not all(task.done() for task in tasks):
+            for _ in range(20):  # everything ready runs, in-loop, no I/O
+                await asyncio.sleep(0)
+            while self._timers and self._timers[0][2].cancelled():
+                heapq.heappop(self._timers)
+            if all(task.done() for task in tasks):
+                return
+            assert self._timers, "the tasks wait for something that is no timer"
+            when, _, handle = heapq.heappop(self._timers)
+            # A real clock has always moved on a little: without that, a
+            # bucket a rounding error short of room would wait forever.
+            self.now = max(self.now + 1e-9, when)
+            handle._run()
+
+
+async def paced_times(
+    limiter: AIORateLimiter, chats: list[int], monkeypatch: pytest.MonkeyPatch
+) -> list[float]:
+    """When each request to `chats` left `limiter`, on a virtual clock."""
+    virtual = VirtualTime()
+    monkeypatch.setattr(AsyncLimiter, "_loop", property(lambda _: virtual))
+    left: list[float] = []
+
+    async def post() -> bool:
+        left.append(virtual.now)
+        return True
+
+    tasks = [
+        asyncio.create_task(
+            limiter.process_request(post, (), {}, "sendMessage", {"chat_id": chat}, None)
+        )
+        for chat in chats
+    ]
+    await virtual.run(tasks)
+    return left
 
 
 async def burst(tg: TelegramHarness, chats: list[int]) -> None:
@@ -58,6 +130,28 @@ def test_the_default_budgets_hold_over_any_window() -> None:
         assert capacity + capacity / period * window <= limit + 1e-9
     with pytest.raises(ValueError):
         Budget(limit=5, window=1.0, burst=5)
+
+
+async def test_forty_sends_to_one_group_never_exceed_twenty_in_any_minute(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    left = await paced_times(PacedSends(), [GROUP] * 40, monkeypatch)
+
+    assert len(left) == 40
+    assert most_in_any_window(left, 60.0) <= 20
+    assert left.count(0.0) == TELEGRAM_PACE.group.burst  # a short burst goes at once
+    # PTB's own default budget: 20 at once, then 19 more within that minute.
+    ptb = await paced_times(AIORateLimiter(max_retries=0), [GROUP] * 40, monkeypatch)
+    assert most_in_any_window(ptb, 60.0) == 39
+
+
+async def test_a_hundred_sends_to_private_chats_never_exceed_thirty_in_any_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    left = await paced_times(PacedSends(), list(range(1, 101)), monkeypatch)
+
+    assert len(left) == 100
+    assert most_in_any_window(left, 1.0) <= 30
 
 
 async def test_a_burst_to_one_group_keeps_the_groups_budget(tg: TelegramHarness) -> None:
