@@ -347,19 +347,10 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
     async def _say_unreadable(self, said: Said, media: MediaKind) -> None:
         """The fixed notice, once, in the message's chat; in a server it
         quotes the message it is about. Not stored, never the model's."""
-        event(
-            log,
-            logging.INFO,
-            "discord_media_unread",
-            agent=self.agent_id,
-            chat=said.target.chat_id,
-            media=media,
-        )
+        event(log, logging.INFO, "discord_media_unread", chat=said.target.chat_id, media=media)
         reply_to = said.platform_message_id if said.chat_kind != "private" else None
-        notice = Outbound(
-            target=said.target, text=unreadable_notice(media), reply_to_platform_id=reply_to
-        )
-        await self.send(notice)  # a failure is logged by send; nothing to retry
+        text = unreadable_notice(media)
+        await self.send(Outbound(target=said.target, text=text, reply_to_platform_id=reply_to))
 
     async def admits(self, said: Said) -> bool:
         """The allow-list, then allowGuilds."""

@@ -110,11 +110,8 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
                 f"token from @BotFather there (channels.telegram.tokenEnv names the variable)"
             )
         root = (tg.base_url or DEFAULT_ROOT).rstrip("/")
-        # ExtBot, not Bot: only ExtBot takes a rate limiter. Every request
-        # kept makes goes through this one bot (replies, check-ins,
-        # reminders, command and button answers: a CallbackQuery's own
-        # methods use the bot its update was read with); getUpdates is never
-        # throttled (ExtBot._do_post).
+        # ExtBot: only it takes a rate limiter. Every send of kept goes through
+        # this bot (a CallbackQuery's own methods use the bot it was read with).
         bot = ExtBot(
             token,
             base_url=f"{root}/bot",
@@ -385,25 +382,14 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
         await self._start_turn(inbound, mark_safe)
 
     async def _say_unreadable(self, said: Said, media: MediaKind, mark_safe: MarkSafe) -> None:
-        """One fixed notice for a message kept cannot read (channels/media.py).
-        Nothing is stored, so the update is safe as it is: marked so at once,
-        and the poller need not wait for the notice. A failed notice is
-        logged by `send` and not tried again. In a group it quotes the
-        message it is about."""
+        """The fixed notice (channels/media.py), quoting the message in a group.
+        Nothing is stored, so the update is safe at once; a failed notice is
+        logged by `send` and not tried again."""
         mark_safe()
-        event(
-            log,
-            logging.INFO,
-            "telegram_media_unread",
-            agent=self.agent_id,
-            chat=said.target.chat_id,
-            media=media,
-        )
+        event(log, logging.INFO, "telegram_media_unread", chat=said.target.chat_id, media=media)
         reply_to = said.platform_message_id if said.chat_kind == "group" else None
-        notice = Outbound(
-            target=said.target, text=unreadable_notice(media), reply_to_platform_id=reply_to
-        )
-        await self.send(notice)  # a failure is logged by send; nothing to retry
+        text = unreadable_notice(media)
+        await self.send(Outbound(target=said.target, text=text, reply_to_platform_id=reply_to))
 
     async def _start_turn(self, inbound: Inbound, mark_safe: MarkSafe) -> None:
         """Run the turn in the background; return once its message is stored
