@@ -19,6 +19,11 @@ request goes through. What kept sets on it:
 Private chats: AIORateLimiter gives them no bucket of their own (only the
 overall one); Telegram's "about one message a second" per private chat
 tolerates bursts, and kept sends a private chat one reply per message.
+
+The buckets live in the process: with several workers each keeps its own,
+so the overall budget is per worker, and a group's replies (sent by the one
+worker holding the chat) share the minute with check-ins and reminders that
+another worker may send.
 """
 
 from __future__ import annotations
