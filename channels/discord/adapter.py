@@ -14,9 +14,14 @@
 - Gateway events arrive through a Cog (channels/discord/cog.py); edits and
   deletions of stored messages go to the conversation manager.
 - Sending: long text is split by the base class; model output never pings
-  @everyone, @here, roles or users. discord.py keeps its own rate-limit
-  handling (and its retries of 5xx answers); what it finally raises is
-  mapped to a SendResult that says whether a retry is safe.
+  @everyone, @here, roles or users. discord.py paces sends ahead of time
+  (per route bucket, the channel being one of its keys: a bucket whose
+  X-RateLimit-Remaining reached 0 holds the next request until its reset),
+  so kept adds no limiter of its own; it also waits out 429s and retries 5xx
+  answers. What it finally raises is mapped to a SendResult that says
+  whether a retry is safe.
+- A message with only attachments or stickers gets one fixed notice of what
+  kept can read (channels/media.py).
 - Discord re-delivers nothing: what was said while kept was down, or what
   it could not store, is read back from channel history
   (channels/discord/catchup.py).
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import mimetypes
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,11 +54,12 @@ from channels.discord.lists import ListPresses
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
 from channels.discord.sync import sync_commands
 from channels.discord.views import DYNAMIC_BUTTONS, FollowUpActions, buttons_view
+from channels.media import MediaKind, unreadable_notice
 from channels.split import split_markdown
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
 from core.logs import event
-from core.messages import ButtonAction, Inbound, SendResult, Target
+from core.messages import ButtonAction, Inbound, Outbound, SendResult, Target
 
 log = logging.getLogger("kept.discord")
 
@@ -60,6 +67,27 @@ log = logging.getLogger("kept.discord")
 SAFE_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=False, replied_user=True)
 TYPING_REFRESH = 8.0  # seconds; Discord shows "typing" for about 10
 STOP_TIMEOUT = 10.0
+# An attachment's kind by its MIME type, the first matching prefix; else a file.
+_BY_MIME: tuple[tuple[str, MediaKind], ...] = (
+    ("image/gif", "animation"),
+    ("image/", "photo"),
+    ("video/", "video"),
+    ("audio/", "audio"),
+)
+
+
+def media_kind(message: discord.Message) -> MediaKind | None:
+    """What a message carries that kept cannot read, or None. An attachment's
+    kind comes from its content type, else from its file name."""
+    if message.stickers:
+        return "sticker"
+    if not message.attachments:
+        return None
+    if message.flags.voice:
+        return "voice"
+    attachment = message.attachments[0]
+    mime = attachment.content_type or mimetypes.guess_type(attachment.filename)[0] or ""
+    return next((kind for prefix, kind in _BY_MIME if mime.startswith(prefix)), "file")
 
 
 def intents(message_content: bool = False) -> discord.Intents:
@@ -303,13 +331,19 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
     # --- inbound ----------------------------------------------------------------
 
     async def _deliver(self, message: discord.Message, ref: ChatRef) -> None:
-        """A message read back from history takes the live path."""
-        inbound = await self.inbound_of(message, ref)
+        """A message read back from history takes the live path (but gets no
+        notice for what kept cannot read: it was never stored, so it would be
+        read back, and noticed, again after every restart)."""
+        inbound = await self.inbound_of(message, ref, live=False)
         if inbound is not None:
             await self.take_turn(inbound)
 
-    async def inbound_of(self, message: discord.Message, ref: ChatRef) -> Inbound | None:
-        """The turn a message is, or None when it is not one for us."""
+    async def inbound_of(
+        self, message: discord.Message, ref: ChatRef, *, live: bool = True
+    ) -> Inbound | None:
+        """The turn a message is, or None when it is not one for us. A `live`
+        message for us with no text, only attachments or stickers, gets the
+        notice of what kept can read (channels/media.py) and is no turn."""
         if message.author.bot or message.webhook_id is not None:
             return None  # never answer a bot, this one included: no loops
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
@@ -341,9 +375,22 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             platform_message_id=str(message.id),
             server_id=str(message.guild.id) if message.guild else None,
         )
-        if not await self.admit(said) or not said.text:
+        if not await self.admit(said):
+            return None
+        if not said.text:
+            media = media_kind(message)
+            if live and media is not None:
+                await self._say_unreadable(said, media)
             return None
         return self.inbound(said)
+
+    async def _say_unreadable(self, said: Said, media: MediaKind) -> None:
+        """The fixed notice, once, in the message's chat; in a server it
+        quotes the message it is about. Not stored, never the model's."""
+        event(log, logging.INFO, "discord_media_unread", chat=said.target.chat_id, media=media)
+        reply_to = said.platform_message_id if said.chat_kind != "private" else None
+        text = unreadable_notice(media)
+        await self.send(Outbound(target=said.target, text=text, reply_to_platform_id=reply_to))
 
     async def admits(self, said: Said) -> bool:
         """The allow-list, then allowGuilds."""

@@ -30,9 +30,11 @@ from telegram import (
 )
 from telegram.constants import ChatAction, ChatMemberStatus
 from telegram.error import InvalidToken, TelegramError
+from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
 from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
+from channels.media import MediaKind, unreadable_notice
 from channels.telegram.commands import (
     BOT_COMMANDS,
     Answer,
@@ -50,8 +52,10 @@ from channels.telegram.messages import (
     anonymous_admin,
     chat_id_param,
     chat_kind,
+    media_kind,
     target_of,
 )
+from channels.telegram.pace import TELEGRAM_PACE, Pace, PacedSends
 from channels.telegram.send import scrub, send_formatted
 from core.config import TelegramConfig
 from core.config_file import secret_from_env
@@ -81,7 +85,9 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         request_timeout: float = 10.0,
         stop_grace: float | None = None,
         handoff_lanes: int = MAX_LANES,
+        pace: Pace = TELEGRAM_PACE,
     ) -> None:
+        """`pace`: the send budgets (channels/telegram/pace.py); tests shrink them."""
         super().__init__(handler=ctx.conversation.handle, clock=ctx.clock)
         self._ctx = ctx
         self._poll_timeout = poll_timeout
@@ -94,6 +100,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         self._intake: UpdateIntake | None = None
         self._leading: asyncio.Task[None] | None = None
         self._handoff_lanes = handoff_lanes
+        self._pace = pace
         # Several workers on PostgreSQL: the queue of polled updates.
         self.handoff: UpdateHandoff | None = None
         self.leader_looks = 0  # times this worker asked for the polling role
@@ -120,12 +127,15 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
                 f"token from @BotFather there (channels.telegram.tokenEnv names the variable)"
             )
         root = (tg.base_url or DEFAULT_ROOT).rstrip("/")
-        bot = Bot(
+        # ExtBot: only it takes a rate limiter. Every send of kept goes through
+        # this bot (a CallbackQuery's own methods use the bot it was read with).
+        bot = ExtBot(
             token,
             base_url=f"{root}/bot",
             base_file_url=f"{root}/file/bot",
             request=self._request(),
             get_updates_request=self._request(),
+            rate_limiter=PacedSends(self._pace),
         )
         try:
             await bot.initialize()  # calls getMe
@@ -380,9 +390,11 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
 
     async def _on_message(self, message: Message, mark_safe: MarkSafe) -> None:
         user = message.from_user
-        text = message.text or message.caption
-        if user is None or not text or not text.strip():
-            return
+        text = message.text or message.caption or ""
+        # A caption is text: such a message is answered like any other.
+        media = None if text.strip() else media_kind(message)
+        if user is None or not (text.strip() or media):
+            return  # service messages (joins, pins) say nothing to answer
         if user.is_bot and not anonymous_admin(message):
             return  # other bots (and our own echoes) never start a turn
         kind = chat_kind(message.chat.type)
@@ -401,12 +413,25 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         said = self._said(message, kind, text)
         if not await self.admit(said):
             return
+        if media is not None:
+            await self._say_unreadable(said, media, mark_safe)
+            return
         if isinstance(command, Command):
             where = self._where(message, kind, str(user.id), user.full_name)
             await self._commands.run(command.name, command.args, where, str(message.message_id))
             return
         inbound = self.inbound(said)
         await self._start_turn(inbound, mark_safe)
+
+    async def _say_unreadable(self, said: Said, media: MediaKind, mark_safe: MarkSafe) -> None:
+        """The fixed notice (channels/media.py), quoting the message in a group.
+        Nothing is stored, so the update is safe at once; a failed notice is
+        logged by `send` and not tried again."""
+        mark_safe()
+        event(log, logging.INFO, "telegram_media_unread", chat=said.target.chat_id, media=media)
+        reply_to = said.platform_message_id if said.chat_kind == "group" else None
+        text = unreadable_notice(media)
+        await self.send(Outbound(target=said.target, text=text, reply_to_platform_id=reply_to))
 
     async def _start_turn(self, inbound: Inbound, mark_safe: MarkSafe) -> None:
         """Run the turn in the background; return once its message is stored

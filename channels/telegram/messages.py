@@ -6,6 +6,7 @@ from __future__ import annotations
 from telegram import Message
 from telegram.constants import ChatType, MessageEntityType
 
+from channels.media import MediaKind
 from core.messages import ChatKind, Target
 
 
@@ -26,6 +27,31 @@ def target_of(message: Message) -> Target:
         chat_id=str(message.chat.id),
         thread_id=str(thread) if thread is not None else None,
     )
+
+
+def media_kind(message: Message) -> MediaKind | None:
+    """What a message carries that kept cannot read, or None (text, or a
+    service message such as a member joining). An animation is also sent as
+    a document, and a venue as a location: the more exact kind is asked first."""
+    if message.photo:
+        return "photo"
+    if message.video is not None or message.video_note is not None:
+        return "video"
+    if message.animation is not None:
+        return "animation"
+    if message.voice is not None:
+        return "voice"
+    if message.audio is not None:
+        return "audio"
+    if message.sticker is not None:
+        return "sticker"
+    if message.document is not None:
+        return "file"
+    if message.location is not None or message.venue is not None:
+        return "location"
+    if message.contact is not None:
+        return "contact"
+    return None
 
 
 def addressed_to(message: Message, bot_id: int | None, username: str) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from channels.media import unreadable_notice
 from core.store.base import SearchScope
 from tests.fakes.scripted_model import text
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
@@ -173,7 +174,7 @@ async def test_edited_message_updates_the_transcript(tg: TelegramHarness) -> Non
     assert [hit["role"] for hit in old] == ["assistant"]  # only the echo still says it
 
 
-async def test_bots_and_non_text_messages_are_ignored(tg: TelegramHarness) -> None:
+async def test_bots_are_ignored_and_a_sticker_gets_the_notice(tg: TelegramHarness) -> None:
     await tg.start()
     bot_message = tg.fake.message("I am a bot", chat_id=42)
     bot_message["from"]["is_bot"] = True
@@ -191,6 +192,7 @@ async def test_bots_and_non_text_messages_are_ignored(tg: TelegramHarness) -> No
     }
     await tg.fake.push({"message": sticker})
     await tg.fake.push_message("real", chat_id=42)
-    await tg.fake.wait_for(lambda: tg.fake.sent)
+    await tg.fake.wait_for(lambda: len(tg.fake.sent) >= 2)
 
-    assert tg.fake.texts() == ["echo: real"]
+    # What kept cannot read, it says (tests/channels/telegram/test_media.py).
+    assert tg.fake.texts() == [unreadable_notice("sticker"), "echo: real"]

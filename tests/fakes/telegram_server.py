@@ -43,6 +43,28 @@ MAX_UTF16 = 4096
 # Parameters PTB sends as plain strings; the rest arrive JSON-encoded.
 _TEXT_PARAMS = {"text", "url", "secret_token", "callback_query_id", "action", "caption"}
 
+_FILE = {"file_id": "AgAD-file", "file_unique_id": "AQAD-unique"}
+# What Telegram puts in a message in place of `text`, one of each kind.
+MEDIA: dict[str, Any] = {
+    "photo": [{**_FILE, "width": 90, "height": 60}, {**_FILE, "width": 1280, "height": 853}],
+    "voice": {**_FILE, "duration": 3, "mime_type": "audio/ogg"},
+    "video": {**_FILE, "width": 640, "height": 360, "duration": 5},
+    "video_note": {**_FILE, "length": 240, "duration": 5},
+    "audio": {**_FILE, "duration": 180, "title": "Song"},
+    "sticker": {
+        **_FILE,
+        "type": "regular",
+        "width": 512,
+        "height": 512,
+        "is_animated": False,
+        "is_video": False,
+        "emoji": "👍",
+    },
+    "document": {**_FILE, "file_name": "report.pdf", "mime_type": "application/pdf"},
+    "location": {"latitude": 48.8584, "longitude": 2.2945},
+    "contact": {"phone_number": "+33100000000", "first_name": "Bea"},
+}
+
 
 @dataclass
 class Call:
@@ -230,6 +252,22 @@ class FakeTelegram:
 
     async def push_message(self, text: str, **kwargs: Any) -> JSON:
         return await self.push({"message": self.message(text, **kwargs)})
+
+    def media_message(self, kind: str, *, caption: str | None = None, **kwargs: Any) -> JSON:
+        """A message carrying `kind` (a key of MEDIA: "photo", "voice", …)
+        instead of text, with `caption` (and its entities) when given."""
+        msg = self.message("", **kwargs)
+        del msg["text"]
+        msg.pop("entities", None)
+        msg[kind] = MEDIA[kind]
+        if caption is not None:
+            msg["caption"] = caption
+            if entities := _entities(caption):
+                msg["caption_entities"] = entities
+        return msg
+
+    async def push_media(self, kind: str, **kwargs: Any) -> JSON:
+        return await self.push({"message": self.media_message(kind, **kwargs)})
 
     async def push_edit(self, message: JSON, text: str) -> JSON:
         edited = {**message, "text": text, "edit_date": int(time.time())}
