@@ -27,8 +27,10 @@ from core.store.sqlite import (
     SqlitePauseStore,
     SqliteReminderStore,
     SqliteStore,
+    SqliteUserZoneStore,
 )
 from core.store.updates import UpdateQueue
+from core.users.store import UserZoneStore
 from core.wake import WakeChannel
 
 _SQLITE_PREFIX = "sqlite:///"
@@ -48,6 +50,7 @@ class Backend:
     reminders: ReminderStore
     extraction_jobs: ExtractionJobStore
     extraction_pauses: PauseStore
+    user_zones: UserZoneStore
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
@@ -84,6 +87,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         reminders=SqliteReminderStore(store),
         extraction_jobs=SqliteExtractionJobStore(store),
         extraction_pauses=SqlitePauseStore(store),
+        user_zones=SqliteUserZoneStore(store),
     )
 
 
@@ -102,6 +106,7 @@ def postgres_backend(url: str) -> Backend:
         PostgresSessionGuard,
         PostgresStore,
         PostgresUpdateQueue,
+        PostgresUserZoneStore,
         PostgresWakeChannel,
     )
 
@@ -113,6 +118,7 @@ def postgres_backend(url: str) -> Backend:
         reminders=PostgresReminderStore(connection),
         extraction_jobs=PostgresExtractionJobStore(connection),
         extraction_pauses=PostgresPauseStore(connection),
+        user_zones=PostgresUserZoneStore(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

@@ -16,6 +16,7 @@ extraction_jobs.py  the ExtractionJobStore (the extraction queue) and PauseStore
 locks.py        the session guard: a chat's turns on one worker at a time
 wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
 updates.py      the UpdateQueue: polled updates handed to every worker
+users.py        the UserZoneStore (each user's own time zone)
 """
 
 from core.store.postgres.commitments import PostgresCommitmentStore
@@ -26,6 +27,7 @@ from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
 from core.store.postgres.reminders import PostgresReminderStore
 from core.store.postgres.updates import PostgresUpdateQueue
+from core.store.postgres.users import PostgresUserZoneStore
 from core.store.postgres.wake import PostgresWakeChannel
 
 __all__ = [
@@ -38,5 +40,6 @@ __all__ = [
     "PostgresSessionGuard",
     "PostgresStore",
     "PostgresUpdateQueue",
+    "PostgresUserZoneStore",
     "PostgresWakeChannel",
 ]

@@ -11,6 +11,7 @@ commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore
 reminders.py    the ReminderStore
 extraction_jobs.py  the ExtractionJobStore (the extraction queue)
+users.py        the UserZoneStore (each user's own time zone)
 """
 
 from core.store.sqlite.commitments import SqliteCommitmentStore
@@ -18,6 +19,7 @@ from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePa
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
 from core.store.sqlite.reminders import SqliteReminderStore
+from core.store.sqlite.users import SqliteUserZoneStore
 
 __all__ = [
     "SqliteCommitmentStore",
@@ -26,4 +28,5 @@ __all__ = [
     "SqlitePauseStore",
     "SqliteReminderStore",
     "SqliteStore",
+    "SqliteUserZoneStore",
 ]
