@@ -49,6 +49,7 @@ def services_context(
         leadership=services.backend.session_guard,
         updates=services.backend.update_queue,
         worker=services.worker,
+        users=services.users,
     )
 
 

@@ -40,10 +40,11 @@ from core.conversation import MessageNotStored
 from core.errors import KeptError
 from core.locks import SessionGuard
 from core.logs import event
-from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target
+from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target, ZoneChoice
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
 from core.store.updates import UpdateQueue
+from core.users import UserZones
 
 log = logging.getLogger("kept.channels")
 
@@ -103,6 +104,9 @@ class ChannelContext:
     # updates to every worker, and this worker's name on its claims.
     updates: UpdateQueue | None = None
     worker: str = ""
+    # Each user's own time zone (`/timezone`); None: everyone reads times in
+    # the agent's zone (tests that build a context without one).
+    users: UserZones | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +179,7 @@ class ChannelAdapter(abc.ABC, Generic[Buttons]):
         """Send one chunk that already fits the platform's limit, with
         `buttons` (from `render_actions`) when it is a message's last chunk."""
 
-    def render_actions(self, actions: Sequence[Action]) -> Buttons | None:
+    def render_actions(self, actions: Sequence[Action | ZoneChoice]) -> Buttons | None:
         """Hook: the platform's buttons for a message's actions (None: none
         to show; the default, for a platform without buttons)."""
         return None

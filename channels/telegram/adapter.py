@@ -40,7 +40,16 @@ from core.config import TelegramConfig
 from core.config_file import secret_from_env
 from core.conversation import MessageNotStored
 from core.logs import event
-from core.messages import Action, ChatKind, Inbound, Outbound, SendResult, Target, session_key
+from core.messages import (
+    Action,
+    ChatKind,
+    Inbound,
+    Outbound,
+    SendResult,
+    Target,
+    ZoneChoice,
+    session_key,
+)
 
 log = logging.getLogger("kept.telegram")
 
@@ -284,7 +293,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup]):
 
     # --- sending --------------------------------------------------------------
 
-    def render_actions(self, actions: Sequence[Action]) -> InlineKeyboardMarkup | None:
+    def render_actions(self, actions: Sequence[Action | ZoneChoice]) -> InlineKeyboardMarkup | None:
         """A check-in's buttons (ChannelAdapter.send puts them on its last chunk)."""
         return followup_keyboard(actions)
 

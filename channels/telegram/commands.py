@@ -19,11 +19,12 @@ from telegram.error import TelegramError
 
 from channels.base import ChannelContext
 from core.commands import Change, FollowUpCommands, Outcome, ReminderCommands
-from core.commands.buttons import from_compact
+from core.commands.buttons import from_compact, zone_from_compact
 from core.commands.times import agent_timezone, local_time
+from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
 from core.commitments.visibility import Asker, ChatAccess
 from core.logs import event
-from core.messages import ChatKind, Target
+from core.messages import ChatKind, Target, ZoneChoice
 
 log = logging.getLogger("kept.telegram")
 
@@ -34,6 +35,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("snooze", "Postpone a follow-up: /snooze ID 2h"),
     ("reminders", "Your reminders in this chat"),
     ("cancel", "Cancel a reminder: /cancel ID"),
+    ("timezone", "Your time zone: /timezone Europe/Paris"),
 ]
 BOT_COMMANDS = [BotCommand(name, description) for name, description in COMMANDS]
 
@@ -86,6 +88,7 @@ class TelegramCommands:
             "snooze": self._snooze,
             "reminders": self._reminders,
             "cancel": self._cancel,
+            "timezone": self._timezone_command,
         }.get(name)
         if handler is None:
             text = f"Unknown command /{name}. /help lists what I understand."
@@ -111,7 +114,7 @@ class TelegramCommands:
             if listing.shared and not listing.everyones:
                 return "You have no open follow-ups in this chat."
             return "No open follow-ups in this chat."
-        tz = self._timezone(where)
+        tz = await self._timezone(where)
         if not listing.shared:
             lines = ["Open follow-ups in this chat:"]
         elif listing.everyones:
@@ -147,7 +150,8 @@ class TelegramCommands:
             return f"{duration_text!r} is not a duration; try 30m, 2h or 3d."
         if not change.done or change.item is None:
             return f"{change.id}: {change.reason}"
-        return f"Snoozed {change.id} until {local_time(change.item.due, self._timezone(where))}."
+        until = local_time(change.item.due, await self._timezone(where))
+        return f"Snoozed {change.id} until {until}."
 
     async def _reminders(self, args: list[str], where: Where) -> str:
         listing = await self._reminder_commands(where).list()
@@ -156,11 +160,19 @@ class TelegramCommands:
                 return "You have no reminders in this chat."
             return "No reminders in this chat."
         lines = ["Reminders in this chat:"]
+        tz = await self._timezone(where)
         for r in listing.items:
-            repeat = f", repeats ({r.repeats})" if r.repeats else ""
-            lines.append(f"• {r.id} — {local_time(r.due, r.timezone)}{repeat}\n  {r.text}")
+            # A cron is read in its own zone, which the viewer may not share.
+            repeat = f", repeats ({r.repeats}, {r.timezone})" if r.repeats else ""
+            lines.append(f"• {r.id} — {local_time(r.due, tz)}{repeat}\n  {r.text}")
         lines.append("Cancel one with /cancel ID.")
         return "\n".join(lines)
+
+    async def _timezone_command(self, args: list[str], where: Where) -> str:
+        commands = self._zone_commands(where)
+        if commands is None:
+            return "Time zones are not available here."
+        return describe(await commands.run(" ".join(args)))
 
     async def _cancel(self, args: list[str], where: Where) -> str:
         if len(args) != 1:
@@ -179,6 +191,10 @@ class TelegramCommands:
     ) -> None:
         """Act on a follow-up's button, tell the presser in a toast, and show
         what happened under the follow-up (its buttons go away)."""
+        choice = zone_from_compact(query.data)
+        if choice is not None and where is not None and message is not None:
+            await self._on_zone_choice(query, message, where, choice)
+            return
         action = from_compact(query.data)
         if action is None or where is None or message is None:
             await _answer(query, "This button no longer works.")
@@ -202,10 +218,41 @@ class TelegramCommands:
         if pressed.until is None:
             note = f"Dismissed by {where.user_name}."
         else:
-            until = local_time(pressed.until, self._timezone(where))
+            until = local_time(pressed.until, await self._timezone(where))
             note = f"Snoozed by {where.user_name} until {until}."
         await _answer(query, note)
         line = f"— {note}"
+        original = (message.text or "")[: MAX_TEXT - len(line) - 2]
+        try:
+            await message.edit_text(f"{original}\n\n{line}")
+        except TelegramError as exc:
+            event(log, logging.WARNING, "telegram_edit_failed", error=type(exc).__name__)
+
+    async def _on_zone_choice(
+        self, query: CallbackQuery, message: Message, where: Where, choice: ZoneChoice
+    ) -> None:
+        """The set_timezone tool's Yes / No: only the user it was offered to
+        may answer; their answer replaces the buttons."""
+        commands = self._zone_commands(where)
+        if commands is None:
+            await _answer(query, "This button no longer works.")
+            return
+        answer = await commands.confirm(choice)
+        event(
+            log,
+            logging.INFO,
+            "telegram_zone_button",
+            agent=where.agent_id,
+            session=where.session_key,
+            user=where.user_id,
+            outcome=answer.outcome.value,
+        )
+        text = describe(answer)
+        if answer.outcome in (ZoneOutcome.NOT_YOURS, ZoneOutcome.INVALID):
+            await _answer(query, text[:190], alert=True)
+            return
+        await _answer(query, text[:190])
+        line = f"— {text}"
         original = (message.text or "")[: MAX_TEXT - len(line) - 2]
         try:
             await message.edit_text(f"{original}\n\n{line}")
@@ -228,8 +275,22 @@ class TelegramCommands:
     def _reminder_commands(self, where: Where) -> ReminderCommands:
         return ReminderCommands(self._ctx.reminders.store, self._ctx.clock, self._access(where))
 
-    def _timezone(self, where: Where) -> str:
-        return agent_timezone(self._ctx.config(), where.agent_id)
+    def _zone_commands(self, where: Where) -> TimezoneCommands | None:
+        if self._ctx.users is None:
+            return None
+        return TimezoneCommands(
+            self._ctx.users,
+            self._ctx.clock,
+            agent_id=where.agent_id,
+            platform="telegram",
+            user_id=where.user_id,
+        )
+
+    async def _timezone(self, where: Where) -> str:
+        """The zone the asker reads times in: theirs, else the agent's."""
+        if self._ctx.users is None:
+            return agent_timezone(self._ctx.config(), where.agent_id)
+        return await self._ctx.users.of(where.agent_id, "telegram", where.user_id)
 
 
 async def _answer(query: CallbackQuery, text: str, *, alert: bool = False) -> None:

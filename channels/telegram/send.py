@@ -38,9 +38,9 @@ from telegram.error import (
 from telegram.warnings import PTBDeprecationWarning
 
 from core.clock import Clock
-from core.commands.buttons import to_compact
+from core.commands.buttons import to_compact, zone_to_compact
 from core.logs import event
-from core.messages import Action, FollowUpVerb, SendResult
+from core.messages import Action, FollowUpVerb, SendResult, ZoneChoice
 
 log = logging.getLogger("kept.telegram")
 
@@ -141,12 +141,17 @@ def scrub(text: str, secret: str) -> str:
     return text.replace(secret, "<token>") if secret else text
 
 
-def followup_keyboard(actions: Sequence[Action]) -> InlineKeyboardMarkup | None:
-    """One row of buttons ("Dismiss", "Snooze 1 day") for a message's actions;
-    None when none can be encoded (core/commands/buttons.py)."""
-    row = [
-        InlineKeyboardButton(LABELS[action.verb], callback_data=data)
-        for action in actions
-        if (data := to_compact(action)) is not None
-    ]
+def followup_keyboard(actions: Sequence[Action | ZoneChoice]) -> InlineKeyboardMarkup | None:
+    """One row of buttons ("Dismiss", "Snooze 1 day"; a proposed zone's
+    "Yes" / "No") for a message's actions; None when none can be encoded
+    (core/commands/buttons.py)."""
+    row: list[InlineKeyboardButton] = []
+    for action in actions:
+        if isinstance(action, ZoneChoice):
+            data = zone_to_compact(action)
+            label = f"Yes, use {action.timezone}" if action.accept else "No"
+        else:
+            data, label = to_compact(action), LABELS[action.verb]
+        if data is not None:
+            row.append(InlineKeyboardButton(label, callback_data=data))
     return InlineKeyboardMarkup([row]) if row else None

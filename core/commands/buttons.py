@@ -13,6 +13,16 @@ that could not have been issued.
   comma-separated, as many as fit (four standard ids).
 - full (Discord): `kept:fu:dismiss:cm_…,cm_…` / `kept:fu:snooze:…`; a
   check-in naming too many ids to fit gets no buttons.
+
+A proposed time zone's buttons (core/messages.py ZoneChoice, from the
+set_timezone tool), version 1:
+
+- compact (Telegram): `z:y:<user id>:<zone>` / `z:n:<user id>:<zone>`
+- full (Discord): `kept:tz:yes:<user id>:<zone>` / `kept:tz:no:…`
+
+The zone is carried as the model proposed it and validated when pressed
+(core/commands/timezone.py), so a name tzdata no longer knows is answered,
+not guessed.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import re
 
 from core.commitments.model import ID_PREFIX
 from core.logs import event
-from core.messages import Action, FollowUpVerb
+from core.messages import Action, FollowUpVerb, ZoneChoice
 
 log = logging.getLogger("kept.commands")
 
@@ -96,3 +106,45 @@ def from_full(data: str | None) -> Action | None:
         return None
     verb: FollowUpVerb = "dismiss" if match["verb"] == "dismiss" else "snooze"
     return Action(verb, tuple(match["ids"].split(",")))
+
+
+_USER = r"[0-9A-Za-z_-]{1,40}"
+_ZONE = r"[A-Za-z0-9/_+-]{1,60}"
+_COMPACT_ZONE = re.compile(rf"^z:(?P<answer>[yn]):(?P<user>{_USER}):(?P<zone>{_ZONE})$")
+ZONE_TEMPLATE = rf"kept:tz:(?P<answer>yes|no):(?P<user>{_USER}):(?P<zone>{_ZONE})"
+_FULL_ZONE = re.compile(rf"^{ZONE_TEMPLATE}$")
+
+
+def _zone_fits(choice: ZoneChoice) -> bool:
+    return bool(re.fullmatch(_USER, choice.user_id) and re.fullmatch(_ZONE, choice.timezone))
+
+
+def zone_to_compact(choice: ZoneChoice) -> str | None:
+    """Telegram's callback_data for a zone button; None when it cannot be
+    carried (then the reply goes without buttons: /timezone still works)."""
+    data = f"z:{'y' if choice.accept else 'n'}:{choice.user_id}:{choice.timezone}"
+    if not _zone_fits(choice) or len(data.encode()) > COMPACT_LIMIT:
+        return None
+    return data
+
+
+def zone_from_compact(data: str | None) -> ZoneChoice | None:
+    match = _COMPACT_ZONE.match(data or "")
+    if match is None:
+        return None
+    return ZoneChoice(match["user"], match["zone"], match["answer"] == "y")
+
+
+def zone_to_full(choice: ZoneChoice) -> str | None:
+    """Discord's custom_id for a zone button; None when it cannot be carried."""
+    data = f"kept:tz:{'yes' if choice.accept else 'no'}:{choice.user_id}:{choice.timezone}"
+    if not _zone_fits(choice) or len(data) > FULL_LIMIT:
+        return None
+    return data
+
+
+def zone_from_full(data: str | None) -> ZoneChoice | None:
+    match = _FULL_ZONE.match(data or "")
+    if match is None:
+        return None
+    return ZoneChoice(match["user"], match["zone"], match["answer"] == "yes")
