@@ -136,7 +136,8 @@ def describe(answer: ZoneAnswer) -> str:
     (each may still phrase its own)."""
     local = f"{answer.local_now:%a %d %b %H:%M}"
     if answer.outcome is ZoneOutcome.INVALID:
-        return f"{answer.reason[:1].upper()}{answer.reason[1:]}. Nothing changed."
+        reason = f"{answer.reason[:1].upper()}{answer.reason[1:]}"
+        return f"{reason}{'' if reason.endswith('?') else '.'} Nothing changed."
     if answer.outcome is ZoneOutcome.NOT_YOURS:
         return "Only the person this was offered to can choose."
     if answer.outcome is ZoneOutcome.SET:
