@@ -40,10 +40,11 @@ from channels.discord.errors import describe, send_failure
 from channels.discord.http import use_api_root
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
 from channels.discord.views import FollowUpActions, FollowUpButton, followup_view
+from channels.discord.zone_button import ZoneActions, ZoneButton
 from core.config import DiscordConfig
 from core.config_file import secret_from_env
 from core.logs import event
-from core.messages import Action, Inbound, SendResult, Target
+from core.messages import Action, Inbound, SendResult, Target, ZoneChoice
 
 log = logging.getLogger("kept.discord")
 
@@ -78,10 +79,11 @@ class _KeptBehaviour(_BotBase):
 
     kept_adapter: DiscordAdapter
     kept_followups: FollowUpActions
+    kept_zones: ZoneActions
 
     async def setup_hook(self) -> None:
         # Registered on every start: buttons sent before a restart keep working.
-        self.add_dynamic_items(FollowUpButton)
+        self.add_dynamic_items(FollowUpButton, ZoneButton)
         # Added before login's connect: the cog's on_connect is in place for
         # the first READY.
         adapter = self.kept_adapter
@@ -118,6 +120,7 @@ def build_bot(
     use_api_root(bot, settings.api_base_url)
     bot.kept_adapter = adapter
     bot.kept_followups = adapter.followups
+    bot.kept_zones = adapter.zones
     return bot
 
 
@@ -134,7 +137,10 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         settings = ctx.config().channels.discord
         self.gate = Gate(self.is_allowed, self._settings, ctx.clock)
         self.followups = FollowUpActions(
-            commitments=ctx.commitments, config=ctx.config, gate=self.gate
+            commitments=ctx.commitments, config=ctx.config, gate=self.gate, users=ctx.users
+        )
+        self.zones = ZoneActions(
+            users=ctx.users, config=ctx.config, clock=ctx.clock, gate=self.gate
         )
         self.catchup = CatchUp(
             store=ctx.store, clock=ctx.clock, fetch=self._history, deliver=self._deliver
@@ -146,9 +152,10 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             config=ctx.config,
             clock=ctx.clock,
             gate=self.gate,
+            users=ctx.users,
         )
-        for group in command_groups(support):
-            self._bot.tree.add_command(group)
+        for command in command_groups(support):
+            self._bot.tree.add_command(command)
         self._bot.tree.error(on_tree_error)
         self._task: asyncio.Task[None] | None = None
         self._synced = False
@@ -361,7 +368,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
 
     # --- outbound ---------------------------------------------------------------
 
-    def render_actions(self, actions: Sequence[Action]) -> discord.ui.View | None:
+    def render_actions(self, actions: Sequence[Action | ZoneChoice]) -> discord.ui.View | None:
         """A check-in's buttons (ChannelAdapter.send puts them on its last chunk)."""
         return followup_view(actions)
 

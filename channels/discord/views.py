@@ -24,13 +24,15 @@ from typing import Any
 import discord
 
 from channels.discord.scope import Gate, chat_access, interaction_chat
+from channels.discord.zone_button import ZoneButton
 from core.commands import FollowUpCommands, Press
-from core.commands.buttons import FULL_TEMPLATE, from_full, to_full
+from core.commands.buttons import FULL_TEMPLATE, from_full, to_full, zone_to_full
 from core.commands.times import agent_timezone, local_time
 from core.commitments.service import CommitmentService
 from core.config import KeptConfig
 from core.logs import event
-from core.messages import Action, FollowUpVerb
+from core.messages import Action, FollowUpVerb, ZoneChoice
+from core.users import UserZones
 
 log = logging.getLogger("kept.discord")
 
@@ -44,10 +46,16 @@ NOT_ALLOWED = "Sorry, you can't use this bot here."
 NOT_FOUND = "That follow-up was not found in this chat."
 
 
-def followup_view(actions: Sequence[Action]) -> discord.ui.View | None:
-    """The buttons for a message's actions; None when there is nothing to
-    attach (or too many ids to fit in a custom_id)."""
-    buttons = [FollowUpButton(a) for a in actions if to_full(a) is not None]
+def followup_view(actions: Sequence[Action | ZoneChoice]) -> discord.ui.View | None:
+    """The buttons for a message's actions (a proposed zone's too); None when
+    there is nothing to attach (or too many ids to fit in a custom_id)."""
+    buttons: list[discord.ui.Item[Any]] = []
+    for a in actions:
+        if isinstance(a, ZoneChoice):
+            if zone_to_full(a) is not None:
+                buttons.append(ZoneButton(a))
+        elif to_full(a) is not None:
+            buttons.append(FollowUpButton(a))
     if not buttons:
         return None
     view = discord.ui.View(timeout=None)
@@ -92,10 +100,12 @@ class FollowUpActions:
         commitments: CommitmentService,
         config: Callable[[], KeptConfig],
         gate: Gate,
+        users: UserZones | None = None,
     ) -> None:
         self._commitments = commitments
         self._config = config
         self._gate = gate
+        self._users = users  # the presser's own zone for "snoozed until"
         # Messages being handled, and recently handled ones with their note:
         # a double click must not snooze twice.
         self._busy: set[int] = set()
@@ -124,7 +134,7 @@ class FollowUpActions:
         self._busy.add(message_id)
         try:
             pressed = await commands.apply(action.verb, found)
-            note = self._note(pressed, interaction, agent_id)
+            note = await self._note(pressed, interaction, agent_id)
             if not pressed.changed:
                 await _ephemeral(interaction, note)
                 return
@@ -142,12 +152,15 @@ class FollowUpActions:
         )
         await _show(interaction, note)
 
-    def _note(self, pressed: Press, interaction: discord.Interaction, agent_id: str) -> str:
+    async def _note(self, pressed: Press, interaction: discord.Interaction, agent_id: str) -> str:
         if not pressed.changed:
             return f"Nothing changed: {pressed.unchanged[0].reason}."
         if pressed.until is None:
             return f"Dismissed by {_name(interaction)}. I won't follow up on this."
-        until = local_time(pressed.until, agent_timezone(self._config(), agent_id))
+        zone = agent_timezone(self._config(), agent_id)
+        if self._users is not None:
+            zone = await self._users.of(agent_id, "discord", str(interaction.user.id))
+        until = local_time(pressed.until, zone)
         return f"Snoozed by {_name(interaction)} until {until}."
 
     def _remember(self, message_id: int, note: str) -> None:

@@ -77,6 +77,7 @@ class DiscordHarness:
             config=lambda: self.config,
             clock=self.clock,
             environ=self.environ,
+            users=self.services.users,
         )
 
     async def start(self) -> DiscordAdapter:
