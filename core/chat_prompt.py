@@ -30,8 +30,7 @@ RENDERING: dict[str, str] = {
         "blocks, links, lists, quotes, headings). Tables do not render: use lists."
     ),
     "console": (
-        "Your reply is shown in a terminal as plain text: write without Markdown "
-        "formatting."
+        "Your reply is shown in a terminal as plain text: write without Markdown formatting."
     ),
 }
 _UNKNOWN_PLATFORM = "Keep formatting simple: plain sentences and short lists."
