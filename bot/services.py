@@ -113,6 +113,7 @@ def build_services(
         clock=clock,
         worker=worker,
         on_stored=wake,
+        zones=users,
     )
     manager = ConversationManager(
         store=store,
@@ -144,6 +145,7 @@ def build_services(
         session_locks=session_locks,
         reminders=reminders,
         wake=wake,
+        zones=users,
     )
 
     return Services(
