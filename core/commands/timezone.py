@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from zoneinfo import ZoneInfo
 
 from core.clock import Clock
 from core.logs import event
@@ -48,8 +49,6 @@ class ZoneAnswer:
 
     @property
     def local_now(self) -> datetime:
-        from zoneinfo import ZoneInfo
-
         return self.now.astimezone(ZoneInfo(self.timezone))
 
 

@@ -129,8 +129,8 @@ class BatchExtractor:
         """The own zones of the members the batch's scopes are about (one read)."""
         if self._zones is None:
             return {}
-        members = {(s.platform, s.sender_id) for s in groups if s.sender_id}
-        return await self._zones.many(members)  # type: ignore[arg-type]
+        members = {(s.platform, s.sender_id) for s in groups if s.sender_id is not None}
+        return await self._zones.many(members)
 
     async def _scope(
         self,
