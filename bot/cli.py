@@ -18,6 +18,7 @@ from bot.reminders_cmd import reminders_group
 from bot.runtime import Runtime, StartupError, channel_context, serve
 from bot.search_cmd import import_command, reindex_command, search_command
 from bot.store_access import load_or_fail
+from bot.users_cmd import users_group
 from channels.console import ConsoleAdapter
 from core.config import KeptConfig
 from core.config_file import ensure_config_file
@@ -37,6 +38,7 @@ main.add_command(import_command, "import")
 main.add_command(reindex_command, "reindex")
 main.add_command(commitments_group, "commitments")
 main.add_command(reminders_group, "reminders")
+main.add_command(users_group, "users")
 
 
 def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, KeptConfig]:

@@ -50,6 +50,7 @@ def services_context(
         updates=services.backend.update_queue,
         worker=services.worker,
         app_state=services.backend.app_state,
+        users=services.users,
     )
 
 

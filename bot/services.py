@@ -32,6 +32,8 @@ from core.search.service import SessionSearch
 from core.search.tools import register_search_tools
 from core.store.backends import Backend, open_backend
 from core.tools import ToolRegistry
+from core.users import UserZones
+from core.users.tools import register_user_tools
 from core.wake import Wake
 
 
@@ -44,6 +46,8 @@ class Services:
     commitments: CommitmentService
     extraction: ExtractionWorker
     reminders: ReminderService
+    # Each user's own time zone, the agent's when they set none.
+    users: UserZones
     heartbeat: HeartbeatScheduler
     reconciler: IndexReconciler
     recovery: UnansweredRecovery
@@ -83,6 +87,7 @@ def build_services(
     # Across workers (PostgreSQL) the database also guards each session.
     session_locks = SessionLocks(shared=backend.session_guard)
     store = backend.store
+    users = UserZones(backend.user_zones, lambda agent_id: agent_timezone(config(), agent_id))
     tools = ToolRegistry()
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
@@ -96,9 +101,8 @@ def build_services(
         worker=worker,
         on_stored=wake,
     )
-    register_reminder_tools(
-        tools, reminders, default_timezone=lambda agent_id: agent_timezone(config(), agent_id)
-    )
+    register_reminder_tools(tools, reminders, zones=users)
+    register_user_tools(tools, users)
     commitment_store = backend.commitments
     extraction = ExtractionWorker(
         store=commitment_store,
@@ -109,6 +113,7 @@ def build_services(
         clock=clock,
         worker=worker,
         on_stored=wake,
+        zones=users,
     )
     manager = ConversationManager(
         store=store,
@@ -119,6 +124,7 @@ def build_services(
         tools=tools,
         session_locks=session_locks,
         reply_hooks=[extraction.on_reply],
+        zones=users,
     )
 
     heartbeat_store = backend.heartbeat
@@ -139,6 +145,7 @@ def build_services(
         session_locks=session_locks,
         reminders=reminders,
         wake=wake,
+        zones=users,
     )
 
     return Services(
@@ -149,6 +156,7 @@ def build_services(
         commitments=CommitmentService(commitment_store, clock),
         extraction=extraction,
         reminders=reminders,
+        users=users,
         heartbeat=heartbeat,
         reconciler=IndexReconciler(store, clock),
         # A worker that died left its chats' stored messages unanswered.

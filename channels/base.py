@@ -50,6 +50,7 @@ from core.reminders import ReminderService
 from core.store import MessageRecord, Store
 from core.store.app_state import AppStateStore
 from core.store.updates import UpdateQueue
+from core.users import UserZones
 
 log = logging.getLogger("kept.channels")
 
@@ -112,6 +113,9 @@ class ChannelContext:
     # What the bot keeps about itself (the synced command tree's hash). None:
     # nothing is kept, e.g. Discord's commands are synced at every start.
     app_state: AppStateStore | None = None
+    # Each user's own time zone (`/timezone`); None: everyone reads times in
+    # the agent's zone (tests that build a context without one).
+    users: UserZones | None = None
 
 
 @dataclass(frozen=True, slots=True)

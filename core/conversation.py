@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
-from zoneinfo import ZoneInfo
 
+from core.chat_prompt import TurnPlace, chat_messages
 from core.clock import Clock
 from core.config import AgentConfig, KeptConfig
 from core.errors import KeptError
@@ -38,6 +38,7 @@ from core.store.base import (
 )
 from core.store.errors import storage_action
 from core.tools import ToolContext, ToolRegistry
+from core.users import UserZones
 
 log = logging.getLogger("kept.conversation")
 
@@ -99,6 +100,7 @@ class ConversationManager:
         session_locks: SessionLocks | None = None,
         reply_hooks: Sequence[ReplyHook] = (),
         session_cache_size: int = SESSION_CACHE_SIZE,
+        zones: UserZones | None = None,
     ) -> None:
         self._store = store
         self._llm = llm
@@ -110,6 +112,8 @@ class ConversationManager:
         self._sessions = SessionCache(session_cache_size)
         self._reply_hooks: list[ReplyHook] = list(reply_hooks)
         self._background: set[asyncio.Task[None]] = set()
+        # Each user's own time zone for the prompt; None: the agent's for all.
+        self._zones = zones
 
     @property
     def tools(self) -> ToolRegistry:
@@ -364,8 +368,11 @@ class ConversationManager:
         # In a group or channel the reply quotes the message it answers, so a
         # busy chat sees what it answers; a private chat needs no quote.
         quote = user.platform_message_id if session.chat_kind != "private" else None
+        # Buttons a tool offered (set_timezone's Yes / No) go under the reply;
+        # an apology offers nothing.
+        actions = tuple(ctx.offers) if kind == "text" else ()
         result = await self._sender.send(
-            Outbound(target=target, text=text, reply_to_platform_id=quote)
+            Outbound(target=target, text=text, reply_to_platform_id=quote, actions=actions)
         )
         if result.ok and result.message_id is not None:
             await self._store.set_platform_message_id(reply.id, result.message_id)
@@ -407,32 +414,17 @@ class ConversationManager:
         self, agent: AgentConfig, session: SessionRecord, user: MessageRecord
     ) -> list[dict[str, Any]]:
         rows = await self._store.history(session.key, before_turn_of=user.id, limit=HISTORY_ROWS)
-        budget = agent.history_chars - len(user.text)
-        kept: list[dict[str, Any]] = []
-        # Past tool rows are left out: a trimmed history could orphan a tool
-        # result from its call, which OpenAI-compatible servers reject.
-        for row in reversed(rows):
-            if row.kind not in ("text", "checkin", "reminder") or row.role not in (
-                "user",
-                "assistant",
-            ):
-                continue
-            budget -= len(row.text)
-            if budget < 0:
-                break
-            kept.append({"role": row.role, "content": row.text})
-        kept.reverse()
-        # The model cannot resolve "tomorrow at 9" for reminders without today.
-        local = self._clock.now().astimezone(ZoneInfo(agent.timezone))
-        system = (
-            f"{agent.system_prompt}\n\nCurrent time for the user: "
-            f"{local.strftime('%A %Y-%m-%d %H:%M')} ({agent.timezone})."
+        own = None
+        if self._zones is not None:
+            own = await self._zones.own(session.platform, user.sender_id)
+        place = TurnPlace(
+            platform=session.platform,
+            chat_kind=session.chat_kind,
+            now=self._clock.now(),
+            timezone=own or agent.timezone,
+            own_zone=own is not None,
         )
-        return [
-            {"role": "system", "content": system},
-            *kept,
-            {"role": "user", "content": user.text},
-        ]
+        return chat_messages(agent, place, rows, user.text)
 
     async def _store_tool_row(
         self,

@@ -90,6 +90,22 @@ class Action:
     commitment_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ZoneChoice:
+    """A button under a reply of the chat model's set_timezone tool: set
+    (`accept`) or leave `user_id`'s zone as it is. Only that user's press
+    counts; nothing changes until they press."""
+
+    user_id: str
+    timezone: str
+    accept: bool = True
+
+
+def zone_choices(user_id: str, timezone: str) -> tuple[ZoneChoice, ...]:
+    """The "Yes, use <zone>" and "No" buttons of a proposed zone."""
+    return (ZoneChoice(user_id, timezone, True), ZoneChoice(user_id, timezone, False))
+
+
 def followup_actions(commitment_ids: Iterable[str]) -> tuple[Action, ...]:
     """The "Dismiss" and "Snooze 1 day" buttons of a check-in about these
     follow-ups; none when it names none."""
@@ -140,7 +156,7 @@ class ReminderSnooze:
     minutes: int
 
 
-ButtonAction = Action | ItemAction | PageAction | ReminderSnooze
+ButtonAction = Action | ItemAction | PageAction | ReminderSnooze | ZoneChoice
 
 
 def reminder_snooze_actions(reminder_id: str, firing: int) -> tuple[ReminderSnooze, ...]:

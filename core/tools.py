@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from core.errors import KeptError
 from core.logs import event
-from core.messages import ChatKind, Target
+from core.messages import Action, ChatKind, Target, ZoneChoice
 
 log = logging.getLogger("kept.tools")
 
@@ -29,6 +29,10 @@ class ToolContext:
     chat_kind: ChatKind
     sender_id: str | None
     now: datetime
+    # Buttons a tool offers the user under this turn's reply (the
+    # set_timezone tool's Yes / No): a tool never acts on the user's behalf
+    # where the user must confirm.
+    offers: list[Action | ZoneChoice] = field(default_factory=list)
 
 
 ToolResult = str | dict[str, Any] | list[Any]

@@ -54,6 +54,7 @@ from channels.discord.lists import ListPresses
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
 from channels.discord.sync import sync_commands
 from channels.discord.views import DYNAMIC_BUTTONS, FollowUpActions, buttons_view
+from channels.discord.zone_button import ZoneActions
 from channels.media import MediaKind, unreadable_notice
 from channels.split import split_markdown
 from core.config import DiscordConfig
@@ -136,6 +137,7 @@ class _KeptBehaviour(_BotBase):
     kept_adapter: DiscordAdapter
     kept_followups: FollowUpActions
     kept_lists: ListPresses
+    kept_zones: ZoneActions
 
     async def setup_hook(self) -> None:
         # Registered on every start: buttons sent before a restart keep working.
@@ -177,6 +179,7 @@ def build_bot(
     bot.kept_adapter = adapter
     bot.kept_followups = adapter.followups
     bot.kept_lists = adapter.lists
+    bot.kept_zones = adapter.zones
     return bot
 
 
@@ -193,7 +196,10 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         settings = ctx.config().channels.discord
         self.gate = Gate(self.is_allowed, self._settings, ctx.clock)
         self.followups = FollowUpActions(
-            commitments=ctx.commitments, config=ctx.config, gate=self.gate
+            commitments=ctx.commitments, config=ctx.config, gate=self.gate, users=ctx.users
+        )
+        self.zones = ZoneActions(
+            users=ctx.users, config=ctx.config, clock=ctx.clock, gate=self.gate
         )
         self.lists = ListPresses(
             commitments=ctx.commitments,
@@ -212,9 +218,10 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             config=ctx.config,
             clock=ctx.clock,
             gate=self.gate,
+            users=ctx.users,
         )
-        for group in command_groups(support):
-            self._bot.tree.add_command(group)
+        for command in command_groups(support):
+            self._bot.tree.add_command(command)
         self._bot.tree.error(on_tree_error)
         self._task: asyncio.Task[None] | None = None
         self._synced = False

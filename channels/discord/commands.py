@@ -1,4 +1,5 @@
-"""The slash commands: `/commitments list|dismiss|snooze` and `/reminders list|cancel`.
+"""The slash commands: `/commitments list|dismiss|snooze`, `/reminders list|cancel`
+and `/timezone [zone]` (with autocomplete of IANA names).
 
 Parse and render only: what a command does, and what the asker may see, is
 decided once for every platform in core/commands (the chat's session: the
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -31,12 +33,14 @@ from channels.discord.scope import ChatRef, Gate, chat_access, interaction_chat
 from core.clock import Clock
 from core.commands import Change, FollowUpCommands, Listing, Outcome, ReminderCommands
 from core.commands.lists import ListCommands
+from core.commands.timezone import TimezoneCommands, describe, zone_suggestions
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config import KeptConfig
 from core.logs import event
 from core.messages import ListName
 from core.reminders import ReminderService
+from core.users import UserZones
 
 log = logging.getLogger("kept.discord")
 
@@ -67,12 +71,14 @@ class CommandSupport:
         config: Callable[[], KeptConfig],
         clock: Clock,
         gate: Gate,
+        users: UserZones | None = None,
     ) -> None:
         self.commitments = commitments
         self.reminders = reminders
         self.config = config
         self.clock = clock
         self.gate = gate
+        self.users = users
 
     async def where(self, interaction: discord.Interaction) -> Where | None:
         """The interaction's chat, or None when it may not use the bot here."""
@@ -237,8 +243,54 @@ class RemindersGroup(app_commands.Group):
         return _choices(await self._s.reminder_commands(where).list(), current)
 
 
-def command_groups(support: CommandSupport) -> list[app_commands.Group]:
-    return [CommitmentsGroup(support), RemindersGroup(support)]
+def timezone_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
+    """`/timezone` shows the user's own zone, `/timezone zone:Europe/Paris`
+    sets it, `/timezone zone:clear` clears it. A user's zone is theirs on
+    every server and DM, so it works wherever the bot may be used."""
+
+    @app_commands.command(
+        name="timezone", description="Your own time zone: times I show you and your reminders"
+    )
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+    @app_commands.guild_install()
+    @app_commands.describe(zone="An IANA name such as Europe/Paris, or clear")
+    async def timezone(interaction: discord.Interaction, zone: str | None = None) -> None:
+        where = await support.where(interaction)
+        if where is None:
+            return await reply(interaction, NOT_ALLOWED)
+        if support.users is None:
+            return await reply(interaction, "Time zones are not available here.")
+        commands = TimezoneCommands(
+            support.users,
+            support.clock,
+            agent_id=where.agent_id,
+            platform="discord",
+            user_id=str(interaction.user.id),
+        )
+        answer = await commands.run(zone or "")
+        event(
+            log,
+            logging.INFO,
+            "discord_timezone",
+            agent=where.agent_id,
+            user=interaction.user.id,
+            outcome=answer.outcome.value,
+        )
+        await reply(interaction, discord.utils.escape_mentions(describe(answer)))
+
+    @timezone.autocomplete("zone")
+    async def zones(
+        interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        return [app_commands.Choice(name=n, value=n) for n in zone_suggestions(current)]
+
+    return timezone
+
+
+def command_groups(
+    support: CommandSupport,
+) -> list[app_commands.Group | app_commands.Command[Any, ..., None]]:
+    return [CommitmentsGroup(support), RemindersGroup(support), timezone_command(support)]
 
 
 async def on_tree_error(

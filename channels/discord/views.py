@@ -26,6 +26,7 @@ from typing import Any
 import discord
 
 from channels.discord.scope import Gate, chat_access, interaction_chat
+from channels.discord.zone_button import ZoneButton
 from core.commands import FollowUpCommands, Press
 from core.commands.buttons import (
     FULL_TEMPLATE,
@@ -50,7 +51,9 @@ from core.messages import (
     ItemVerb,
     PageAction,
     ReminderSnooze,
+    ZoneChoice,
 )
+from core.users import UserZones
 
 log = logging.getLogger("kept.discord")
 
@@ -93,6 +96,8 @@ def buttons_view(actions: Sequence[ButtonAction]) -> discord.ui.View | None:
                 buttons.append(ListItemButton(action, number=number, row=row))
             case PageAction(page=page):
                 buttons.append(ListPageButton(action, previous=page < shown))
+            case ZoneChoice():
+                buttons.append(ZoneButton(action))
     if not buttons:
         return None
     view = discord.ui.View(timeout=None)
@@ -219,7 +224,13 @@ class ListPageButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=PA
 
 
 # Registered with the bot at start-up, so buttons sent before a restart work.
-DYNAMIC_BUTTONS = (FollowUpButton, ReminderSnoozeButton, ListItemButton, ListPageButton)
+DYNAMIC_BUTTONS = (
+    FollowUpButton,
+    ReminderSnoozeButton,
+    ListItemButton,
+    ListPageButton,
+    ZoneButton,
+)
 
 
 class FollowUpActions:
@@ -231,10 +242,12 @@ class FollowUpActions:
         commitments: CommitmentService,
         config: Callable[[], KeptConfig],
         gate: Gate,
+        users: UserZones | None = None,
     ) -> None:
         self._commitments = commitments
         self._config = config
         self._gate = gate
+        self._users = users  # the presser's own zone for "snoozed until"
         # Messages being handled, and recently handled ones with their note:
         # a double click must not snooze twice.
         self._busy: set[int] = set()
@@ -263,7 +276,7 @@ class FollowUpActions:
         self._busy.add(message_id)
         try:
             pressed = await commands.apply(action.verb, found)
-            note = self._note(pressed, interaction, agent_id)
+            note = await self._note(pressed, interaction, agent_id)
             if not pressed.changed:
                 await _ephemeral(interaction, note)
                 return
@@ -281,12 +294,15 @@ class FollowUpActions:
         )
         await _show(interaction, note)
 
-    def _note(self, pressed: Press, interaction: discord.Interaction, agent_id: str) -> str:
+    async def _note(self, pressed: Press, interaction: discord.Interaction, agent_id: str) -> str:
         if not pressed.changed:
             return f"Nothing changed: {pressed.unchanged[0].reason}."
         if pressed.until is None:
             return f"Dismissed by {_name(interaction)}. I won't follow up on this."
-        until = local_time(pressed.until, agent_timezone(self._config(), agent_id))
+        zone = agent_timezone(self._config(), agent_id)
+        if self._users is not None:
+            zone = await self._users.of(agent_id, "discord", str(interaction.user.id))
+        until = local_time(pressed.until, zone)
         return f"Snoozed by {_name(interaction)} until {until}."
 
     def _remember(self, message_id: int, note: str) -> None:

@@ -24,6 +24,7 @@ from core.commands.buttons import decode_compact
 from core.commands.lists import ListCommands
 from core.commands.results import Page
 from core.commands.times import agent_timezone, local_time
+from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
 from core.commitments.visibility import Asker, ChatAccess
 from core.logs import event
 from core.messages import (
@@ -35,6 +36,7 @@ from core.messages import (
     PageAction,
     ReminderSnooze,
     Target,
+    ZoneChoice,
 )
 
 log = logging.getLogger("kept.telegram")
@@ -46,6 +48,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("snooze", "Postpone a follow-up: /snooze ID 2h"),
     ("reminders", "Your reminders in this chat"),
     ("cancel", "Cancel a reminder: /cancel ID"),
+    ("timezone", "Your time zone: /timezone Europe/Paris"),
 ]
 BOT_COMMANDS = [BotCommand(name, description) for name, description in COMMANDS]
 
@@ -107,6 +110,7 @@ class TelegramCommands:
             "snooze": self._snooze,
             "reminders": self._reminders,
             "cancel": self._cancel,
+            "timezone": self._timezone_command,
         }.get(name)
         answer: str | Answer
         if handler is None:
@@ -128,7 +132,7 @@ class TelegramCommands:
         return HELP
 
     async def _commitments(self, args: list[str], where: Where) -> Answer:
-        return self._shown(await self._lists(where).page("commitments"), "commitments", where)
+        return await self._shown(await self._lists(where).page("commitments"), "commitments", where)
 
     async def _dismiss(self, args: list[str], where: Where) -> str:
         if not args:
@@ -148,18 +152,27 @@ class TelegramCommands:
             return f"{duration_text!r} is not a duration; try 30m, 2h or 3d."
         if not change.done or change.item is None:
             return f"{change.id}: {change.reason}"
-        return f"Snoozed {change.id} until {local_time(change.item.due, self._timezone(where))}."
+        until = local_time(change.item.due, await self._timezone(where))
+        return f"Snoozed {change.id} until {until}."
 
     async def _reminders(self, args: list[str], where: Where) -> Answer:
-        return self._shown(await self._lists(where).page("reminders"), "reminders", where)
+        return await self._shown(await self._lists(where).page("reminders"), "reminders", where)
 
-    def _shown(self, page: Page, name: ListName, where: Where) -> Answer:
-        """A list page as a message: its text and its buttons."""
+    async def _shown(self, page: Page, name: ListName, where: Where) -> Answer:
+        """A list page as a message: its text and its buttons, times in the
+        viewer's zone."""
+        tz = await self._timezone(where)
         if name == "commitments":
-            text = commitments_text(page, self._timezone(where), where.user_id)
+            text = commitments_text(page, tz, where.user_id)
         else:
-            text = reminders_text(page)
+            text = reminders_text(page, tz)
         return Answer(text, list_actions(page, name, where.user_id))
+
+    async def _timezone_command(self, args: list[str], where: Where) -> str:
+        commands = self._zone_commands(where)
+        if commands is None:
+            return "Time zones are not available here."
+        return describe(await commands.run(" ".join(args)))
 
     async def _cancel(self, args: list[str], where: Where) -> str:
         if len(args) != 1:
@@ -176,8 +189,12 @@ class TelegramCommands:
     async def on_callback(
         self, query: CallbackQuery, message: Message | None, where: Where | None
     ) -> None:
-        """Act on a button: a check-in's, a list's or a fired reminder's."""
+        """Act on a button: a check-in's, a list's, a fired reminder's or a
+        proposed time zone's."""
         action = decode_compact(query.data)
+        if isinstance(action, ZoneChoice) and where is not None and message is not None:
+            await self._on_zone_choice(query, message, where, action)
+            return
         if action is None or where is None or message is None:
             await _answer(query, NO_LONGER_WORKS)
             return
@@ -212,7 +229,7 @@ class TelegramCommands:
         if pressed.until is None:
             note = f"Dismissed by {where.user_name}."
         else:
-            until = local_time(pressed.until, self._timezone(where))
+            until = local_time(pressed.until, await self._timezone(where))
             note = f"Snoozed by {where.user_name} until {until}."
         await _answer(query, note)
         await _close(message, note)
@@ -231,22 +248,22 @@ class TelegramCommands:
         if change is not None and not change.done:
             await _answer(query, _unchanged(change)[:190], alert=True)
         elif change is not None:
-            await _answer(query, self._done_note(change, where))
+            await _answer(query, await self._done_note(change, where))
         else:
             await _answer(query, "")
-        shown = self._shown(answer.page, name, where)
+        shown = await self._shown(answer.page, name, where)
         try:
             await message.edit_text(shown.text, reply_markup=keyboard(shown.actions))
         except TelegramError as exc:  # "not modified" when nothing changed
             event(log, logging.WARNING, "telegram_edit_failed", error=type(exc).__name__)
 
-    def _done_note(self, change: Change, where: Where) -> str:
+    async def _done_note(self, change: Change, where: Where) -> str:
         item = change.item
         if item is None or item.kind == "reminder":
             return f"Cancelled {change.id}."
         if item.status == "dismissed":
             return f"Dismissed {change.id}."
-        return f"Snoozed {change.id} until {local_time(item.due, self._timezone(where))}."
+        return f"Snoozed {change.id} until {local_time(item.due, await self._timezone(where))}."
 
     async def _reminder_snooze(
         self, query: CallbackQuery, message: Message, where: Where, action: ReminderSnooze
@@ -260,10 +277,36 @@ class TelegramCommands:
                 text = f"Nothing changed: {change.reason}."
             await _answer(query, text[:190], alert=True)
             return
-        until = local_time(change.item.due, change.item.timezone)
+        until = local_time(change.item.due, await self._timezone(where))
         note = f"Snoozed by {where.user_name} until {until}."
         await _answer(query, note)
         await _close(message, note)
+
+    async def _on_zone_choice(
+        self, query: CallbackQuery, message: Message, where: Where, choice: ZoneChoice
+    ) -> None:
+        """The set_timezone tool's Yes / No: only the user it was offered to
+        may answer; their answer replaces the buttons."""
+        commands = self._zone_commands(where)
+        if commands is None:
+            await _answer(query, "This button no longer works.")
+            return
+        answer = await commands.confirm(choice)
+        event(
+            log,
+            logging.INFO,
+            "telegram_zone_button",
+            agent=where.agent_id,
+            session=where.session_key,
+            user=where.user_id,
+            outcome=answer.outcome.value,
+        )
+        text = describe(answer)
+        if answer.outcome in (ZoneOutcome.NOT_YOURS, ZoneOutcome.INVALID):
+            await _answer(query, text[:190], alert=True)
+            return
+        await _answer(query, text[:190])
+        await _close(message, text)
 
     # --- scope and permission ------------------------------------------------
 
@@ -293,8 +336,22 @@ class TelegramCommands:
             access,
         )
 
-    def _timezone(self, where: Where) -> str:
-        return agent_timezone(self._ctx.config(), where.agent_id)
+    def _zone_commands(self, where: Where) -> TimezoneCommands | None:
+        if self._ctx.users is None:
+            return None
+        return TimezoneCommands(
+            self._ctx.users,
+            self._ctx.clock,
+            agent_id=where.agent_id,
+            platform="telegram",
+            user_id=where.user_id,
+        )
+
+    async def _timezone(self, where: Where) -> str:
+        """The zone the asker reads times in: theirs, else the agent's."""
+        if self._ctx.users is None:
+            return agent_timezone(self._ctx.config(), where.agent_id)
+        return await self._ctx.users.of(where.agent_id, "telegram", where.user_id)
 
 
 async def _close(message: Message, note: str) -> None:

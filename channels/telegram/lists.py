@@ -25,6 +25,7 @@ from core.messages import (
     ListName,
     PageAction,
     ReminderSnooze,
+    ZoneChoice,
 )
 
 ITEM_LABELS: dict[ItemVerb, str] = {
@@ -41,9 +42,10 @@ def snooze_label(minutes: int) -> str:
 
 
 def keyboard(actions: Sequence[ButtonAction]) -> InlineKeyboardMarkup | None:
-    """The inline keyboard for a message's actions: a check-in's or a fired
-    reminder's buttons in one row, a list's one row per item and Prev / Next
-    last. None when nothing can be encoded (core/commands/buttons.py)."""
+    """The inline keyboard for a message's actions: a check-in's, a fired
+    reminder's or a proposed time zone's buttons in one row, a list's one row
+    per item and Prev / Next last. None when nothing can be encoded
+    (core/commands/buttons.py)."""
     rows: list[list[InlineKeyboardButton]] = []
     single: list[InlineKeyboardButton] = []
     pages: list[InlineKeyboardButton] = []
@@ -58,6 +60,9 @@ def keyboard(actions: Sequence[ButtonAction]) -> InlineKeyboardMarkup | None:
                 single.append(InlineKeyboardButton(LABELS[verb], callback_data=data))
             case ReminderSnooze(minutes=minutes):
                 single.append(InlineKeyboardButton(snooze_label(minutes), callback_data=data))
+            case ZoneChoice(timezone=zone, accept=accept):
+                label = f"Yes, use {zone}" if accept else "No"
+                single.append(InlineKeyboardButton(label, callback_data=data))
             case ItemAction(verb, item_id, page):
                 row = item_rows.setdefault(item_id, [])
                 number = page * PER_PAGE + len(item_rows)
@@ -111,7 +116,9 @@ def commitments_text(page: Page, timezone: str, viewer: str) -> str:
     return "\n".join(lines)
 
 
-def reminders_text(page: Page) -> str:
+def reminders_text(page: Page, timezone: str) -> str:
+    """A page of reminders, times in the viewer's `timezone` (a repeating
+    one names its own zone, which the viewer may not share)."""
     listing = page.listing
     if not listing.items:
         if listing.others_hidden:
@@ -119,14 +126,14 @@ def reminders_text(page: Page) -> str:
         return "No reminders in this chat."
     lines = ["Reminders in this chat" + _of(page) + ":"]
     for number, r in enumerate(page.items, page.first):
-        lines.append(_reminder_line(number, r))
+        lines.append(_reminder_line(number, r, timezone))
     lines.append("Cancel one with /cancel ID.")
     return "\n".join(lines)
 
 
-def _reminder_line(number: int, r: Item) -> str:
-    repeat = f", repeats ({r.repeats})" if r.repeats else ""
-    return f"{number}. {r.id} — {local_time(r.due, r.timezone)}{repeat}\n   {_clip(r.text)}"
+def _reminder_line(number: int, r: Item, timezone: str) -> str:
+    repeat = f", repeats ({r.repeats}, {r.timezone})" if r.repeats else ""
+    return f"{number}. {r.id} — {local_time(r.due, timezone)}{repeat}\n   {_clip(r.text)}"
 
 
 def _of(page: Page) -> str:

@@ -26,6 +26,16 @@ core/messages.py), version 1, compact / full:
 
 Numbers are written without leading zeros, so a payload parses back to the
 one string it was made from.
+
+A proposed time zone's buttons (core/messages.py ZoneChoice, from the
+set_timezone tool), version 1:
+
+- compact (Telegram): `t:y:<user id>:<zone>` / `t:n:<user id>:<zone>`
+- full (Discord): `kept:tz:yes:<user id>:<zone>` / `kept:tz:no:…`
+
+The zone is carried as the model proposed it and validated when pressed
+(core/commands/timezone.py), so a name tzdata no longer knows is answered,
+not guessed.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from core.messages import (
     ListName,
     PageAction,
     ReminderSnooze,
+    ZoneChoice,
 )
 from core.reminders.model import ID_PREFIX as REMINDER_PREFIX
 
@@ -165,6 +176,8 @@ def encode_compact(action: ButtonAction) -> str | None:
     encoded (an id that could not have been issued, or too long)."""
     if isinstance(action, Action):
         return to_compact(action)
+    if isinstance(action, ZoneChoice):
+        return zone_to_compact(action)
     data = encode_full(action)
     if data is None:  # the same checks: only a well-formed action is encoded
         return None
@@ -193,7 +206,7 @@ def decode_compact(data: str | None) -> ButtonAction | None:
     if (match := _SNOOZE_COMPACT.match(text)) is not None:
         reminder_id = REMINDER_PREFIX + match["token"]
         return ReminderSnooze(reminder_id, int(match["firing"]), int(match["minutes"]))
-    return from_compact(data)
+    return from_compact(data) or zone_from_compact(data)
 
 
 def encode_full(action: ButtonAction) -> str | None:
@@ -201,6 +214,8 @@ def encode_full(action: ButtonAction) -> str | None:
     match action:
         case Action():
             return to_full(action)
+        case ZoneChoice():
+            return zone_to_full(action)
         case ItemAction(verb, item_id, page, viewer):
             data = f"kept:li:{verb}:{item_id}:{page}:{viewer}"
             parsed = decode_full(data)
@@ -231,4 +246,48 @@ def decode_full(data: str | None) -> ButtonAction | None:
         return PageAction(listing, int(match["page"]), match["viewer"])
     if (match := _SNOOZE_FULL.match(text)) is not None:
         return ReminderSnooze(match["id"], int(match["firing"]), int(match["minutes"]))
-    return from_full(data)
+    return from_full(data) or zone_from_full(data)
+
+
+# --- a proposed time zone's Yes / No -------------------------------------------
+
+_ZONE_USER = r"[0-9A-Za-z_-]{1,40}"
+_ZONE = r"[A-Za-z0-9/_+-]{1,60}"
+_COMPACT_ZONE = re.compile(rf"^t:(?P<answer>[yn]):(?P<user>{_ZONE_USER}):(?P<zone>{_ZONE})\Z")
+ZONE_TEMPLATE = rf"kept:tz:(?P<answer>yes|no):(?P<user>{_ZONE_USER}):(?P<zone>{_ZONE})"
+_FULL_ZONE = re.compile(rf"^{ZONE_TEMPLATE}\Z")
+
+
+def _zone_fits(choice: ZoneChoice) -> bool:
+    return bool(re.fullmatch(_ZONE_USER, choice.user_id) and re.fullmatch(_ZONE, choice.timezone))
+
+
+def zone_to_compact(choice: ZoneChoice) -> str | None:
+    """Telegram's callback_data for a zone button; None when it cannot be
+    carried (then the reply goes without buttons: /timezone still works)."""
+    data = f"t:{'y' if choice.accept else 'n'}:{choice.user_id}:{choice.timezone}"
+    if not _zone_fits(choice) or len(data.encode()) > COMPACT_LIMIT:
+        return None
+    return data
+
+
+def zone_from_compact(data: str | None) -> ZoneChoice | None:
+    match = _COMPACT_ZONE.match(data or "")
+    if match is None:
+        return None
+    return ZoneChoice(match["user"], match["zone"], match["answer"] == "y")
+
+
+def zone_to_full(choice: ZoneChoice) -> str | None:
+    """Discord's custom_id for a zone button; None when it cannot be carried."""
+    data = f"kept:tz:{'yes' if choice.accept else 'no'}:{choice.user_id}:{choice.timezone}"
+    if not _zone_fits(choice) or len(data) > FULL_LIMIT:
+        return None
+    return data
+
+
+def zone_from_full(data: str | None) -> ZoneChoice | None:
+    match = _FULL_ZONE.match(data or "")
+    if match is None:
+        return None
+    return ZoneChoice(match["user"], match["zone"], match["answer"] == "yes")

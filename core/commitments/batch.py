@@ -25,6 +25,7 @@ from core.conversation import ChatModel
 from core.llm import LLMError
 from core.logs import event
 from core.messages import ChatKind
+from core.users import UserZones
 
 log = logging.getLogger("kept.commitments")
 
@@ -51,6 +52,7 @@ class BatchExtractor:
         exchanges_per_call: int,
         concurrency: int,
         on_stored: Callable[[], None] | None,
+        zones: UserZones | None = None,
     ) -> None:
         self._store = store
         self._llm = llm
@@ -63,6 +65,9 @@ class BatchExtractor:
         # heartbeat can look at the new due times (e.g. HeartbeatScheduler.wake).
         self._on_stored = on_stored
         self.requests = 0  # model calls made, for tests, logs and the benchmark
+        # The member a follow-up is about reads its due window in their own
+        # zone; None: the agent's for everyone.
+        self._zones = zones
 
     async def process(self, agent_id: str, batch: Sequence[ExtractionJob]) -> None:
         """Extract from one agent's batch and write what the rules accept."""
@@ -83,8 +88,19 @@ class BatchExtractor:
         # One read and one write transaction per batch, however many scopes:
         # the connection is shared with the chat turns, so every trip counts.
         pending = await self._store.active_for_scopes(list(groups))
+        zones = await self._member_zones(groups)
         per_scope = await asyncio.gather(
-            *(self._scope(agent, s, kinds[s], groups[s], pending.get(s, [])) for s in groups)
+            *(
+                self._scope(
+                    agent,
+                    s,
+                    kinds[s],
+                    groups[s],
+                    pending.get(s, []),
+                    zones.get((s.platform, s.sender_id or ""), agent.timezone),
+                )
+                for s in groups
+            )
         )
         results = [r for rs in per_scope for r in rs]
         if not results:
@@ -107,6 +123,15 @@ class BatchExtractor:
             except Exception as exc:  # stored already; the heartbeat's own timer still runs
                 event(log, logging.ERROR, "extraction_wake_failed", agent=agent.id, error=repr(exc))
 
+    async def _member_zones(
+        self, groups: dict[Scope, list[Exchange]]
+    ) -> dict[tuple[str, str], str]:
+        """The own zones of the members the batch's scopes are about (one read)."""
+        if self._zones is None:
+            return {}
+        members = {(s.platform, s.sender_id) for s in groups if s.sender_id is not None}
+        return await self._zones.many(members)
+
     async def _scope(
         self,
         agent: _Agent,
@@ -114,6 +139,7 @@ class BatchExtractor:
         chat_kind: ChatKind,
         exchanges: list[Exchange],
         pending: list[Commitment],
+        timezone: str,
     ) -> list[ScopeResult]:
         """The scope's exchanges, a few per model call, in order."""
         results: list[ScopeResult] = []
@@ -125,7 +151,7 @@ class BatchExtractor:
             chunk = exchanges[start : start + self._per_call]
             try:
                 async with self._calls:
-                    result = await self._extract(agent, scope, chat_kind, chunk, pending)
+                    result = await self._extract(agent, scope, chat_kind, chunk, pending, timezone)
             except Exception as exc:
                 event(
                     log,
@@ -154,13 +180,13 @@ class BatchExtractor:
         chat_kind: ChatKind,
         chunk: list[Exchange],
         pending: list[Commitment],
+        timezone: str,
     ) -> ScopeResult | None:
         """One model call and the rules applied to its answer; None when
         there is nothing to write."""
         now = self._clock.now()
-        messages = build_messages(
-            now=now, timezone=agent.timezone, exchanges=chunk, pending=pending
-        )
+        # The window is worked out, and kept, in the zone of the member it is about.
+        messages = build_messages(now=now, timezone=timezone, exchanges=chunk, pending=pending)
         self.requests += 1
         deadline = agent.call_deadline
         try:
@@ -196,7 +222,7 @@ class BatchExtractor:
             now=now,
             created_at=self._clock.now(),
             heartbeat_seconds=agent.heartbeat_seconds,
-            timezone=agent.timezone,
+            timezone=timezone,
             chat_kind=chat_kind,
         )
         if rejected:

@@ -35,6 +35,7 @@ from core.config import KeptConfig
 from core.conversation import ChatModel, ReplyEvent
 from core.logs import event
 from core.store.errors import storage_action
+from core.users import UserZones
 
 log = logging.getLogger("kept.commitments")
 
@@ -95,6 +96,7 @@ class ExtractionWorker:
         concurrency: int = 4,
         pause: timedelta = timedelta(minutes=10),
         on_stored: Callable[[], None] | None = None,
+        zones: UserZones | None = None,
     ) -> None:
         self._jobs = jobs
         self._worker = worker
@@ -113,6 +115,7 @@ class ExtractionWorker:
             exchanges_per_call=exchanges_per_call,
             concurrency=concurrency,
             on_stored=on_stored,
+            zones=zones,
         )
         self._lanes: dict[str, _Lane] = {}
         self._adopter: asyncio.Task[None] | None = None

@@ -1,4 +1,6 @@
-"""Quiet hours: when a heartbeat may speak, in the agent's (or the window's) zone.
+"""Quiet hours: when a heartbeat may speak, read in the zone of the member the
+follow-up is about when they set one (`/timezone`), else the window's own
+`timezone`, else the agent's.
 
 `start` is inclusive, `end` exclusive, "24:00" means the end of the day, and a
 window may cross midnight (22:00–07:00). No window means always active.
@@ -12,8 +14,9 @@ from zoneinfo import ZoneInfo
 from core.config import ActiveHours
 
 
-def _zone(hours: ActiveHours, agent_timezone: str) -> ZoneInfo:
-    return ZoneInfo(hours.timezone or agent_timezone)
+def _zone(hours: ActiveHours, agent_timezone: str, member_timezone: str | None) -> ZoneInfo:
+    # The member's own zone wins: "not at night" means their night.
+    return ZoneInfo(member_timezone or hours.timezone or agent_timezone)
 
 
 def _inside(local: time, start: time, end: time | None) -> bool:
@@ -25,20 +28,27 @@ def _inside(local: time, start: time, end: time | None) -> bool:
     return local >= start or local < end
 
 
-def is_active(now: datetime, hours: ActiveHours | None, agent_timezone: str) -> bool:
+def is_active(
+    now: datetime,
+    hours: ActiveHours | None,
+    agent_timezone: str,
+    member_timezone: str | None = None,
+) -> bool:
     if hours is None:
         return True
-    local = now.astimezone(_zone(hours, agent_timezone))
+    local = now.astimezone(_zone(hours, agent_timezone, member_timezone))
     return _inside(local.time().replace(tzinfo=None), hours.start_time(), hours.end_time())
 
 
-def next_window_start(now: datetime, hours: ActiveHours, agent_timezone: str) -> datetime:
+def next_window_start(
+    now: datetime, hours: ActiveHours, agent_timezone: str, member_timezone: str | None = None
+) -> datetime:
     """The next moment the window opens (as an aware UTC-comparable datetime).
 
     Computed as local wall-clock start on today or tomorrow; on a DST day the
     zone's fold rules decide the exact instant, which is what a person expects.
     """
-    zone = _zone(hours, agent_timezone)
+    zone = _zone(hours, agent_timezone, member_timezone)
     local = now.astimezone(zone)
     start = hours.start_time()
     for days in (0, 1, 2):

@@ -1,8 +1,9 @@
 """What keeps a scope with due follow-ups from a check-in turn now, judged
 from the config alone (no database read): an agent the config no longer
 has, a disabled heartbeat, `target: none`, no running adapter for its
-platform, quiet hours. The interval and the daily cap are the turn's own
-checks, made under the chat's lock (scheduler.py)."""
+platform, quiet hours (in the member's own zone, which the caller reads).
+The interval and the daily cap are the turn's own checks, made under the
+chat's lock (scheduler.py)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,15 @@ class Blocked:
     fields: dict[str, object] = field(default_factory=dict)
 
 
-def blocked(scope: Scope, config: KeptConfig, now: datetime, platforms: set[str]) -> Blocked | None:
-    """Why the scope may not have a turn now, or None if it may."""
+def blocked(
+    scope: Scope,
+    config: KeptConfig,
+    now: datetime,
+    platforms: set[str],
+    member_zone: str | None = None,
+) -> Blocked | None:
+    """Why the scope may not have a turn now, or None if it may.
+    `member_zone`: the own zone of the member the follow-ups are about."""
     # Unlike a chat turn, no follow-up is sent for an agent the config no
     # longer has: its follow-ups wait until it is added back.
     agent = config.find_agent(scope.agent_id)
@@ -41,9 +49,9 @@ def blocked(scope: Scope, config: KeptConfig, now: datetime, platforms: set[str]
         return Blocked(later, "target-none")
     if scope.platform not in platforms:
         return Blocked(now + NO_ADAPTER_RETRY, "no-adapter", {"platform": scope.platform})
-    if not is_active(now, heartbeat.active_hours, agent.timezone):
+    if not is_active(now, heartbeat.active_hours, agent.timezone, member_zone):
         assert heartbeat.active_hours is not None
-        opens = next_window_start(now, heartbeat.active_hours, agent.timezone)
+        opens = next_window_start(now, heartbeat.active_hours, agent.timezone, member_zone)
         return Blocked(opens, "quiet-hours", {"until": opens.isoformat()})
     return None
 

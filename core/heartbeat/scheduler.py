@@ -37,6 +37,7 @@ from core.heartbeat.store import HeartbeatStore, ReapedClaims
 from core.heartbeat.turn import HeartbeatTurn, log_decision
 from core.locks import SessionLocks
 from core.logs import event
+from core.users import UserZones
 from core.wake import Wake
 
 log = logging.getLogger("kept.heartbeat")
@@ -89,6 +90,7 @@ class HeartbeatScheduler:
         session_locks: SessionLocks,
         reminders: Reminders | None = None,
         wake: Wake | None = None,
+        zones: UserZones | None = None,
     ) -> None:
         self._config = config
         self._commitments = commitments
@@ -100,6 +102,8 @@ class HeartbeatScheduler:
         self._reminders = reminders
         # Set by whoever stores new timed work (reminders, extraction).
         self._wake = wake if wake is not None else Wake()
+        # Members' own zones: quiet hours and a check-in's times are theirs.
+        self._zones = zones
         # Scopes that are due but may not speak yet, and when to look again.
         # Only blocked due scopes live here, so it stays small.
         self._deferred: dict[Scope, datetime] = {}
@@ -274,7 +278,7 @@ class HeartbeatScheduler:
                 if c.scope not in self._deferred and c.scope not in seen:
                     groups.setdefault(c.scope, []).append(c)
             seen.update(groups)
-            speakers = self._may_speak(groups, now, config, platforms)
+            speakers = await self._may_speak(groups, now, config, platforms)
             turned = await self._store.last_turns([(s.agent_id, s.session_key) for s in speakers])
             wanted: list[Scope] = []
             for scope in speakers:
@@ -323,7 +327,7 @@ class HeartbeatScheduler:
                 await self._release(item.claimed, "stopped before its turn")
         return bool(by_scope)
 
-    def _may_speak(
+    async def _may_speak(
         self,
         groups: dict[Scope, list[Commitment]],
         now: datetime,
@@ -332,14 +336,24 @@ class HeartbeatScheduler:
     ) -> list[Scope]:
         """The scopes the config lets speak now; the others are deferred."""
         speakers = []
+        zones: dict[tuple[str, str], str] = {}
+        if self._zones is not None and groups:
+            zones = await self._zones.many({(s.platform, s.sender_id or "") for s in groups})
         for scope, items in groups.items():
-            why = blocked(scope, config, now, platforms)
+            zone = zones.get((scope.platform, scope.sender_id or ""))
+            why = blocked(scope, config, now, platforms, zone)
             if why is None:
                 speakers.append(scope)
                 continue
             log_decision(scope, len(items), why.outcome, **why.fields)
             self._deferred[scope] = why.until
         return speakers
+
+    async def _zone_of(self, scope: Scope, agent_zone: str) -> str:
+        """The zone a check-in's times are shown in: its member's own, else the agent's."""
+        if self._zones is None:
+            return agent_zone
+        return await self._zones.own(scope.platform, scope.sender_id) or agent_zone
 
     def _in_worker_order(self, scopes: Iterable[Scope]) -> list[Scope]:
         """Each worker walks a page's chats in its own order, so several
@@ -410,7 +424,7 @@ class HeartbeatScheduler:
                 result = await self._turn.run(
                     scope,
                     batch,
-                    timezone=agent.timezone,
+                    timezone=await self._zone_of(scope, agent.timezone),
                     lease=turn_lease(config.llm),
                     # The one live read: the off switch, asked again just before
                     # sending, as switching off during the model call must stop it.

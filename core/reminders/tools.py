@@ -15,6 +15,7 @@ from core.reminders.model import Reminder
 from core.reminders.schedule import ScheduleError, local_iso, parse_schedule, zone
 from core.reminders.service import ReminderService
 from core.tools import Tool, ToolContext, ToolError, ToolRegistry
+from core.users import UserZones
 
 MAX_TEXT_CHARS = 1000
 
@@ -62,10 +63,14 @@ def register_reminder_tools(
     service: ReminderService,
     *,
     default_timezone: Callable[[str], str] | None = None,
+    zones: UserZones | None = None,
 ) -> None:
-    """Add the three tools. `default_timezone(agent_id)` names the user's
-    timezone (the agent's `timezone` setting); UTC when not given."""
-    tools = _ReminderTools(service, default_timezone or (lambda _agent: "UTC"))
+    """Add the three tools. Times are read in the calling user's own zone
+    (`zones`); without one, `default_timezone(agent_id)` (the agent's
+    `timezone` setting), UTC when neither is given."""
+    if default_timezone is None:
+        default_timezone = zones.agent_zone if zones is not None else (lambda _agent: "UTC")
+    tools = _ReminderTools(service, default_timezone, zones)
     registry.register(
         Tool("schedule_reminder", SCHEDULE_DESCRIPTION, SCHEDULE_PARAMETERS, tools.schedule)
     )
@@ -94,9 +99,15 @@ def register_reminder_tools(
 
 
 class _ReminderTools:
-    def __init__(self, service: ReminderService, default_timezone: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        service: ReminderService,
+        default_timezone: Callable[[str], str],
+        zones: UserZones | None,
+    ) -> None:
         self._service = service
         self._default_timezone = default_timezone
+        self._zones = zones
 
     async def schedule(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         text = _string(args, "text")
@@ -106,7 +117,7 @@ class _ReminderTools:
             raise ToolError(
                 f"'text' is too long ({len(text)} characters; at most {MAX_TEXT_CHARS})"
             )
-        timezone = _string(args, "timezone") or self._timezone(ctx.agent_id)
+        timezone = _string(args, "timezone") or await self._timezone(ctx)
         try:
             schedule = parse_schedule(
                 at=_string(args, "at"),
@@ -131,7 +142,7 @@ class _ReminderTools:
 
     async def list_(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         found = await self._service.list_for_session(ctx.agent_id, ctx.session_key)
-        timezone = self._timezone(ctx.agent_id)
+        timezone = await self._timezone(ctx)
         # The current time too: the model needs today's date to write an ISO time.
         now = local_iso(self._service.clock.now(), timezone)
         return {"now": now, "timezone": timezone, "reminders": [_describe(r) for r in found]}
@@ -149,9 +160,14 @@ class _ReminderTools:
             raise ToolError(f"no reminder {reminder_id!r} in this chat (see list_reminders)")
         raise ToolError(f"reminder {reminder_id!r} is already {current.status}")
 
-    def _timezone(self, agent_id: str) -> str:
+    async def _timezone(self, ctx: ToolContext) -> str:
+        """The calling user's own zone, else the agent's."""
+        if self._zones is not None:
+            own = await self._zones.own(ctx.target.platform, ctx.sender_id)
+            if own is not None:
+                return own
         try:
-            name = self._default_timezone(agent_id)
+            name = self._default_timezone(ctx.agent_id)
             zone(name)
         except Exception:
             return "UTC"  # an agent removed from the config, or a bad setting

@@ -29,8 +29,10 @@ from core.store.sqlite import (
     SqlitePauseStore,
     SqliteReminderStore,
     SqliteStore,
+    SqliteUserZoneStore,
 )
 from core.store.updates import UpdateQueue
+from core.users.store import UserZoneStore
 from core.wake import WakeChannel
 
 _SQLITE_PREFIX = "sqlite:///"
@@ -52,6 +54,7 @@ class Backend:
     extraction_pauses: PauseStore
     # Small values the bot keeps about itself (the synced command tree's hash).
     app_state: AppStateStore
+    user_zones: UserZoneStore
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
@@ -89,6 +92,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         extraction_jobs=SqliteExtractionJobStore(store),
         extraction_pauses=SqlitePauseStore(store),
         app_state=SqliteAppStateStore(store),
+        user_zones=SqliteUserZoneStore(store),
     )
 
 
@@ -108,6 +112,7 @@ def postgres_backend(url: str) -> Backend:
         PostgresSessionGuard,
         PostgresStore,
         PostgresUpdateQueue,
+        PostgresUserZoneStore,
         PostgresWakeChannel,
     )
 
@@ -120,6 +125,7 @@ def postgres_backend(url: str) -> Backend:
         extraction_jobs=PostgresExtractionJobStore(connection),
         extraction_pauses=PostgresPauseStore(connection),
         app_state=PostgresAppStateStore(connection),
+        user_zones=PostgresUserZoneStore(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

@@ -438,6 +438,7 @@ async def build_rig(
         config=lambda: holder[0],
         clock=clock,
         environ={},
+        users=services.users,
     )
     adapter = DiscordAdapter(ctx)
     router.add(adapter)

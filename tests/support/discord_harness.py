@@ -78,6 +78,7 @@ class DiscordHarness:
             clock=self.clock,
             environ=self.environ,
             app_state=self.services.backend.app_state,
+            users=self.services.users,
         )
 
     async def start(self) -> DiscordAdapter:

@@ -22,6 +22,7 @@ from core.reminders import ReminderService
 from core.store import Store
 from core.store.postgres import PostgresStore
 from core.store.sqlite.rows import to_ms
+from core.users import UserZones
 from tests.fakes.scripted_model import ScriptedModel
 from tests.support.followups import store_execute, store_rows
 from tests.support.store_helpers import (
@@ -76,7 +77,11 @@ class Harness:
         )
 
     def scheduler(
-        self, *, worker: str = WORKER, reminders: ReminderService | None = None
+        self,
+        *,
+        worker: str = WORKER,
+        reminders: ReminderService | None = None,
+        zones: UserZones | None = None,
     ) -> HeartbeatScheduler:
         turn = HeartbeatTurn(
             store=self.heartbeat,
@@ -95,6 +100,7 @@ class Harness:
             platforms=lambda: self.platforms,
             session_locks=self.locks,
             reminders=reminders,
+            zones=zones,
         )
 
     async def seed(

@@ -25,6 +25,7 @@ from core.store.sqlite import (
 )
 from core.store.sqlite.fts import AGENT_SPAN, rowid_sql, session_filter
 from core.store.sqlite.search import INDEXED_SQL, ranked_sql
+from core.users.store import UserZoneStore
 from tests.support import pg_helpers
 
 
@@ -60,6 +61,15 @@ def heartbeat_store_for(store: Store) -> HeartbeatStore:
     if isinstance(store, PostgresStore):
         return PostgresHeartbeatStore(store.connection)
     return SqliteHeartbeatStore(_sqlite(store))
+
+
+def user_zone_store_for(store: Store) -> UserZoneStore:
+    from core.store.postgres import PostgresUserZoneStore
+    from core.store.sqlite import SqliteUserZoneStore
+
+    if isinstance(store, PostgresStore):
+        return PostgresUserZoneStore(store.connection)
+    return SqliteUserZoneStore(_sqlite(store))
 
 
 def make_reminder_store(store: Store) -> ReminderStore:

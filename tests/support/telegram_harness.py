@@ -49,6 +49,7 @@ class TelegramHarness:
             config=lambda: self.config,
             clock=self.clock,
             environ=self.environ,
+            users=self.services.users,
         )
 
     def adapter(self, **options: Any) -> TelegramAdapter:

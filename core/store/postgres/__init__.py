@@ -17,6 +17,7 @@ locks.py        the session guard: a chat's turns on one worker at a time
 wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
 updates.py      the UpdateQueue: polled updates handed to every worker
 app_state.py    the AppStateStore (small values the bot keeps about itself)
+users.py        the UserZoneStore (each user's own time zone)
 """
 
 from core.store.postgres.app_state import PostgresAppStateStore
@@ -28,6 +29,7 @@ from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
 from core.store.postgres.reminders import PostgresReminderStore
 from core.store.postgres.updates import PostgresUpdateQueue
+from core.store.postgres.users import PostgresUserZoneStore
 from core.store.postgres.wake import PostgresWakeChannel
 
 __all__ = [
@@ -41,5 +43,6 @@ __all__ = [
     "PostgresSessionGuard",
     "PostgresStore",
     "PostgresUpdateQueue",
+    "PostgresUserZoneStore",
     "PostgresWakeChannel",
 ]

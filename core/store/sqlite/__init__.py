@@ -12,6 +12,7 @@ heartbeat.py    the HeartbeatStore
 reminders.py    the ReminderStore
 extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 app_state.py    the AppStateStore (small values the bot keeps about itself)
+users.py        the UserZoneStore (each user's own time zone)
 """
 
 from core.store.sqlite.app_state import SqliteAppStateStore
@@ -20,6 +21,7 @@ from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePa
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
 from core.store.sqlite.reminders import SqliteReminderStore
+from core.store.sqlite.users import SqliteUserZoneStore
 
 __all__ = [
     "SqliteAppStateStore",
@@ -29,4 +31,5 @@ __all__ = [
     "SqlitePauseStore",
     "SqliteReminderStore",
     "SqliteStore",
+    "SqliteUserZoneStore",
 ]

@@ -1,0 +1,106 @@
+"""`kept users timezone PLATFORM:USER [ZONE | --clear] [--json]`: the admin's
+view of a user's own time zone (what `/timezone` sets in a chat).
+
+stdout carries the answer (one line, or one JSON document with --json);
+problems go to stderr as one `kept: ...` line, with a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+
+import click
+
+from bot.context import config_option, fail, resolve_config_path
+from bot.store_access import load_or_fail, opened_backend
+from core.clock import SystemClock
+from core.commands.timezone import TimezoneCommands, ZoneAnswer, ZoneOutcome
+from core.config import KeptConfig
+from core.store import MigrationError
+from core.users import UserZones
+
+PLATFORMS = ("telegram", "discord", "console")
+
+
+@click.group("users")
+def users_group() -> None:
+    """Per-user settings: a user's own time zone."""
+
+
+def _user(text: str) -> tuple[str, str]:
+    platform, sep, user_id = text.partition(":")
+    platform = platform.strip().lower()
+    user_id = user_id.strip()
+    if not sep or not user_id or platform not in PLATFORMS:
+        fail(
+            f"{text!r} is not PLATFORM:USER "
+            f"(PLATFORM one of {', '.join(PLATFORMS)}), e.g. telegram:42"
+        )
+    return platform, user_id
+
+
+def _agent(config: KeptConfig, platform: str) -> str:
+    """The agent that serves the platform, whose zone applies without one."""
+    channel = getattr(config.channels, platform, None)
+    agent = getattr(channel, "agent", None)
+    return agent if isinstance(agent, str) else config.agents[0].id
+
+
+@users_group.command("timezone")
+@click.argument("user", metavar="PLATFORM:USER")
+@click.argument("zone", metavar="[ZONE]", required=False)
+@click.option("--clear", is_flag=True, help="Forget the user's zone (the agent's applies).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@config_option
+def timezone_cmd(
+    user: str, zone: str | None, clear: bool, as_json: bool, config_path: Path | None
+) -> None:
+    """Show, set (ZONE, an IANA name such as Europe/Paris) or --clear a user's time zone."""
+    platform, user_id = _user(user)
+    if zone is not None and clear:
+        fail("give a ZONE or --clear, not both")
+    config = load_or_fail(resolve_config_path(config_path))
+    agent_id = _agent(config, platform)
+
+    async def main() -> ZoneAnswer:
+        try:
+            async with opened_backend(config) as backend:
+                zones = UserZones(
+                    backend.user_zones, lambda agent: config.agent_or_default(agent).timezone
+                )
+                commands = TimezoneCommands(
+                    zones, SystemClock(), agent_id=agent_id, platform=platform, user_id=user_id
+                )
+                if clear:
+                    return await commands.clear()
+                if zone is not None:
+                    return await commands.set(zone)
+                return await commands.show()
+        except (OSError, sqlite3.Error, MigrationError) as exc:
+            fail(f"cannot use the database {config.storage.url}: {exc}")
+
+    answer = asyncio.run(main())
+    if answer.outcome is ZoneOutcome.INVALID:
+        fail(answer.reason)
+    if as_json:
+        document = {
+            "platform": platform,
+            "userId": user_id,
+            "timezone": answer.timezone if answer.own else None,
+            "effectiveTimezone": answer.timezone,
+            "changed": answer.outcome in (ZoneOutcome.SET, ZoneOutcome.CLEARED),
+        }
+        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        return
+    who = f"{platform}:{user_id}"
+    if answer.outcome is ZoneOutcome.SET:
+        click.echo(f"{who}: time zone set to {answer.timezone}")
+    elif answer.outcome is ZoneOutcome.CLEARED:
+        click.echo(f"{who}: time zone cleared; the agent's ({answer.timezone}) applies")
+    elif answer.own:
+        click.echo(f"{who}: {answer.timezone}")
+    else:
+        click.echo(f"{who}: none set; the agent's ({answer.timezone}) applies")

@@ -1,0 +1,123 @@
+"""The set_timezone tool's "Yes, use <zone>" / "No" buttons on Discord.
+
+Persistent like the follow-up buttons (views.py): the custom_id carries the
+user it was offered to and the zone (core/commands/buttons.py), and the class
+is registered at start-up, so a press after a restart still works. Only the
+user it was offered to may answer (core/commands/timezone.py decides).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import discord
+
+from channels.discord.scope import Gate, interaction_chat
+from core.clock import Clock
+from core.commands.buttons import ZONE_TEMPLATE, zone_from_full, zone_to_full
+from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
+from core.config import KeptConfig
+from core.logs import event
+from core.messages import ZoneChoice
+from core.users import UserZones
+
+log = logging.getLogger("kept.discord")
+
+MESSAGE_LIMIT = 2000
+NOT_ALLOWED = "Sorry, you can't use this bot here."
+
+
+def zone_label(choice: ZoneChoice) -> str:
+    return f"Yes, use {choice.timezone}"[:80] if choice.accept else "No"
+
+
+class ZoneButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=ZONE_TEMPLATE):
+    def __init__(self, choice: ZoneChoice) -> None:
+        style = discord.ButtonStyle.primary if choice.accept else discord.ButtonStyle.secondary
+        button: discord.ui.Button[Any] = discord.ui.Button(
+            label=zone_label(choice), style=style, custom_id=zone_to_full(choice)
+        )
+        super().__init__(button)
+        self.choice = choice
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction,
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> ZoneButton:
+        choice = zone_from_full(match.string)
+        if choice is None:  # the template matched, so the payload parses
+            raise ValueError(f"not a zone button: {match.string!r}")
+        return cls(choice)
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        handler = getattr(interaction.client, "kept_zones", None)
+        if not isinstance(handler, ZoneActions):
+            await interaction.response.send_message("This button no longer works.", ephemeral=True)
+            return
+        await handler.handle(interaction, self.choice)
+
+
+class ZoneActions:
+    """What a press on a proposed zone's button does."""
+
+    def __init__(
+        self,
+        *,
+        users: UserZones | None,
+        config: Callable[[], KeptConfig],
+        clock: Clock,
+        gate: Gate,
+    ) -> None:
+        self._users = users
+        self._config = config
+        self._clock = clock
+        self._gate = gate
+
+    async def handle(self, interaction: discord.Interaction, choice: ZoneChoice) -> None:
+        ref = interaction_chat(interaction)
+        if ref is None or not await self._gate.allowed(
+            interaction.user, interaction.guild_id, interaction.client
+        ):
+            await _ephemeral(interaction, NOT_ALLOWED)
+            return
+        if self._users is None:
+            await _ephemeral(interaction, "This button no longer works.")
+            return
+        agent_id = self._config().channels.discord.agent
+        commands = TimezoneCommands(
+            self._users,
+            self._clock,
+            agent_id=agent_id,
+            platform="discord",
+            user_id=str(interaction.user.id),
+        )
+        answer = await commands.confirm(choice)
+        event(
+            log,
+            logging.INFO,
+            "discord_zone_button",
+            agent=agent_id,
+            session=ref.session_key(agent_id),
+            user=interaction.user.id,
+            outcome=answer.outcome.value,
+        )
+        note = describe(answer)
+        message = interaction.message
+        if answer.outcome in (ZoneOutcome.NOT_YOURS, ZoneOutcome.INVALID) or message is None:
+            await _ephemeral(interaction, note)
+            return
+        # The answer replaces the buttons, so nobody presses them again.
+        suffix = f"\n\n-# {note}"
+        content = message.content[: MESSAGE_LIMIT - len(suffix)].rstrip() + suffix
+        await interaction.response.edit_message(content=content, view=None)
+
+
+async def _ephemeral(interaction: discord.Interaction, text: str) -> None:
+    await interaction.response.send_message(text, ephemeral=True)

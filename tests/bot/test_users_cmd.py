@@ -1,0 +1,123 @@
+"""`kept users timezone` through click's CliRunner, on a real database file,
+and once as a subprocess (`python -m bot`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Path:
+    path = tmp_path / "kept.json"
+    path.write_text(
+        json.dumps(
+            {
+                "storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"},
+                "agents": [{"id": "main", "timezone": "Europe/Berlin"}],
+            }
+        )
+    )
+    return path
+
+
+def kept(cfg: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["users", "timezone", *args, "--config", str(cfg)])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_set_show_and_clear_a_users_zone(cfg: Path) -> None:
+    assert kept(cfg, "telegram:42") == (
+        0,
+        "telegram:42: none set; the agent's (Europe/Berlin) applies\n",
+        "",
+    )
+    assert kept(cfg, "telegram:42", "asia/tokyo") == (
+        0,
+        "telegram:42: time zone set to Asia/Tokyo\n",
+        "",
+    )
+    code, out, _ = kept(cfg, "telegram:42", "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "platform": "telegram",
+        "userId": "42",
+        "timezone": "Asia/Tokyo",
+        "effectiveTimezone": "Asia/Tokyo",
+        "changed": False,
+    }
+    # Another platform's user 42 is another person.
+    assert kept(cfg, "discord:42")[1].startswith("discord:42: none set")
+    code, out, _ = kept(cfg, "telegram:42", "--clear", "--json")
+    assert json.loads(out)["timezone"] is None and json.loads(out)["changed"] is True
+    assert kept(cfg, "telegram:42")[1].startswith("telegram:42: none set")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["telegram:42", "Mars/Olympus"], "kept: unknown time zone 'Mars/Olympus'"),
+        (["telegram:42", "Paris"], "did you mean Europe/Paris"),
+        (["42", "Europe/Paris"], "kept: '42' is not PLATFORM:USER"),
+        (["slack:42", "Europe/Paris"], "is not PLATFORM:USER"),
+        (["telegram:42", "Europe/Paris", "--clear"], "kept: give a ZONE or --clear, not both"),
+    ],
+)
+def test_a_bad_zone_or_user_is_one_line_and_a_non_zero_exit(
+    cfg: Path, args: list[str], message: str
+) -> None:
+    code, out, err = kept(cfg, *args)
+    assert code != 0 and out == ""
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_command_runs_as_a_process(cfg: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "users",
+            "timezone",
+            "telegram:7",
+            "Europe/Paris",
+            "--config",
+            str(cfg),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "telegram:7: time zone set to Europe/Paris\n"
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "users",
+            "timezone",
+            "telegram:7",
+            "Nowhere",
+            "--config",
+            str(cfg),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert (
+        bad.stderr.startswith("kept: unknown time zone 'Nowhere'") and bad.stderr.count("\n") == 1
+    )
