@@ -25,6 +25,7 @@ from core.commitments.store import Applied, CommitmentStore, Filter, MergeRule, 
 from core.store.commitment_sql import ACTIVE, filter_sql, scope_params
 from core.store.postgres.claims import aware
 from core.store.postgres.connection import Connection, PostgresConnection
+from core.store.postgres.locks import EXTRACTION_NAMESPACE
 
 # In the field order of the Commitment dataclass, which _row relies on.
 COLUMN_NAMES = (
@@ -35,11 +36,6 @@ COLUMN_NAMES = (
     "dismissed_at", "snoozed_until", "expired_at", "resolved_at",
 )  # fmt: skip
 COLUMNS = ", ".join(COLUMN_NAMES)
-
-# Extraction of one session is serialised across workers by a transaction
-# advisory lock on (this class, the session key's hash): the duplicate check
-# and the insert it decides on must not interleave with another worker's.
-_EXTRACTION_LOCK_CLASS = 0x6B63  # "kc"
 
 _INSERT = (
     f"INSERT INTO commitments({COLUMNS}) VALUES ({', '.join(['%s'] * len(COLUMN_NAMES))}) "
@@ -120,9 +116,11 @@ class PostgresCommitmentStore(CommitmentStore):
         async with self._db.transaction() as conn:
             # In one order for every worker, so two batches never deadlock.
             for key in sorted({r.scope.session_key for r in results}):
+                # Serialised per session across workers: the duplicate check
+                # and the insert it decides on must not interleave.
                 await conn.execute(
                     "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
-                    (_EXTRACTION_LOCK_CLASS, key),
+                    (EXTRACTION_NAMESPACE, key),
                 )
             for result in results:
                 await self._apply_one(conn, result, now, applied, merge)

@@ -18,6 +18,7 @@ from core.store.postgres.commitments import (
     commitment_row,
 )
 from core.store.postgres.connection import PostgresConnection
+from core.store.postgres.locks import CLAIM_NAMESPACE, session_lock_id
 
 _UNKNOWN_AFTER_RESTART = "delivery outcome unknown (process stopped mid-send); not resent"
 _EXPIRED_BEFORE_SEND = "claim expired before sending (process stopped); released, nothing sent"
@@ -102,12 +103,19 @@ class PostgresHeartbeatStore(HeartbeatStore):
         if not scopes:
             return []
         columns = list(zip(*(scope_params(s) for s in scopes), strict=True))
+        locks = [session_lock_id(s.session_key) for s in scopes]
         # Each scope's rows walk the commitments_scope index; one statement
-        # for the whole page of scopes.
+        # for the whole page of scopes. A scope is claimed by one claimer at
+        # a time: an advisory lock per session, tried for this statement
+        # only (in its own namespace: a chat's turn must never find its
+        # session taken by someone's claim), so two workers claiming at once
+        # never split one chat's due rows (each turn would carry a part of
+        # them, and the rest wait an interval).
         return await self._write_rows(
-            "WITH s AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
-            "  %s::text[], %s::text[]) AS s(agent_id, session_key, platform, chat_id, "
-            "  thread_id, sender_id)), "
+            "WITH s AS MATERIALIZED (SELECT * FROM unnest(%s::text[], %s::text[], "
+            "  %s::text[], %s::text[], %s::text[], %s::text[], %s::integer[]) "
+            "  AS s(agent_id, session_key, platform, chat_id, thread_id, sender_id, lock_id) "
+            "  WHERE pg_try_advisory_xact_lock(%s, s.lock_id)), "
             "picked AS (SELECT p.id FROM s CROSS JOIN LATERAL ("
             "  SELECT c.id FROM commitments c WHERE c.agent_id = s.agent_id "
             "  AND c.session_key = s.session_key AND c.platform = s.platform "
@@ -121,6 +129,8 @@ class PostgresHeartbeatStore(HeartbeatStore):
             f"FROM picked WHERE c.id = picked.id RETURNING {_C_COLUMNS}",
             (
                 *(list(column) for column in columns),
+                locks,
+                CLAIM_NAMESPACE,
                 aware(now),
                 now,
                 per_scope,

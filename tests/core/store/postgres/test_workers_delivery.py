@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 
 from core.clock import TestClock
@@ -20,6 +21,7 @@ from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.locks import SessionLocks
 from core.store.backends import Backend, open_backend
+from core.store.postgres.locks import CLAIM_NAMESPACE, session_lock_id
 from tests.support.heartbeat_harness import ScriptedSender
 
 CHATS, FOLLOW_UPS = 300, 1000
@@ -213,3 +215,26 @@ async def test_two_workers_never_both_find_room_in_a_chat(backends) -> None:
     assert sender.sent[0].text.count("@0") == 1  # room for one: a's other two went back
     due = await backends[1].heartbeat.due_unclaimed(now=clock.now(), limit=10)
     assert len(due) == 4  # and b's two claims too: due again, for a later turn
+
+
+async def test_a_chat_another_worker_is_claiming_is_left_whole(backends, postgres_url: str) -> None:
+    """Two claims of one chat at once never split its due rows: the second
+    claimer passes the chat over whole while the first one's statement holds
+    it (here held by hand, as that statement would, mid-claim)."""
+    clock = TestClock()
+    await seed(backends[0], clock, count=3, chats=1)
+    lease = clock.now() + timedelta(minutes=5)
+    key = scope(0).session_key
+    async with await psycopg.AsyncConnection.connect(postgres_url) as other:
+        await other.execute(
+            "SELECT pg_advisory_xact_lock(%s, %s)", (CLAIM_NAMESPACE, session_lock_id(key))
+        )
+        while_held = await backends[1].heartbeat.claim_due(
+            [scope(0)], per_scope=3, worker="b", now=clock.now(), lease_until=lease
+        )
+        assert while_held == []  # not one row of it: the chat is the other's
+        await other.rollback()  # that claim found nothing after all
+    after = await backends[1].heartbeat.claim_due(
+        [scope(0)], per_scope=3, worker="b", now=clock.now(), lease_until=lease
+    )
+    assert len(after) == 3  # the whole chat, in one turn's claim
