@@ -23,8 +23,8 @@ from core.commitments.model import NewCommitment, Scope
 from core.commitments.store import ScopeResult
 from core.messages import Target
 from core.reminders.model import NewReminder
-from core.store.postgres.commitments import _EXTRACTION_LOCK_CLASS
 from core.store.postgres.connection import PostgresConnection
+from core.store.postgres.locks import EXTRACTION_NAMESPACE
 from tests.support.followups import Followups, postgres_followups
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -280,7 +280,7 @@ async def test_extraction_of_one_session_waits_for_another_workers_extraction(
         # Another worker's extraction of this session, still in its transaction.
         await other.execute(
             "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
-            (_EXTRACTION_LOCK_CLASS, s.session_key),
+            (EXTRACTION_NAMESPACE, s.session_key),
         )
         apply = asyncio.create_task(
             workers[1].commitments.apply_extraction(s, [candidate(s)], [], now=NOW)
