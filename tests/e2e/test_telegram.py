@@ -4,6 +4,7 @@ groups and forum topics."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -38,7 +39,13 @@ async def test_private_message_is_stored_and_answered(tg: TelegramHarness) -> No
         ("user", "text", "hello there"),
         ("assistant", "text", "echo: hello there"),
     ]
-    rows = await tg.store.history(PRIVATE, before_turn_of=2**62, limit=10)
+    # The reply's platform id is recorded once the send has returned, a
+    # moment after the fake saw the message.
+    for _ in range(100):
+        rows = await tg.store.history(PRIVATE, before_turn_of=2**62, limit=10)
+        if rows[1].platform_message_id is not None:
+            break
+        await asyncio.sleep(0.01)
     assert rows[0].platform_message_id == str(update["message"]["message_id"])
     assert rows[0].sender_id == "42"
     assert rows[1].platform_message_id == str(tg.fake.sent[0].message_id)
