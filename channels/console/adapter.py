@@ -23,15 +23,16 @@ import signal
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
 from channels.base import ChannelAdapter, ChannelContext, InboundHandler, Said
 from channels.console.commands import (
+    PLATFORM,
     QUIT_WORDS,
     ConsoleCommands,
     Parsed,
-    TimezoneCommand,
     parse,
 )
 from channels.console.lines import (
@@ -46,14 +47,25 @@ from core.clock import Clock
 from core.commitments.visibility import Asker
 from core.conversation import MessageNotStored
 from core.logs import event
-from core.messages import Action, ButtonAction, Inbound, SendResult, Target, session_key
+from core.messages import (
+    Action,
+    ButtonAction,
+    Inbound,
+    SendResult,
+    Target,
+    ZoneChoice,
+    session_key,
+)
 
-PLATFORM = "console"
 PROMPT = "you> "
 LEAVE_HINT = "Ctrl-C again or Ctrl-D to leave"
 
 # ConversationManager.withdraw: mark a cancelled answer's message as needing none.
 Withdraw = Callable[[Inbound], Awaitable[bool]]
+
+
+YES = frozenset({"y", "yes"})
+NO = frozenset({"n", "no"})
 
 
 class ConsoleAdapter(ChannelAdapter[str]):
@@ -68,7 +80,6 @@ class ConsoleAdapter(ChannelAdapter[str]):
         context: ChannelContext | None = None,
         handler: InboundHandler | None = None,
         withdraw: Withdraw | None = None,
-        timezone: TimezoneCommand | None = None,
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
         stderr: TextIO | None = None,
@@ -106,13 +117,14 @@ class ConsoleAdapter(ChannelAdapter[str]):
         self.user = user or _local_user()
         self._ids = itertools.count(1)
         self._withdraw = withdraw
-        self._commands = (
-            ConsoleCommands(context, self._asker, timezone) if context is not None else None
-        )
+        self._commands = ConsoleCommands(context, self._asker) if context is not None else None
         self._turn: asyncio.Task[None] | None = None
         # The turn's reply is on screen: Ctrl-C no longer cancels it.
         self._replied = False
         self._held_interrupt = False
+        # A zone the chat model proposed (set_timezone), asked as y / n: the
+        # next line answers it, or, being anything else, lets it lapse.
+        self._question: ZoneChoice | None = None
 
     @property
     def target(self) -> Target:
@@ -171,6 +183,8 @@ class ConsoleAdapter(ChannelAdapter[str]):
             if not text:
                 continue
             strikes = 0
+            if await self._answered_question(text):
+                continue
             command = parse(text)
             if command is not None and command.name in QUIT_WORDS:
                 break
@@ -178,6 +192,20 @@ class ConsoleAdapter(ChannelAdapter[str]):
                 await self._command(command)
             elif await self._answer(text.removeprefix("/")):  # `//x` says `/x`
                 strikes = 1  # the Ctrl-C that cancelled counts as the first
+
+    async def _answered_question(self, text: str) -> bool:
+        """A y / n to the proposed zone, if one is open; any other line lets
+        the question lapse and is read as usual."""
+        question, self._question = self._question, None
+        word = text.lower()
+        if question is None or word not in YES | NO:
+            return False
+        if self._commands is None:
+            await self._out.note("Commands are not available in this session.")
+            return True
+        answer = await self._commands.confirm_zone(replace(question, accept=word in YES))
+        await self._out.show(answer)
+        return True
 
     async def _read(self) -> str:
         if self._held_interrupt:
@@ -304,10 +332,17 @@ class ConsoleAdapter(ChannelAdapter[str]):
         await self._out.thinking()
 
     def render_actions(self, actions: Sequence[ButtonAction]) -> str | None:
-        """A check-in's buttons, as the commands that do the same."""
+        """A check-in's buttons, as the commands that do the same; a proposed
+        zone's Yes / No, as a y / n question the next line answers."""
         follow_ups = (a for a in actions if isinstance(a, Action))
         ids = " ".join(dict.fromkeys(i for a in follow_ups for i in a.commitment_ids))
-        return f"(/dismiss {ids} to drop it, /snooze ID 1d to postpone it)" if ids else None
+        if ids:
+            return f"(/dismiss {ids} to drop it, /snooze ID 1d to postpone it)"
+        zone = next((a for a in actions if isinstance(a, ZoneChoice) and a.accept), None)
+        if zone is not None and zone.user_id == self.user:
+            self._question = zone
+            return f"(Use {zone.timezone} as your time zone? y / n)"
+        return None
 
     async def send_text(
         self,

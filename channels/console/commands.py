@@ -6,7 +6,7 @@ nothing here reaches the model or the transcript.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
@@ -16,13 +16,11 @@ from rich.text import Text
 from channels.base import ChannelContext
 from core.commands import FollowUpCommands, Listing, Outcome, ReminderCommands
 from core.commands.times import agent_timezone, local_time
+from core.commands.timezone import TimezoneCommands, describe
 from core.commitments.visibility import Asker, ChatAccess
+from core.messages import ZoneChoice
 
-# The console user's `/timezone [ZONE]`: the answer to show. Wired by whoever
-# builds the adapter once core has a per-user time zone command; until then
-# /timezone says it is not available yet.
-TimezoneCommand = Callable[[Asker, list[str]], Awaitable[RenderableType]]
-
+PLATFORM = "console"
 COMMANDS: list[tuple[str, str]] = [
     ("help", "What kept does and these commands"),
     ("commitments", "Your open follow-ups in this chat"),
@@ -55,13 +53,11 @@ class ConsoleCommands:
         self,
         ctx: ChannelContext,
         asker: Callable[[], Asker],
-        timezone: TimezoneCommand | None = None,
     ) -> None:
         """`asker`: who types, in which session (read per command, as the
         agent can change with the config)."""
         self._ctx = ctx
         self._asker = asker
-        self._timezone_command = timezone
 
     async def run(self, command: Parsed) -> RenderableType:
         handler = {
@@ -92,7 +88,7 @@ class ConsoleCommands:
         listing = await self._followups().list()
         if not listing.items:
             return Text("No open follow-ups in this chat.")
-        tz = self._agent_timezone()
+        tz = await self._zone()
         table = _table("id", "kind", "due", "status", "text", title="Open follow-ups")
         for item in listing.items:
             table.add_row(
@@ -124,7 +120,7 @@ class ConsoleCommands:
             return Text(f"{duration!r} is not a duration; try 30m, 2h or 3d.")
         if not change.done or change.item is None:
             return Text(f"{change.id}: {change.reason}")
-        until = local_time(change.item.due, self._agent_timezone())
+        until = local_time(change.item.due, await self._zone())
         return Text(f"Snoozed {change.id} until {until}.")
 
     async def _reminders(self, args: list[str]) -> RenderableType:
@@ -132,8 +128,11 @@ class ConsoleCommands:
         if not listing.items:
             return Text("No reminders in this chat.")
         table = _table("id", "when", "repeats", "text", title="Reminders")
+        tz = await self._zone()
         for r in listing.items:
-            table.add_row(r.id, local_time(r.due, r.timezone), r.repeats or "", r.text)
+            # A repeating one names its own zone, which the user may not share.
+            repeats = f"{r.repeats} ({r.timezone})" if r.repeats else ""
+            table.add_row(r.id, local_time(r.due, tz), repeats, r.text)
         return _stack(table, Text("Cancel one with /cancel ID."))
 
     async def _cancel(self, args: list[str]) -> RenderableType:
@@ -147,12 +146,36 @@ class ConsoleCommands:
         return Text(f"Cancelled {change.id}.")
 
     async def _timezone(self, args: list[str]) -> RenderableType:
-        if self._timezone_command is not None:
-            return await self._timezone_command(self._asker(), args)
-        return Text(
-            "Time zones per user are not available in this version yet; "
-            f"times are shown in the agent's zone ({self._agent_timezone()})."
+        commands = self._zone_commands()
+        if commands is None:
+            return Text(f"Time zones are not available here; times are in {await self._zone()}.")
+        return Text(describe(await commands.run(" ".join(args))))
+
+    async def confirm_zone(self, choice: ZoneChoice) -> RenderableType:
+        """The user's y / n to a zone the chat model proposed (set_timezone)."""
+        commands = self._zone_commands()
+        if commands is None:
+            return Text("Time zones are not available here.")
+        return Text(describe(await commands.confirm(choice)))
+
+    def _zone_commands(self) -> TimezoneCommands | None:
+        if self._ctx.users is None:
+            return None
+        asker = self._asker()
+        return TimezoneCommands(
+            self._ctx.users,
+            self._ctx.clock,
+            agent_id=asker.agent_id,
+            platform=PLATFORM,
+            user_id=asker.user_id,
         )
+
+    async def _zone(self) -> str:
+        """The zone the user reads times in: theirs, else the agent's."""
+        asker = self._asker()
+        if self._ctx.users is None:
+            return agent_timezone(self._ctx.config(), asker.agent_id)
+        return await self._ctx.users.of(asker.agent_id, PLATFORM, asker.user_id)
 
     def _access(self) -> ChatAccess:
         async def never_admin() -> bool:
@@ -165,9 +188,6 @@ class ConsoleCommands:
 
     def _reminder_commands(self) -> ReminderCommands:
         return ReminderCommands(self._ctx.reminders.store, self._ctx.clock, self._access())
-
-    def _agent_timezone(self) -> str:
-        return agent_timezone(self._ctx.config(), self._asker().agent_id)
 
 
 def _table(*columns: str, title: str) -> Table:

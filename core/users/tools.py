@@ -15,10 +15,9 @@ from core.messages import zone_choices
 from core.tools import Tool, ToolContext, ToolError, ToolRegistry, ToolResult
 from core.users.zones import UserZones, ZoneError, parse_zone
 
-# Platforms whose adapters render ZoneChoice buttons. The hook for `kept
-# chat`: once the console asks a yes/no question for a ZoneChoice, add
-# "console" here.
-CONFIRMS_BY_BUTTON = frozenset({"telegram", "discord"})
+# Platforms whose adapters ask the user to confirm a ZoneChoice: buttons on
+# Telegram and Discord, a y / n question in `kept chat`.
+CONFIRMS_BY_BUTTON = frozenset({"telegram", "discord", "console"})
 
 DESCRIPTION = (
     "Propose setting the user's own time zone, when they say where they are or "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -22,15 +23,16 @@ from channels.base import AdapterRouter, ChannelContext
 from channels.console import ConsoleAdapter
 from channels.console.lines import PlainLineReader
 from core.clock import TestClock
+from core.commands.times import local_time
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config import KeptConfig
 from core.conversation import WITHDRAWN
-from core.llm import Completion
+from core.llm import Completion, ToolCall
 from core.messages import Outbound, Target, followup_actions
 from core.reminders import parse_schedule
 from core.store.backends import sqlite_backend
 from core.store.sqlite import SqliteStore
-from tests.fakes.scripted_model import ScriptedModel, text
+from tests.fakes.scripted_model import ScriptedModel, calls, text
 from tests.fakes.store_faults import DiskFull
 from tests.support.store_helpers import open_store
 
@@ -144,6 +146,7 @@ async def chat(tmp_path: Path) -> AsyncIterator[Chat]:
         config=lambda: config,
         clock=clock,
         environ={},
+        users=services.users,
     )
     stdin, out, err = Pipe(), io.StringIO(), io.StringIO()
     console = ConsoleAdapter(
@@ -231,13 +234,64 @@ async def test_unknown_command_gets_a_one_line_hint(chat: Chat) -> None:
     assert await chat.transcript() == []
 
 
-async def test_timezone_answers_through_its_hook_or_says_not_yet(chat: Chat) -> None:
+async def test_timezone_sets_the_users_zone_and_lists_read_in_it(chat: Chat) -> None:
+    await chat.seed()
     chat.start()
     chat.stdin.send("/timezone Asia/Tokyo")
+    chat.stdin.send("/commitments")
     chat.stdin.close()
     await chat.finished()
-    assert "not available in this version yet" in chat.out.getvalue()
-    assert "Europe/Paris" in chat.out.getvalue()
+    out = chat.out.getvalue()
+    assert "Asia/Tokyo" in out
+    zones = chat.services.users
+    assert await zones.own("console", "ann") == "Asia/Tokyo"
+    due = local_time(chat.clock.now(), "Asia/Tokyo")  # the follow-up is due now
+    assert due in out
+    assert chat.model.requests == []  # commands never reach the model
+
+
+async def test_a_proposed_zone_is_asked_as_y_or_n_and_only_yes_sets_it(chat: Chat) -> None:
+    def propose(zone: str) -> None:
+        call = ToolCall(
+            id=f"t-{zone}", name="set_timezone", arguments=json.dumps({"timezone": zone})
+        )
+        chat.model.steps += [calls(call), text(f"Shall I use {zone} for you?")]
+
+    propose("Asia/Tokyo")
+    chat.start()
+    chat.stdin.send("I live in Tokyo now")
+    # Asked beside the reply (on a pipe, kept's own words go to stderr).
+    await chat.until(lambda: "y / n" in chat.err.getvalue(), "the question")
+    assert "Use Asia/Tokyo as your time zone? y / n" in chat.err.getvalue()
+    assert await chat.services.users.own("console", "ann") is None  # nothing yet
+    chat.stdin.send("n")
+    await chat.until(lambda: "left your time zone" in chat.out.getvalue(), "the no")
+    assert await chat.services.users.own("console", "ann") is None
+
+    propose("Europe/Lisbon")
+    chat.stdin.send("actually Lisbon")
+    await chat.until(lambda: "Europe/Lisbon as your" in chat.err.getvalue(), "the question")
+    chat.stdin.send("yes")
+    chat.stdin.close()
+    await chat.finished()
+    assert await chat.services.users.own("console", "ann") == "Europe/Lisbon"
+    # y and n were answers, never messages: the model saw the two sentences only.
+    said = [r for r in await chat.transcript() if r[0] == "user"]
+    assert said == [("user", "text", "I live in Tokyo now"), ("user", "text", "actually Lisbon")]
+
+
+async def test_any_other_line_lets_the_question_lapse(chat: Chat) -> None:
+    call = ToolCall(id="t1", name="set_timezone", arguments=json.dumps({"timezone": "Asia/Tokyo"}))
+    chat.model.steps += [calls(call), text("Tokyo?")]
+    chat.start()
+    chat.stdin.send("I moved to Tokyo")
+    await chat.until(lambda: "y / n" in chat.err.getvalue(), "the question")
+    chat.stdin.send("what's the weather")
+    chat.stdin.send("y")  # no question open any more: a message like any other
+    chat.stdin.close()
+    await chat.finished()
+    assert await chat.services.users.own("console", "ann") is None
+    assert "echo: y" in chat.out.getvalue()
 
 
 async def test_ctrl_c_cancels_the_answer_in_flight_and_keeps_the_message(chat: Chat) -> None:

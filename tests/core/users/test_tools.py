@@ -59,7 +59,7 @@ async def test_a_proposal_offers_yes_and_no_to_the_user_and_stores_nothing(
     assert len(context.offers) == 2
 
 
-async def test_no_offer_for_a_bad_zone_the_same_zone_or_the_console(
+async def test_no_offer_for_a_bad_zone_the_same_zone_or_a_platform_that_cannot_ask(
     setup: tuple[ToolRegistry, UserZones],
 ) -> None:
     tools, zones = setup
@@ -67,9 +67,12 @@ async def test_no_offer_for_a_bad_zone_the_same_zone_or_the_console(
     assert "unknown time zone" in str((await call(tools, context, "Mars/Olympus"))["error"])
     await zones.set("telegram", "42", "Asia/Tokyo", now=T0)
     assert (await call(tools, context, "Asia/Tokyo"))["status"] == "unchanged"
-    console = ctx("console")
-    answer = await call(tools, console, "Europe/Paris")
+    elsewhere = ctx("pipe")  # no way to ask there: the user is told the command
+    answer = await call(tools, elsewhere, "Europe/Paris")
     assert answer["status"] == "not_offered" and "/timezone Europe/Paris" in str(answer["note"])
     nobody = ctx(sender=None)
     assert "error" in await call(tools, nobody, "Europe/Paris")
-    assert context.offers == console.offers == nobody.offers == []
+    assert context.offers == elsewhere.offers == nobody.offers == []
+    console = ctx("console")  # kept chat asks y / n
+    assert (await call(tools, console, "Europe/Paris"))["status"] == "proposed"
+    assert [o.accept for o in console.offers] == [True, False]
