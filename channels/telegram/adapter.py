@@ -1,8 +1,9 @@
-"""The Telegram channel: python-telegram-bot's Bot for the API calls, our own
-update loop (channels/telegram/intake.py) so nothing is confirmed before it
-is stored, the queue through which one polling worker hands updates to every
-worker (channels/telegram/handoff.py), commands and follow-up buttons in
-channels/telegram/commands.py, at-most-once sending in channels/telegram/send.py.
+"""The Telegram channel: python-telegram-bot's Bot for the API calls
+(connected in channels/telegram/connect.py, paced in pace.py), our own update
+loop (intake.py) so nothing is confirmed before it is stored, the queue
+through which one polling worker hands updates to every worker (handoff.py),
+commands in commands.py and lists in lists.py, Markdown as entities in
+format.py, at-most-once sending in send.py.
 
 Chats map to sessions as DESIGN.md says: a private chat is `private`, a group
 or supergroup `group`, a channel `channel`; a forum topic adds its thread id,
@@ -17,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
 from telegram import (
     Bot,
@@ -29,11 +29,10 @@ from telegram import (
     Update,
 )
 from telegram.constants import ChatAction, ChatMemberStatus
-from telegram.error import InvalidToken, TelegramError
-from telegram.ext import ExtBot
+from telegram.error import TelegramError
 from telegram.request import HTTPXRequest
 
-from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
+from channels.base import ChannelAdapter, ChannelContext, Said
 from channels.media import MediaKind, unreadable_notice
 from channels.telegram.commands import (
     BOT_COMMANDS,
@@ -43,9 +42,10 @@ from channels.telegram.commands import (
     Where,
     command_of,
 )
+from channels.telegram.connect import connect, start_webhook
 from channels.telegram.format import MAX_UTF16, TelegramChunk, telegram_chunks
 from channels.telegram.handoff import MAX_LANES, UpdateHandoff
-from channels.telegram.intake import ALLOWED_UPDATES, MarkSafe, UpdateIntake
+from channels.telegram.intake import MarkSafe, UpdateIntake
 from channels.telegram.lists import keyboard
 from channels.telegram.messages import (
     addressed_to,
@@ -55,17 +55,15 @@ from channels.telegram.messages import (
     media_kind,
     target_of,
 )
-from channels.telegram.pace import TELEGRAM_PACE, Pace, PacedSends
+from channels.telegram.pace import TELEGRAM_PACE, Pace
 from channels.telegram.send import scrub, send_formatted
 from core.config import TelegramConfig
-from core.config_file import secret_from_env
 from core.conversation import MessageNotStored
 from core.logs import event
 from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target, session_key
 
 log = logging.getLogger("kept.telegram")
 
-DEFAULT_ROOT = "https://api.telegram.org"
 # How often a worker that does not poll Telegram looks whether the poller is
 # gone (a dead worker's role is free at once; this bounds the takeover).
 LEADER_CHECK = 2.0
@@ -120,38 +118,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
 
     async def start(self) -> None:
         tg = self._config()
-        token = secret_from_env(tg.token_env, self._ctx.environ)
-        if token is None:
-            raise ChannelStartError(
-                f"channels.telegram is enabled but ${tg.token_env} is not set: put the bot "
-                f"token from @BotFather there (channels.telegram.tokenEnv names the variable)"
-            )
-        root = (tg.base_url or DEFAULT_ROOT).rstrip("/")
-        # ExtBot: only it takes a rate limiter. Every send of kept goes through
-        # this bot (a CallbackQuery's own methods use the bot it was read with).
-        bot = ExtBot(
-            token,
-            base_url=f"{root}/bot",
-            base_file_url=f"{root}/file/bot",
-            request=self._request(),
-            get_updates_request=self._request(),
-            rate_limiter=PacedSends(self._pace),
-        )
-        try:
-            await bot.initialize()  # calls getMe
-        except InvalidToken:
-            await bot.shutdown()
-            # `from None`: PTB's message quotes the token.
-            raise ChannelStartError(
-                f"Telegram rejected the token in ${tg.token_env} (401 Unauthorized): "
-                f"copy it again from @BotFather"
-            ) from None
-        except TelegramError as exc:
-            await bot.shutdown()
-            raise ChannelStartError(
-                f"cannot reach the Telegram Bot API at {root} (channels.telegram.baseUrl): "
-                f"{scrub(str(exc), token)}"
-            ) from None
+        bot, token = await connect(tg, self._ctx.environ, request=self._request, pace=self._pace)
         self._bot, self._token, self.username = bot, token, bot.username
         try:
             await bot.set_my_commands(BOT_COMMANDS)
@@ -216,23 +183,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
                 self._poll_while_leader(bot, intake, handoff), name="telegram-leader"
             )
             return "polling (one worker polls, every worker answers)"
-        secret = secret_from_env(hook.secret_token_env, self._ctx.environ)
-        if secret is None:
-            raise ChannelStartError(
-                f"channels.telegram.webhook is set but ${hook.secret_token_env} is not: put a "
-                f"random secret (letters, digits, _ and -) there"
-            )
-        path = urlsplit(hook.url).path or "/"
-        await intake.start_webhook(
-            bot, host=hook.listen_host, port=hook.port, path=path, secret_token=secret
-        )
-        try:
-            await bot.set_webhook(hook.url, secret_token=secret, allowed_updates=ALLOWED_UPDATES)
-        except TelegramError as exc:
-            raise ChannelStartError(
-                f"Telegram refused the webhook {hook.url} (channels.telegram.webhook.url): "
-                f"{scrub(str(exc), self._token)}"
-            ) from None
+        await start_webhook(bot, intake, hook, self._ctx.environ, token=self._token)
         return "webhook"
 
     @property

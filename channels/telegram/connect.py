@@ -1,0 +1,93 @@
+"""Connecting to the Bot API: the token, the bot kept sends through, and a
+webhook's registration. Each failure a user can fix is one line saying what
+to fix (a ChannelStartError), never the token."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from urllib.parse import urlsplit
+
+from telegram import Bot
+from telegram.error import InvalidToken, TelegramError
+from telegram.ext import ExtBot
+from telegram.request import HTTPXRequest
+
+from channels.base import ChannelStartError
+from channels.telegram.intake import ALLOWED_UPDATES, UpdateIntake
+from channels.telegram.pace import Pace, PacedSends
+from channels.telegram.send import scrub
+from core.config import TelegramConfig, TelegramWebhookConfig
+from core.config_file import secret_from_env
+
+DEFAULT_ROOT = "https://api.telegram.org"
+
+
+async def connect(
+    tg: TelegramConfig,
+    environ: Mapping[str, str],
+    *,
+    request: Callable[[], HTTPXRequest],
+    pace: Pace,
+) -> tuple[ExtBot[None], str]:
+    """The bot, initialised (getMe answered), and its token."""
+    token = secret_from_env(tg.token_env, environ)
+    if token is None:
+        raise ChannelStartError(
+            f"channels.telegram is enabled but ${tg.token_env} is not set: put the bot "
+            f"token from @BotFather there (channels.telegram.tokenEnv names the variable)"
+        )
+    root = (tg.base_url or DEFAULT_ROOT).rstrip("/")
+    # ExtBot: only it takes a rate limiter. Every send of kept goes through
+    # this bot (a CallbackQuery's own methods use the bot it was read with).
+    bot: ExtBot[None] = ExtBot(
+        token,
+        base_url=f"{root}/bot",
+        base_file_url=f"{root}/file/bot",
+        request=request(),
+        get_updates_request=request(),
+        rate_limiter=PacedSends(pace),
+    )
+    try:
+        await bot.initialize()  # calls getMe
+    except InvalidToken:
+        await bot.shutdown()
+        # `from None`: PTB's message quotes the token.
+        raise ChannelStartError(
+            f"Telegram rejected the token in ${tg.token_env} (401 Unauthorized): "
+            f"copy it again from @BotFather"
+        ) from None
+    except TelegramError as exc:
+        await bot.shutdown()
+        raise ChannelStartError(
+            f"cannot reach the Telegram Bot API at {root} (channels.telegram.baseUrl): "
+            f"{scrub(str(exc), token)}"
+        ) from None
+    return bot, token
+
+
+async def start_webhook(
+    bot: Bot,
+    intake: UpdateIntake,
+    hook: TelegramWebhookConfig,
+    environ: Mapping[str, str],
+    *,
+    token: str,
+) -> None:
+    """Serve the webhook, then tell Telegram where it is."""
+    secret = secret_from_env(hook.secret_token_env, environ)
+    if secret is None:
+        raise ChannelStartError(
+            f"channels.telegram.webhook is set but ${hook.secret_token_env} is not: put a "
+            f"random secret (letters, digits, _ and -) there"
+        )
+    path = urlsplit(hook.url).path or "/"
+    await intake.start_webhook(
+        bot, host=hook.listen_host, port=hook.port, path=path, secret_token=secret
+    )
+    try:
+        await bot.set_webhook(hook.url, secret_token=secret, allowed_updates=ALLOWED_UPDATES)
+    except TelegramError as exc:
+        raise ChannelStartError(
+            f"Telegram refused the webhook {hook.url} (channels.telegram.webhook.url): "
+            f"{scrub(str(exc), token)}"
+        ) from None
