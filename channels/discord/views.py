@@ -18,13 +18,13 @@ that another member's follow-up exists. This module only renders.
 from __future__ import annotations
 
 import logging
-import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import discord
 
+from channels.discord.pressable import Pressable
 from channels.discord.scope import Gate, chat_access, interaction_chat
 from channels.discord.zone_button import ZoneButton
 from core.commands import FollowUpCommands, Press
@@ -33,9 +33,7 @@ from core.commands.buttons import (
     ITEM_TEMPLATE,
     PAGE_TEMPLATE,
     SNOOZE_TEMPLATE,
-    decode_full,
     encode_full,
-    from_full,
     to_full,
 )
 from core.commands.results import PER_PAGE
@@ -106,31 +104,15 @@ def buttons_view(actions: Sequence[ButtonAction]) -> discord.ui.View | None:
     return view
 
 
-class FollowUpButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=FULL_TEMPLATE):
+class FollowUpButton(
+    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=FULL_TEMPLATE
+):
+    payload, handler = Action, "kept_followups"
+
     def __init__(self, action: Action) -> None:
         label, style = _LABELS[action.verb]
         super().__init__(discord.ui.Button(label=label, style=style, custom_id=to_full(action)))
         self.action = action
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction,
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> FollowUpButton:
-        action = from_full(match.string)
-        if action is None:  # the template matched, so the payload parses
-            raise ValueError(f"not a follow-up button: {match.string!r}")
-        return cls(action)
-
-    async def callback(self, interaction: discord.Interaction) -> None:
-        actions = getattr(interaction.client, "kept_followups", None)
-        if not isinstance(actions, FollowUpActions):
-            await interaction.response.send_message("This button is not available.", ephemeral=True)
-            return
-        await actions.handle(interaction, self.action)
 
 
 def _label(minutes: int) -> str:
@@ -138,8 +120,10 @@ def _label(minutes: int) -> str:
 
 
 class ReminderSnoozeButton(
-    discord.ui.DynamicItem[discord.ui.Button[Any]], template=SNOOZE_TEMPLATE
+    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=SNOOZE_TEMPLATE
 ):
+    payload, handler, method = ReminderSnooze, "kept_lists", "snooze"
+
     def __init__(self, action: ReminderSnooze) -> None:
         button = discord.ui.Button[Any](
             label=_label(action.minutes),
@@ -149,24 +133,12 @@ class ReminderSnoozeButton(
         super().__init__(button)
         self.action = action
 
-    @classmethod
-    async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
-    ) -> ReminderSnoozeButton:
-        action = decode_full(match.string)
-        if not isinstance(action, ReminderSnooze):
-            raise ValueError(f"not a reminder's snooze button: {match.string!r}")
-        return cls(action)
 
-    async def callback(self, interaction: discord.Interaction) -> None:
-        presses = getattr(interaction.client, "kept_lists", None)
-        if presses is None:
-            await _ephemeral(interaction, "This button is not available.")
-            return
-        await presses.snooze(interaction, self.action)
+class ListItemButton(
+    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=ITEM_TEMPLATE
+):
+    payload, handler, method = ItemAction, "kept_lists", "press"
 
-
-class ListItemButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=ITEM_TEMPLATE):
     def __init__(self, action: ItemAction, *, number: int = 0, row: int | None = None) -> None:
         label, style = _ITEM_LABELS[action.verb]
         button = discord.ui.Button[Any](
@@ -178,24 +150,12 @@ class ListItemButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=IT
         super().__init__(button)
         self.action = action
 
-    @classmethod
-    async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
-    ) -> ListItemButton:
-        action = decode_full(match.string)
-        if not isinstance(action, ItemAction):
-            raise ValueError(f"not a list's button: {match.string!r}")
-        return cls(action)
 
-    async def callback(self, interaction: discord.Interaction) -> None:
-        presses = getattr(interaction.client, "kept_lists", None)
-        if presses is None:
-            await _ephemeral(interaction, "This button is not available.")
-            return
-        await presses.press(interaction, self.action)
+class ListPageButton(
+    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=PAGE_TEMPLATE
+):
+    payload, handler, method = PageAction, "kept_lists", "press"
 
-
-class ListPageButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=PAGE_TEMPLATE):
     def __init__(self, action: PageAction, *, previous: bool = False) -> None:
         button = discord.ui.Button[Any](
             label="◀ Prev" if previous else "Next ▶",
@@ -205,22 +165,6 @@ class ListPageButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=PA
         )
         super().__init__(button)
         self.action = action
-
-    @classmethod
-    async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
-    ) -> ListPageButton:
-        action = decode_full(match.string)
-        if not isinstance(action, PageAction):
-            raise ValueError(f"not a list's page button: {match.string!r}")
-        return cls(action)
-
-    async def callback(self, interaction: discord.Interaction) -> None:
-        presses = getattr(interaction.client, "kept_lists", None)
-        if presses is None:
-            await _ephemeral(interaction, "This button is not available.")
-            return
-        await presses.press(interaction, self.action)
 
 
 # Registered with the bot at start-up, so buttons sent before a restart work.

@@ -9,15 +9,15 @@ user it was offered to may answer (core/commands/timezone.py decides).
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
 import discord
 
+from channels.discord.pressable import Pressable
 from channels.discord.scope import Gate, interaction_chat
 from core.clock import Clock
-from core.commands.buttons import ZONE_TEMPLATE, zone_from_full, zone_to_full
+from core.commands.buttons import ZONE_TEMPLATE, zone_to_full
 from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
 from core.config import KeptConfig
 from core.logs import event
@@ -34,34 +34,16 @@ def zone_label(choice: ZoneChoice) -> str:
     return f"Yes, use {choice.timezone}"[:80] if choice.accept else "No"
 
 
-class ZoneButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=ZONE_TEMPLATE):
+class ZoneButton(Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=ZONE_TEMPLATE):
+    payload, handler = ZoneChoice, "kept_zones"
+
     def __init__(self, choice: ZoneChoice) -> None:
         style = discord.ButtonStyle.primary if choice.accept else discord.ButtonStyle.secondary
         button: discord.ui.Button[Any] = discord.ui.Button(
             label=zone_label(choice), style=style, custom_id=zone_to_full(choice)
         )
         super().__init__(button)
-        self.choice = choice
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction,
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> ZoneButton:
-        choice = zone_from_full(match.string)
-        if choice is None:  # the template matched, so the payload parses
-            raise ValueError(f"not a zone button: {match.string!r}")
-        return cls(choice)
-
-    async def callback(self, interaction: discord.Interaction) -> None:
-        handler = getattr(interaction.client, "kept_zones", None)
-        if not isinstance(handler, ZoneActions):
-            await interaction.response.send_message("This button no longer works.", ephemeral=True)
-            return
-        await handler.handle(interaction, self.choice)
+        self.action = choice
 
 
 class ZoneActions:
