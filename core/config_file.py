@@ -115,6 +115,13 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> KeptCon
     return load_layers(path, environ).config
 
 
+def config_source(path: Path, environ: Mapping[str, str] | None = None) -> str:
+    """Where the config comes from (see LoadedConfig.source), without validating it."""
+    env = read_env_layer(os.environ if environ is None else environ)
+    file = str(path) if path.exists() or not env.variables else None
+    return describe_source(file, env)
+
+
 def load_layers(path: Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:
     """Like load_config, keeping each layer. The file may be missing when the
     environment sets at least one key: a git-push host has only variables."""
