@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 LogFormat = Literal["text", "json"]
 
@@ -68,8 +68,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
-def setup_logging(level: int = logging.INFO, fmt: LogFormat = "text") -> None:
-    handler = logging.StreamHandler(sys.stderr)
+def log_handler(fmt: LogFormat = "text", stream: TextIO | None = None) -> logging.Handler:
+    """A handler writing `fmt` lines to `stream` (default stderr)."""
+    handler = logging.StreamHandler(sys.stderr if stream is None else stream)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
@@ -78,8 +79,12 @@ def setup_logging(level: int = logging.INFO, fmt: LogFormat = "text") -> None:
                 "%(asctime)s %(levelname)s %(name)s %(message)s", "%Y-%m-%dT%H:%M:%S%z"
             )
         )
+    return handler
+
+
+def setup_logging(level: int = logging.INFO, fmt: LogFormat = "text") -> None:
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [log_handler(fmt)]
     root.setLevel(level)
     # Library chatter (HTTP request lines) would drown the events that matter.
     for noisy in ("httpx", "httpx2", "openai", "aiosqlite", "discord", "telegram"):
