@@ -232,7 +232,7 @@ def startup_fields(runtime: Runtime) -> dict[str, str]:
     password), the enabled channels and each one's DM policy."""
     config = runtime.config
     try:
-        version = importlib.metadata.version("kept")
+        version = importlib.metadata.version("kept-bot")
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     enabled = [n for n in ("telegram", "discord") if getattr(config.channels, n).enabled]
