@@ -15,7 +15,7 @@ from pathlib import Path
 from bot.services import Services, build_services, open_storage, start_background
 from channels.base import AdapterRouter, ChannelAdapter, ChannelContext, ChannelStartError
 from core.clock import Clock, SystemClock
-from core.config import KeptConfig
+from core.config import ConfigError, KeptConfig
 from core.config_file import ConfigWatcher, config_source
 from core.conversation import ConversationManager
 from core.errors import KeptError
@@ -238,9 +238,13 @@ def startup_fields(runtime: Runtime) -> dict[str, str]:
     enabled = [n for n in ("telegram", "discord") if getattr(config.channels, n).enabled]
     policies = [f"{name}:{_dm_policy(getattr(config.channels, name))}" for name in enabled]
     scheme = config.storage.url.partition(":")[0]
+    try:
+        source = config_source(runtime.config_path, runtime.environ)
+    except ConfigError:  # an environment the config was not loaded from
+        source = str(runtime.config_path)
     return {
         "version": version,
-        "config": config_source(runtime.config_path, runtime.environ),
+        "config": source,
         "storage": "postgresql" if scheme in ("postgresql", "postgres") else scheme,
         "channels": ",".join(enabled) or "none",
         "dm_policy": ",".join(policies) or "none",

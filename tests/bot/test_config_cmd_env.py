@@ -160,3 +160,13 @@ def test_logging_level_from_the_environment_quiets_kept_run(tmp_path: Path) -> N
     assert done.returncode == 1
     assert "starting" not in done.stderr and " INFO " not in done.stderr
     assert done.stderr.splitlines()[-1].startswith("kept: no channel is enabled")
+
+
+def test_kept_run_with_a_bad_variable_is_one_line_naming_it(tmp_path: Path) -> None:
+    env = {**ENV_ONLY, "KEPT_CHANNELS__TELEGRAM__ENABLED": "yes please"}
+    done = kept_process(tmp_path, env, "run")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        "KEPT_CHANNELS__TELEGRAM__ENABLED: Input should be a valid boolean, "
+        'unable to interpret input (got "yes please")\n'
+    )
