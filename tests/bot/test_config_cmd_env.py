@@ -138,10 +138,14 @@ def test_a_misspelt_variable_is_one_line_without_a_traceback(tmp_path: Path) -> 
     assert done.stderr == "KEPT_STORAGE_URL: not a kept setting (did you mean KEPT_STORAGE__URL?)\n"
 
 
-def test_kept_run_from_the_environment_logs_json_and_creates_no_file(tmp_path: Path) -> None:
-    # No channel is enabled, so `kept run` stops at once, after its start-up line.
+def test_the_procfile_runs_from_the_environment_alone_and_logs_json(tmp_path: Path) -> None:
+    # The Procfile's command, as a git-push host runs it. No channel is
+    # enabled, so it stops at once, after its start-up line.
+    [worker] = (ROOT / "Procfile").read_text().splitlines()
+    program, *args = worker.removeprefix("worker:").split()
+    assert program == "kept"
     env = {**ENV_ONLY, "KEPT_LOGGING__FORMAT": "json", "OPENAI_API_KEY": "sk-test"}
-    done = kept_process(tmp_path, env, "run")
+    done = kept_process(tmp_path, env, *args)
     assert done.returncode == 1, done.stderr
     lines = done.stderr.splitlines()
     assert lines[-1].startswith("kept: no channel is enabled")
@@ -170,3 +174,17 @@ def test_kept_run_with_a_bad_variable_is_one_line_naming_it(tmp_path: Path) -> N
         "KEPT_CHANNELS__TELEGRAM__ENABLED: Input should be a valid boolean, "
         'unable to interpret input (got "yes please")\n'
     )
+
+
+def test_set_without_a_file_in_an_env_only_deployment_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KEPT_COMMITMENTS__ENABLED", "true")
+    missing = tmp_path / "kept.json"
+    result = kept_config("set", "commitments.maxPerDay", "2", "--config", str(missing))
+    assert result.exit_code == 1 and not missing.exists()
+    assert result.stderr.splitlines() == [
+        f"{missing}: no such file",
+        "kept: `config set` edits only the file; change the KEPT_ variable instead, "
+        "or create the file from config/kept.example.json",
+    ]
