@@ -39,13 +39,14 @@ def _dumps(value: Any) -> str:
 def _report(exc: ConfigError, path: Path, *, after: str | None = None) -> NoReturn:
     for line in exc.problems:
         click.echo(line, err=True)
-    if not path.exists() and config_variables(os.environ):
+    missing = not path.exists() and f"{path}: no such file" in exc.problems
+    if missing and config_variables(os.environ):
         click.echo(
             "kept: `config set` edits only the file; change the KEPT_ variable instead, "
             f"or create the file from {EXAMPLE_CONFIG}",
             err=True,
         )
-    elif not path.exists():
+    elif missing:
         click.echo(
             f"kept: create it from {EXAMPLE_CONFIG} (or run `kept run` once), "
             "or set keys in KEPT_ variables (e.g. KEPT_CHANNELS__TELEGRAM__ENABLED=true)",
