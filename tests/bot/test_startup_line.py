@@ -1,5 +1,6 @@
 """The start-up line: version, config source, storage backend (never the
-URL's password), enabled channels and each one's DM policy."""
+URL's password), enabled channels and each one's DM policy; and the
+running bot reloading its file under the environment."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.runtime import Runtime, serve, startup_fields
+from core.clock import TestClock
 from core.config import KeptConfig, validate_document
 from core.config_file import load_config
 
@@ -80,3 +82,22 @@ async def test_serve_logs_the_start_up_line_before_anything_else(
     first = caplog.records[0]
     assert first.name == "kept.runtime" and first.getMessage().startswith("starting version=")
     assert getattr(first, "kept_fields") == startup_fields(runtime)  # noqa: B009
+
+
+async def test_the_running_bot_reloads_the_file_under_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "kept.json"
+    path.write_text(json.dumps({"storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"}}))
+    env = {"KEPT_COMMITMENTS__MAXPERDAY": "7", "OPENAI_API_KEY": "sk-test"}
+    clock = TestClock()
+    runtime = Runtime(path, load_config(path, env), clock=clock, environ=env)
+    await runtime.start_core()
+    try:
+        doc = json.loads(path.read_text())
+        doc["commitments"] = {"enabled": True, "maxPerDay": 9}
+        path.write_text(json.dumps(doc))
+        for _ in range(3):
+            await clock.advance(5)
+        assert runtime.config.commitments.enabled is True  # the file's change applied
+        assert runtime.config.commitments.max_per_day == 7  # the variable still on top
+    finally:
+        await runtime.stop()
