@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from pathlib import Path
 
 import click
@@ -21,8 +22,9 @@ from bot.store_access import load_or_fail
 from bot.users_cmd import users_group
 from channels.console import ConsoleAdapter
 from core.config import KeptConfig
+from core.config_env import config_variables
 from core.config_file import ensure_config_file
-from core.logs import event, setup_logging
+from core.logs import event, level_number, setup_logging
 
 log = logging.getLogger("kept.cli")
 
@@ -43,7 +45,9 @@ main.add_command(users_group, "users")
 
 def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, KeptConfig]:
     path = resolve_config_path(config_path)
-    if create and ensure_config_file(path, _example_for(path)):
+    # KEPT_ variables setting keys: an environment-only deployment needs no file.
+    from_env = bool(config_variables(os.environ))
+    if create and not from_env and ensure_config_file(path, _example_for(path)):
         click.echo(f"kept: created {path} from {_example_for(path)}; edit it to taste", err=True)
     return path, load_or_fail(path)
 
@@ -69,6 +73,8 @@ def run(config_path: Path | None, verbose: bool) -> None:
     """Start every enabled channel and the background services."""
     setup_logging(logging.DEBUG if verbose else logging.INFO)
     path, config = _load(config_path, create=True)
+    level = logging.DEBUG if verbose else level_number(config.logging.level)
+    setup_logging(level, config.logging.format)
     _pin_cpu(config)
     try:
         asyncio.run(serve(Runtime(path, config)))

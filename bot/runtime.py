@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import logging
 import os
 import signal
@@ -14,8 +15,8 @@ from pathlib import Path
 from bot.services import Services, build_services, open_storage, start_background
 from channels.base import AdapterRouter, ChannelAdapter, ChannelContext, ChannelStartError
 from core.clock import Clock, SystemClock
-from core.config import KeptConfig
-from core.config_file import ConfigWatcher
+from core.config import ConfigError, KeptConfig
+from core.config_file import ConfigWatcher, config_source
 from core.conversation import ConversationManager
 from core.errors import KeptError
 from core.llm import LLMClient
@@ -133,7 +134,11 @@ class Runtime:
             platforms=lambda: self.router.platforms,
         )
         watcher = ConfigWatcher(
-            self.config_path, self.config, on_change=self._apply_config, clock=self.clock
+            self.config_path,
+            self.config,
+            on_change=self._apply_config,
+            clock=self.clock,
+            environ=self.environ,
         )
         self._tasks.append(asyncio.create_task(watcher.run(), name="config-watcher"))
 
@@ -221,6 +226,40 @@ class Runtime:
             self._store = None
 
 
+def startup_fields(runtime: Runtime) -> dict[str, str]:
+    """What the operator must know about this process first: version, where
+    the config came from, the storage backend (never its URL: it may hold a
+    password), the enabled channels and each one's DM policy."""
+    config = runtime.config
+    try:
+        version = importlib.metadata.version("kept-bot")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    enabled = [n for n in ("telegram", "discord") if getattr(config.channels, n).enabled]
+    policies = [f"{name}:{_dm_policy(getattr(config.channels, name))}" for name in enabled]
+    scheme = config.storage.url.partition(":")[0]
+    try:
+        source = config_source(runtime.config_path, runtime.environ)
+    except ConfigError:  # an environment the config was not loaded from
+        source = str(runtime.config_path)
+    return {
+        "version": version,
+        "config": source,
+        "storage": "postgresql" if scheme in ("postgresql", "postgres") else scheme,
+        "channels": ",".join(enabled) or "none",
+        "dm_policy": ",".join(policies) or "none",
+    }
+
+
+def _dm_policy(channel: object) -> str:
+    # channels.<platform>.dmPolicy; before it existed, an empty allowFrom
+    # answered anyone.
+    policy = getattr(channel, "dm_policy", None)
+    if policy is not None:
+        return str(policy)
+    return "allowlist" if getattr(channel, "allow_from", []) else "open"
+
+
 async def serve(runtime: Runtime) -> None:
     """`kept run`: start everything, then wait for SIGINT/SIGTERM.
 
@@ -231,6 +270,7 @@ async def serve(runtime: Runtime) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
+        event(log, logging.INFO, "starting", **startup_fields(runtime))
         await runtime.start_core()
         adapters = runtime.build_channel_adapters()
         await runtime.start_adapters(adapters)

@@ -15,6 +15,7 @@ import click
 from bot.context import fail
 from bot.services import open_storage
 from core.config import KeptConfig
+from core.config_env import ENV_PREFIX
 from core.config_file import ConfigError, load_config
 from core.store.errors import masked_url
 
@@ -27,7 +28,10 @@ def load_or_fail(path: Path) -> KeptConfig:
     try:
         return load_config(path)
     except ConfigError as exc:
-        click.echo(f"kept: {path} is not valid (check with `kept config validate`):", err=True)
+        # A problem with a KEPT_ variable is one line that names it; the
+        # file's path would only mislead.
+        if not all(line.startswith(ENV_PREFIX) for line in exc.problems):
+            click.echo(f"kept: {path} is not valid (check with `kept config validate`):", err=True)
         for line in exc.problems:
             click.echo(line, err=True)
         sys.exit(1)

@@ -343,6 +343,18 @@ class ShutdownConfig(Model):
     grace_seconds: Annotated[float, Field(ge=0, le=600)] = 10
 
 
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+class LoggingConfig(Model):
+    # Read at start (kept run); `kept run -v` forces debug.
+    level: Annotated[Literal["debug", "info", "warning", "error"], BeforeValidator(_lower)] = "info"
+    # text: `time LEVEL logger event k=v ...`; json: one object per line with
+    # the event's fields, for a log shipper.
+    format: Annotated[Literal["text", "json"], BeforeValidator(_lower)] = "text"
+
+
 class KeptConfig(Model):
     storage: StorageConfig = StorageConfig()
     llm: LlmConfig = LlmConfig()
@@ -351,6 +363,7 @@ class KeptConfig(Model):
     commitments: CommitmentsConfig = CommitmentsConfig()
     sessions: SessionsConfig = SessionsConfig()
     shutdown: ShutdownConfig = ShutdownConfig()
+    logging: LoggingConfig = LoggingConfig()
 
     @model_validator(mode="after")
     def _agents_referenced_exist(self) -> KeptConfig:
@@ -418,15 +431,21 @@ def validate_document(data: Any, source: str) -> KeptConfig:
 
 def describe_errors(exc: ValidationError) -> list[str]:
     """`key.path: reason` for every error pydantic found, in its order."""
-    lines: list[str] = []
+    lines = [f"{_dotted(loc) or '(top level)'}: {why}" for loc, why in error_items(exc)]
+    return list(dict.fromkeys(lines))
+
+
+def error_items(exc: ValidationError) -> list[tuple[tuple[str | int, ...], str]]:
+    """(key path, reason) for every error pydantic found, in its order."""
+    items: list[tuple[tuple[str | int, ...], str]] = []
     for err in exc.errors():
         loc = tuple(err["loc"])
         keyed = err.get("ctx", {}).get("error")
         if isinstance(keyed, KeyedValueError):
-            lines.extend(f"{_dotted(loc + sub)}: {msg}" for sub, msg in keyed.problems)
+            items.extend((loc + sub, msg) for sub, msg in keyed.problems)
         else:
-            lines.append(f"{_dotted(loc) or '(top level)'}: {_reason(err, loc)}")
-    return list(dict.fromkeys(lines))
+            items.append((loc, _reason(err, loc)))
+    return items
 
 
 def _reason(err: Any, loc: tuple[str | int, ...]) -> str:

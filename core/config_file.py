@@ -17,12 +17,21 @@ import stat
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from core.clock import Clock
 from core.config import ConfigError, KeptConfig, did_you_mean, validate_document
+from core.config_env import (
+    EnvLayer,
+    describe_source,
+    origins,
+    read_env_layer,
+    validate_layers,
+    without_env_keys,
+)
 from core.logs import event
 
 log = logging.getLogger("kept.config")
@@ -81,9 +90,50 @@ def parse_config_text(text: str, source: str) -> KeptConfig:
     return validate_document(parse_json_document(text, source), source)
 
 
-def load_config(path: Path) -> KeptConfig:
-    """Read and validate the config file; raises ConfigError naming every problem."""
-    return parse_config_text(_decode(_read_bytes(path), path), str(path))
+@dataclass(frozen=True)
+class LoadedConfig:
+    """The config in force and where its values came from."""
+
+    config: KeptConfig
+    path: Path
+    document: dict[str, Any] | None  # the file as written; None: no file, env only
+    env: EnvLayer
+
+    @property
+    def source(self) -> str:
+        """`config/kept.json`, `... + environment (KEPT_...)` or `environment (...)`."""
+        return describe_source(None if self.document is None else str(self.path), self.env)
+
+    def origins(self) -> dict[str, str]:
+        """Dotted key path -> `env:<VARIABLE>`, `file` or `default`."""
+        return origins(self.config, self.document, self.env)
+
+
+def load_config(path: Path, environ: Mapping[str, str] | None = None) -> KeptConfig:
+    """The config in force: defaults < the file < KEPT_ variables (see
+    core/config_env.py); raises ConfigError naming every problem."""
+    return load_layers(path, environ).config
+
+
+def config_source(path: Path, environ: Mapping[str, str] | None = None) -> str:
+    """Where the config comes from (see LoadedConfig.source), without validating it."""
+    env = read_env_layer(os.environ if environ is None else environ)
+    file = str(path) if path.exists() or not env.variables else None
+    return describe_source(file, env)
+
+
+def load_layers(path: Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:
+    """Like load_config, keeping each layer. The file may be missing when the
+    environment sets at least one key: a git-push host has only variables."""
+    env = read_env_layer(os.environ if environ is None else environ)
+    document: dict[str, Any] | None = None
+    if path.exists() or not env.variables:
+        read = _read_document(path)
+        if not isinstance(read, dict):
+            validate_document(read, str(path))  # raises, naming the file
+        document = read
+    config = validate_layers(document, str(path), env)
+    return LoadedConfig(config=config, path=path, document=document, env=env)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -124,18 +174,18 @@ def _is_index(part: str) -> bool:
     return part.isascii() and part.isdigit()
 
 
-def get_value(path: Path, key: str) -> Any:
-    """The JSON value at a dotted camelCase key path, e.g. `agents.0.id`.
+def get_value(path: Path, key: str, environ: Mapping[str, str] | None = None) -> Any:
+    """The JSON value in force at a dotted camelCase key path, e.g. `agents.0.id`.
 
-    Keys the file leaves out answer with their defaults: the file as written
-    is laid over the validated model, so values keep the file's spelling
-    (`60`, not the model's `60.0`). The file must be valid.
+    Keys the file and the environment leave out answer with their defaults:
+    the file as written is laid over the validated model, so values keep the
+    file's spelling (`60`, not the model's `60.0`). The config must be valid.
     """
     source = str(path)
     parts = _split_key(key, source)
-    document = _read_document(path)
-    config = validate_document(document, source)
-    node: Any = _overlay(config.model_dump(mode="json", by_alias=True), document)
+    loaded = load_layers(path, environ)
+    written = without_env_keys(loaded.document or {}, loaded.env.values)
+    node: Any = _overlay(loaded.config.model_dump(mode="json", by_alias=True), written)
     for depth, part in enumerate(parts):
         here = ".".join(parts[: depth + 1])
         if isinstance(node, dict) and part in node:
@@ -176,26 +226,38 @@ def parse_raw_value(raw: str) -> Any:
         return raw
 
 
-def set_value(path: Path, key: str, raw: str) -> KeptConfig:
-    """Set `key` to `raw` (see parse_raw_value) in the file and return the new config.
+def set_value(
+    path: Path, key: str, raw: str, environ: Mapping[str, str] | None = None
+) -> KeptConfig:
+    """Set `key` to `raw` (see parse_raw_value) in the file and return the new
+    config in force. Only the file changes: a KEPT_ variable that sets the
+    key stays on top (see env_override).
 
     Missing objects along the path are created; a list index may name an
     existing element or append one (`agents.1.id` on a one-agent list). The
-    whole resulting document is validated first: on any problem this raises
-    ConfigError and the file is left byte-for-byte untouched. Otherwise it is
+    resulting config (the file under the environment) is validated first: on
+    any problem this raises ConfigError and the file is left byte-for-byte
+    untouched. Otherwise it is
     replaced atomically, keeping its key order, with a 2-space indent.
     """
     source = str(path)
     parts = _split_key(key, source)
     value = parse_raw_value(raw)
+    env = read_env_layer(os.environ if environ is None else environ)
     document = _read_document(path)
     if not isinstance(document, dict):
         raise ConfigError([f"{source}: the top level must be a JSON object"])
     _assign(document, parts, value, source)
-    config = validate_document(document, source)
+    config = validate_layers(document, source, env)
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     _write_atomic(path, text.encode("utf-8"))
     return config
+
+
+def env_override(key: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The KEPT_ variable that overrides `key` in the file, if one is set."""
+    env = read_env_layer(os.environ if environ is None else environ)
+    return env.variable_for(key.split("."))
 
 
 def _assign(document: dict[str, Any], parts: list[str], value: Any, source: str) -> None:
@@ -315,6 +377,8 @@ class ConfigWatcher:
     parses, validates and differs from the config in force (re-saving the
     same config restarts nothing); an invalid file is logged once per
     distinct content and ignored, so the previous config stays in force.
+    The KEPT_ variables stay on top of every version of the file; with
+    them, a missing file is no problem (an environment-only deployment).
     """
 
     def __init__(
@@ -324,8 +388,11 @@ class ConfigWatcher:
         on_change: OnChange,
         clock: Clock,
         interval: float = 2.0,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path
+        # The environment is fixed for the process; read it once.
+        self.env = read_env_layer(os.environ if environ is None else environ)
         self.current = current
         self.on_change = on_change
         self.clock = clock
@@ -385,6 +452,9 @@ class ConfigWatcher:
                 return None
             data = self.path.read_bytes()
         except OSError as exc:
+            if isinstance(exc, FileNotFoundError) and self.env.variables:
+                self._signature = self._digest = None  # the environment alone configures
+                return None
             self._signature = self._digest = None  # re-read whatever comes back
             self._report(f"oserror:{exc.errno}", [f"cannot read: {exc.strerror or exc}"])
             return None
@@ -395,7 +465,11 @@ class ConfigWatcher:
             return None
         self._digest = digest
         try:
-            config = parse_config_text(_decode(data, self.path), str(self.path))
+            source = str(self.path)
+            document = parse_json_document(_decode(data, self.path), source)
+            if not isinstance(document, dict):
+                validate_document(document, source)  # raises, naming the file
+            config = validate_layers(document, source, self.env)
         except ConfigError as exc:
             self._report(digest, exc.problems)
             return None

@@ -136,11 +136,13 @@ def test_show_never_prints_secret_values(cfg: Path, monkeypatch: pytest.MonkeyPa
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
     kept_config("set", "channels.telegram.enabled", "true", "--config", str(cfg))
-    result = kept_config("show", "--config", str(cfg))
-    assert result.exit_code == 0, result.output
+    text = kept_config("show", "--config", str(cfg))
+    result = kept_config("show", "--json", "--config", str(cfg))
+    assert result.exit_code == 0 and text.exit_code == 0, result.output + text.output
     for value in secrets.values():
-        assert value not in result.output
-    view = json.loads(result.stdout)
+        assert value not in result.output and value not in text.output
+    assert 'llm.apiKeyEnv = "OPENAI_API_KEY"  # file; $OPENAI_API_KEY is set' in text.stdout
+    view = json.loads(result.stdout)["values"]
     assert view["llm"]["apiKeyEnv"] == "OPENAI_API_KEY" and view["llm"]["apiKeySet"] is True
     assert view["channels"]["telegram"]["tokenSet"] is True
     assert view["channels"]["telegram"]["enabled"] is True
@@ -151,7 +153,7 @@ def test_show_reports_that_an_unset_secret_is_unset(
     cfg: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DISCORD_TOKEN", raising=False)
-    view = json.loads(kept_config("show", "--config", str(cfg)).stdout)
+    view = json.loads(kept_config("show", "--json", "--config", str(cfg)).stdout)["values"]
     assert view["channels"]["discord"]["tokenSet"] is False
 
 
