@@ -28,7 +28,8 @@ from pydantic_settings import EnvSettingsSource
 from pydantic_settings.exceptions import SettingsError
 from pydantic_settings.sources.utils import parse_env_vars
 
-from core.config import ConfigError, KeptConfig, error_items
+from core.config import ConfigError, KeptConfig
+from core.config_errors import error_items
 
 ENV_PREFIX = "KEPT_"
 NESTED_DELIMITER = "__"
@@ -187,7 +188,7 @@ def validate_layers(document: dict[str, Any] | None, source: str, env: EnvLayer)
         return KeptConfig.model_validate(merged, by_alias=True, by_name=False)
     except ValidationError as exc:
         where = source if document is not None else "environment"
-        lines = [_line(loc, why, where, env) for loc, why in error_items(exc)]
+        lines = [_line(loc, why, where, env) for loc, why in error_items(exc, KeptConfig)]
         raise ConfigError(list(dict.fromkeys(lines))) from None
 
 

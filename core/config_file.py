@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from core.clock import Clock
-from core.config import ConfigError, KeptConfig, did_you_mean, validate_document
+from core.config import ConfigError, KeptConfig, validate_document
 from core.config_env import (
     EnvLayer,
     describe_source,
@@ -32,6 +32,7 @@ from core.config_env import (
     validate_layers,
     without_env_keys,
 )
+from core.config_errors import did_you_mean
 from core.logs import event
 
 log = logging.getLogger("kept.config")
