@@ -129,36 +129,40 @@ def _discord_intents(config: KeptConfig) -> Check:
 
 
 def _posture(config: KeptConfig) -> list[Check]:
-    """Who may talk to each enabled channel. Informational: it never fails."""
+    """Who may talk to each enabled channel. Informational: it never fails.
+    dmPolicy, groups and groupPolicy are read when the config has them (an
+    older one has only allowFrom and Discord's allowGuilds)."""
     checks = []
     for name in ("telegram", "discord"):
         channel = getattr(config.channels, name)
-        if not channel.enabled:
-            continue
-        allowed = list(channel.allow_from)
-        policy = getattr(channel, "dm_policy", None)
-        if policy is None:
-            dms = (
-                f"DMs from the {len(allowed)} users in allowFrom"
-                if allowed
-                else "DMs from anyone: allowFrom is empty"
-            )
-        elif policy == "allowlist":
-            dms = f"dmPolicy allowlist: DMs from the {len(allowed)} users in allowFrom"
-        else:
-            dms = f"dmPolicy {policy}" + (f", allowFrom has {len(allowed)}" if allowed else "")
-        groups = getattr(channel, "groups", None)
-        if groups is None and name == "discord":
-            groups = channel.allow_guilds
-        group_policy = getattr(channel, "group_policy", None)
-        if group_policy == "open":
-            where = "groups: any"
-        elif groups:
-            where = f"groups: {len(groups)} listed"
-        else:
-            where = "groups: none listed"
-        checks.append(Check(True, f"{name} access", f"{dms}; {where}"))
+        if channel.enabled:
+            checks.append(Check(True, f"{name} access", f"{_dms(channel)}; {_groups(channel)}"))
     return checks
+
+
+def _dms(channel: object) -> str:
+    allowed = len(getattr(channel, "allow_from", []))
+    policy = getattr(channel, "dm_policy", None)
+    if policy is None:
+        if allowed:
+            return f"DMs from the {allowed} users in allowFrom"
+        return "DMs from anyone: allowFrom is empty (anyone can use the model key)"
+    if policy == "allowlist":
+        return f"dmPolicy allowlist: DMs from the {allowed} users in allowFrom"
+    if policy == "open":
+        return "dmPolicy open: DMs from anyone (anyone can use the model key)"
+    if policy == "pairing":
+        return "dmPolicy pairing: an unknown user gets a code (`kept pairing approve CODE`)"
+    return f"dmPolicy {policy}"
+
+
+def _groups(channel: object) -> str:
+    if getattr(channel, "group_policy", None) == "open":
+        return "groups: any (groupPolicy open)"
+    groups = getattr(channel, "groups", None)
+    if groups is None:
+        groups = getattr(channel, "allow_guilds", None) or []
+    return f"groups: {len(groups)} listed" if groups else "groups: none listed"
 
 
 async def _check_model(config: KeptConfig, env: Mapping[str, str], *, deep: bool) -> list[Check]:

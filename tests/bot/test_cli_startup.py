@@ -109,6 +109,13 @@ def test_storage_that_cannot_be_created_refuses_to_start(tmp_path: Path, command
     assert "Not a directory" in line
 
 
+def test_a_database_path_that_is_a_directory_refuses_to_start(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir()
+    config = write_config(tmp_path, storage={"url": f"sqlite:///{tmp_path}/db"})
+    line = one_line_failure(kept("run", "--config", str(config), env={"OPENAI_API_KEY": "k"}))
+    assert "cannot open the database" in line and "unable to open database file" in line
+
+
 def test_a_database_that_is_not_one_refuses_to_start(tmp_path: Path) -> None:
     (tmp_path / "kept.sqlite").write_text("this is not a database, it is a note")
     config = write_config(tmp_path)

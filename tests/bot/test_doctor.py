@@ -9,6 +9,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -353,3 +354,26 @@ async def test_an_invalid_config_is_the_one_failing_line(
     out = capsys.readouterr().out
     assert out.startswith("FAIL  config") and "storage.url" in out
     assert len(out.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"dm_policy": "pairing"}, "dmPolicy pairing: an unknown user gets a code"),
+        ({"dm_policy": "open"}, "dmPolicy open: DMs from anyone"),
+        ({"dm_policy": "allowlist", "allow_from": ["7"]}, "dmPolicy allowlist: DMs from the 1"),
+        ({"groups": ["-100", "-200"]}, "groups: 2 listed"),
+        ({"groups": [], "group_policy": "open"}, "groups: any (groupPolicy open)"),
+    ],
+)
+def test_access_reads_the_dm_and_group_policies_when_the_config_has_them(
+    settings: dict[str, Any], expected: str
+) -> None:
+    # The policy keys arrive with pairing; the line reads them where they exist.
+    channel = SimpleNamespace(**{"enabled": True, "allow_from": [], **settings})
+    config = SimpleNamespace(
+        channels=SimpleNamespace(telegram=channel, discord=SimpleNamespace(enabled=False))
+    )
+    [check] = doctor_module._posture(config)  # type: ignore[arg-type]
+    assert check.ok and check.name == "telegram access"
+    assert expected in check.detail
