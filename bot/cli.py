@@ -19,7 +19,7 @@ from bot.cpu import pin_to_one_cpu
 from bot.doctor import run_doctor
 from bot.preflight import startup_problem
 from bot.reminders_cmd import reminders_group
-from bot.runtime import Runtime, StartupError, channel_context, serve
+from bot.runtime import CHANNEL_HELP, Runtime, StartupError, channel_context, serve
 from bot.search_cmd import import_command, reindex_command, search_command
 from bot.store_access import check_storage_writable, load_or_fail
 from bot.users_cmd import users_group
@@ -74,7 +74,7 @@ def _create_config(path: Path) -> None:
 
 def _refuse_to_start(config: KeptConfig, *, channels: bool) -> None:
     """One line saying what to set, before anything starts (see bot/preflight.py)."""
-    problem = startup_problem(config, os.environ, channels=channels)
+    problem = startup_problem(config, os.environ, channels=channels, no_channel=CHANNEL_HELP)
     if problem is not None:
         fail(problem)
     asyncio.run(check_storage_writable(config, datetime.now(UTC).isoformat()))

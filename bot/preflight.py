@@ -38,10 +38,14 @@ def channel_token_problem(config: KeptConfig, env: Mapping[str, str]) -> str | N
     return None
 
 
-def startup_problem(config: KeptConfig, env: Mapping[str, str], *, channels: bool) -> str | None:
+def startup_problem(
+    config: KeptConfig, env: Mapping[str, str], *, channels: bool, no_channel: str
+) -> str | None:
     """The first reason not to start, or None. `channels`: the command starts
-    the enabled channels (`kept run`); `kept chat` talks in the terminal only."""
+    the enabled channels (`kept run`; `no_channel` is what it says when none
+    is); `kept chat` talks in the terminal only."""
     problem = endpoint_problem(config, env)
     if problem is None and channels:
-        problem = channel_token_problem(config, env)
+        enabled = config.channels.telegram.enabled or config.channels.discord.enabled
+        problem = channel_token_problem(config, env) if enabled else no_channel
     return problem

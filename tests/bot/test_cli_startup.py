@@ -19,6 +19,9 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "kept.example.json"
+# Past the key and token checks, so that the storage check is what refuses.
+TELEGRAM_ON = {"telegram": {"enabled": True}}
+KEYS = {"OPENAI_API_KEY": "k", "TELEGRAM_BOT_TOKEN": "123:t"}
 SECRETS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TELEGRAM_BOT_TOKEN", "DISCORD_TOKEN")
 
 
@@ -99,20 +102,29 @@ def test_an_enabled_channel_without_its_token_refuses_to_start(
     assert f"channels.{platform} is enabled but ${variable} is empty" in line
 
 
+def test_run_with_no_channel_enabled_refuses_before_creating_anything(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    line = one_line_failure(kept("run", "--config", str(config), env={"OPENAI_API_KEY": "k"}))
+    assert line.startswith("kept: no channel is enabled") and "kept chat" in line
+    assert not (tmp_path / "kept.sqlite").exists()
+
+
 @pytest.mark.parametrize("command", ["run", "chat"])
 def test_storage_that_cannot_be_created_refuses_to_start(tmp_path: Path, command: str) -> None:
     (tmp_path / "a-file").write_text("")
     url = f"sqlite:///{tmp_path}/a-file/data/kept.sqlite"  # a directory under a file
-    config = write_config(tmp_path, storage={"url": url})
-    line = one_line_failure(kept(command, "--config", str(config), env={"OPENAI_API_KEY": "k"}))
+    config = write_config(tmp_path, storage={"url": url}, channels=TELEGRAM_ON)
+    line = one_line_failure(kept(command, "--config", str(config), env=KEYS))
     assert line.startswith(f"kept: cannot open the database {url}: ")
     assert "Not a directory" in line
 
 
 def test_a_database_path_that_is_a_directory_refuses_to_start(tmp_path: Path) -> None:
     (tmp_path / "db").mkdir()
-    config = write_config(tmp_path, storage={"url": f"sqlite:///{tmp_path}/db"})
-    line = one_line_failure(kept("run", "--config", str(config), env={"OPENAI_API_KEY": "k"}))
+    config = write_config(
+        tmp_path, storage={"url": f"sqlite:///{tmp_path}/db"}, channels=TELEGRAM_ON
+    )
+    line = one_line_failure(kept("run", "--config", str(config), env=KEYS))
     assert "cannot open the database" in line and "unable to open database file" in line
 
 
