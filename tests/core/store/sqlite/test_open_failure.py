@@ -25,4 +25,5 @@ async def test_a_failed_open_leaves_no_worker_thread(tmp_path: Path) -> None:
     connection = SqliteConnection(tmp_path)  # a directory, not a database file
     with pytest.raises(sqlite3.OperationalError, match="unable to open database file"):
         await connection.open()
-    assert worker_threads() == before
+    # Other tests' threads may still be ending; only this open's counts.
+    assert [t for t in worker_threads() if t not in before] == []
