@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import logging
 import os
+from datetime import UTC, datetime
+from importlib.resources import as_file, files
 from pathlib import Path
 
 import click
@@ -15,13 +17,14 @@ from bot.config_cmd import config_group
 from bot.context import EXAMPLE_CONFIG, config_option, fail, resolve_config_path
 from bot.cpu import pin_to_one_cpu
 from bot.doctor import run_doctor
+from bot.preflight import startup_problem
 from bot.reminders_cmd import reminders_group
-from bot.runtime import Runtime, StartupError, channel_context, serve
+from bot.runtime import CHANNEL_HELP, Runtime, StartupError, channel_context, serve
 from bot.search_cmd import import_command, reindex_command, search_command
-from bot.store_access import load_or_fail
+from bot.store_access import check_storage_writable, load_or_fail
 from bot.users_cmd import users_group
 from channels.console import ConsoleAdapter
-from core.config import KeptConfig
+from core.config import ConfigError, KeptConfig
 from core.config_env import config_variables
 from core.config_file import ensure_config_file
 from core.logs import event, level_number, setup_logging
@@ -29,7 +32,11 @@ from core.logs import event, level_number, setup_logging
 log = logging.getLogger("kept.cli")
 
 
+DISTRIBUTION = "kept-bot"
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name=DISTRIBUTION, prog_name="kept", message="%(prog)s %(version)s")
 def main() -> None:
     """kept: a chat bot that remembers what a conversation left open."""
 
@@ -47,9 +54,33 @@ def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, Kept
     path = resolve_config_path(config_path)
     # KEPT_ variables setting keys: an environment-only deployment needs no file.
     from_env = bool(config_variables(os.environ))
-    if create and not from_env and ensure_config_file(path, _example_for(path)):
-        click.echo(f"kept: created {path} from {_example_for(path)}; edit it to taste", err=True)
+    if create and not from_env:
+        _create_config(path)
     return path, load_or_fail(path)
+
+
+def _create_config(path: Path) -> None:
+    """A first start copies the example config to `path` (nothing when it exists)."""
+    beside = path.parent / EXAMPLE_CONFIG.name
+    # The packaged copy, so that a start outside the repository finds it too.
+    source = beside if beside.is_file() else files("bot") / EXAMPLE_CONFIG.name
+    try:
+        with as_file(source) as example:
+            if ensure_config_file(path, example):
+                click.echo(f"kept: created {path} from {example}; edit it to taste", err=True)
+    except ConfigError as exc:
+        fail("; ".join(exc.problems))
+    except OSError as exc:
+        reason = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else exc
+        fail(f"cannot create the config file {path} ({reason}); use --config PATH")
+
+
+def _refuse_to_start(config: KeptConfig, *, channels: bool) -> None:
+    """One line saying what to set, before anything starts (see bot/preflight.py)."""
+    problem = startup_problem(config, os.environ, channels=channels, no_channel=CHANNEL_HELP)
+    if problem is not None:
+        fail(problem)
+    asyncio.run(check_storage_writable(config, datetime.now(UTC).isoformat()))
 
 
 def _pin_cpu(config: KeptConfig) -> None:
@@ -61,11 +92,6 @@ def _pin_cpu(config: KeptConfig) -> None:
         event(log, logging.INFO, "cpu.pinned", cpu=cpu, off_with="storage.pinCpu=false")
 
 
-def _example_for(path: Path) -> Path:
-    beside = path.parent / EXAMPLE_CONFIG.name
-    return beside if beside.exists() else EXAMPLE_CONFIG
-
-
 @main.command()
 @config_option
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
@@ -75,6 +101,7 @@ def run(config_path: Path | None, verbose: bool) -> None:
     path, config = _load(config_path, create=True)
     level = logging.DEBUG if verbose else level_number(config.logging.level)
     setup_logging(level, config.logging.format)
+    _refuse_to_start(config, channels=True)
     _pin_cpu(config)
     try:
         asyncio.run(serve(Runtime(path, config)))
@@ -99,6 +126,7 @@ def chat(config_path: Path | None, agent_id: str | None, user: str | None) -> No
     agent = agent_id or config.agents[0].id
     if agent not in {a.id for a in config.agents}:
         fail(f"--agent: no agent with id {agent!r} in {path}")
+    _refuse_to_start(config, channels=False)
     _pin_cpu(config)
     # Ctrl-C while starting or stopping: leaving is what was asked.
     with contextlib.suppress(KeyboardInterrupt):
@@ -124,8 +152,11 @@ async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None)
 
 @main.command()
 @config_option
-def doctor(config_path: Path | None) -> None:
-    """Check config, database, tokens and the model endpoint."""
-    setup_logging(logging.ERROR)
-    code = asyncio.run(run_doctor(resolve_config_path(config_path)))
+@click.option("--deep", is_flag=True, help="Also ask the chat model for one tiny completion.")
+@click.option("--json", "as_json", is_flag=True, help="The checks as one JSON object.")
+def doctor(config_path: Path | None, deep: bool, as_json: bool) -> None:
+    """Check config, database, tokens, platforms and the model endpoint
+    (exit 1 when a check fails). Creates nothing."""
+    setup_logging(logging.CRITICAL)
+    code = asyncio.run(run_doctor(resolve_config_path(config_path), deep=deep, as_json=as_json))
     raise SystemExit(code)

@@ -1,92 +1,113 @@
-"""`kept doctor`: one line per check, non-zero exit when any check fails."""
+"""`kept doctor`: one line per check (or one JSON object with `--json`),
+non-zero exit when any check fails. It creates nothing: a missing database
+is reported as missing, not made."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
+from bot.doctor_platforms import Check, check_discord, check_telegram
+from bot.preflight import endpoint_problem
 from bot.services import open_storage
+from bot.store_access import MISSING_HINT, probe_write
 from core.config import KeptConfig
-from core.config_file import ConfigError, load_config
+from core.config_file import ConfigError, config_source, load_config
 from core.llm import LLMClient, LLMError
-from core.store.errors import masked_url
+from core.store.errors import DatabaseMissing, masked_url, storage_action
+
+# Below this much free space where the SQLite file lives, the check fails:
+# a full disk stops every write, messages included.
+MIN_FREE_BYTES = 100 * 1024 * 1024
+
+# How an OpenAI-compatible server without a /models route answers it; any
+# other error (refused key, outage, timeout) fails the model check.
+NO_MODEL_LIST = ("not_found", "bad_request", "malformed")
 
 
-@dataclass(frozen=True)
-class Check:
-    ok: bool
-    name: str
-    detail: str
-
-
-async def run_doctor(path: Path, environ: Mapping[str, str] | None = None) -> int:
+async def run_doctor(
+    path: Path,
+    environ: Mapping[str, str] | None = None,
+    *,
+    deep: bool = False,
+    as_json: bool = False,
+) -> int:
     env = environ if environ is not None else os.environ
     checks: list[Check] = []
     try:
-        config = load_config(path)
-        checks.append(Check(True, "config", f"{path} is valid"))
+        config = load_config(path, env)
+        checks.append(Check(True, "config", f"{config_source(path, env)} is valid"))
     except ConfigError as exc:
         checks.append(Check(False, "config", "; ".join(exc.problems)))
-        _print(checks)
-        return 1
-    checks.append(await _check_database(config))
-    checks.extend(_check_tokens(config, env))
+        return _report(checks, as_json)
+    checks.extend(await _check_database(config))
+    checks.append(_check_disk(config))
+    checks.append(await check_telegram(config.channels.telegram, env))
+    checks.append(await check_discord(config.channels.discord, env))
     checks.append(_discord_intents(config))
-    checks.append(await _check_model(config, env))
-    _print(checks)
-    return 0 if all(c.ok for c in checks) else 1
+    checks.extend(_posture(config))
+    checks.extend(await _check_model(config, env, deep=deep))
+    return _report(checks, as_json)
 
 
-async def _check_database(config: KeptConfig) -> Check:
+async def _check_database(config: KeptConfig) -> list[Check]:
     shown = masked_url(config.storage.url)
     try:
-        backend = open_storage(config.storage.url)
-        await backend.open()
-        try:
-            version = await backend.store.schema_version()
-        finally:
-            await backend.close()
+        backend = open_storage(config.storage.url, create=False)
+    except DatabaseMissing as exc:
+        return [Check(False, "database", f"{exc}; {MISSING_HINT}")]
     except Exception as exc:
-        return Check(False, "database", f"{shown}: {exc}; check storage.url")
-    return Check(True, "database", f"{shown} reachable, schema version {version}")
+        return [Check(False, "database", f"{shown}: {exc}; check storage.url")]
+    try:
+        await backend.open()
+    except Exception as exc:
+        return [Check(False, "database", f"{shown}: {exc}; {storage_action(exc)}")]
+    try:
+        version = await backend.store.schema_version()
+        checks = [Check(True, "database", f"{shown} reachable, schema version {version}")]
+        try:
+            await probe_write(backend, datetime.now(UTC).isoformat())
+            checks.append(Check(True, "database write", "a test write succeeded"))
+        except Exception as exc:
+            checks.append(Check(False, "database write", f"{exc}; {storage_action(exc)}"))
+        return checks
+    finally:
+        await backend.close()
 
 
-def _check_tokens(config: KeptConfig, env: Mapping[str, str]) -> list[Check]:
-    checks = []
-    for name in ("telegram", "discord"):
-        channel = getattr(config.channels, name)
-        present = bool(env.get(channel.token_env))
-        state = "set" if present else "not set"
-        if channel.enabled:
-            detail = f"${channel.token_env} {state}"
-            if not present:
-                detail += f"; export it or set channels.{name}.tokenEnv"
-            checks.append(Check(present, f"{name} token", detail))
-        else:
-            checks.append(Check(True, f"{name} token", f"${channel.token_env} {state} (disabled)"))
-    key_set = bool(env.get(config.llm.api_key_env))
-    if not key_set and config.llm.base_url is None:
-        checks.append(
-            Check(
-                False,
-                "model key",
-                f"${config.llm.api_key_env} not set; export it or set llm.baseUrl",
-            )
-        )
-    else:
-        checks.append(
-            Check(True, "model key", f"${config.llm.api_key_env} {'set' if key_set else 'not set'}")
-        )
-    return checks
+def sqlite_file(url: str) -> Path | None:
+    """The SQLite file `storage.url` names (relative to the working
+    directory), None for PostgreSQL or an in-memory database."""
+    rest = url.removeprefix("sqlite:///")
+    if rest == url or rest == ":memory:":
+        return None
+    return Path(rest).absolute()
+
+
+def _check_disk(config: KeptConfig) -> Check:
+    file = sqlite_file(config.storage.url)
+    if file is None:
+        return Check(True, "disk space", "not checked: the database is on its server")
+    where = file.parent
+    while not where.exists() and where != where.parent:
+        where = where.parent  # a missing database is reported above; measure its disk
+    free = shutil.disk_usage(where).free
+    detail = f"{free / 2**30:.1f} GiB free at {where}"
+    if free < MIN_FREE_BYTES:
+        return Check(False, "disk space", f"{detail}; free some space (a full disk stops writes)")
+    return Check(True, "disk space", detail)
 
 
 def _discord_intents(config: KeptConfig) -> Check:
-    """Which gateway intents the Discord client asks for (nothing is
-    connected: the developer portal must allow a privileged one)."""
+    """Which gateway intents the Discord client asks for (the developer
+    portal must allow a privileged one)."""
     # Imported here: discord.py is heavy, and only this line needs it.
     from channels.discord.adapter import intent_names, intents
 
@@ -107,18 +128,96 @@ def _discord_intents(config: KeptConfig) -> Check:
     return Check(True, "discord intents", detail)
 
 
-async def _check_model(config: KeptConfig, env: Mapping[str, str]) -> Check:
+def _posture(config: KeptConfig) -> list[Check]:
+    """Who may talk to each enabled channel. Informational: it never fails.
+    dmPolicy, groups and groupPolicy are read when the config has them (an
+    older one has only allowFrom and Discord's allowGuilds)."""
+    checks = []
+    for name in ("telegram", "discord"):
+        channel = getattr(config.channels, name)
+        if channel.enabled:
+            checks.append(Check(True, f"{name} access", f"{_dms(channel)}; {_groups(channel)}"))
+    return checks
+
+
+def _dms(channel: object) -> str:
+    allowed = len(getattr(channel, "allow_from", []))
+    policy = getattr(channel, "dm_policy", None)
+    if policy is None:
+        if allowed:
+            return f"DMs from the {allowed} users in allowFrom"
+        return "DMs from anyone: allowFrom is empty (anyone can use the model key)"
+    if policy == "allowlist":
+        return f"dmPolicy allowlist: DMs from the {allowed} users in allowFrom"
+    if policy == "open":
+        return "dmPolicy open: DMs from anyone (anyone can use the model key)"
+    if policy == "pairing":
+        return "dmPolicy pairing: an unknown user gets a code (`kept pairing approve CODE`)"
+    return f"dmPolicy {policy}"
+
+
+def _groups(channel: object) -> str:
+    if getattr(channel, "group_policy", None) == "open":
+        return "groups: any (groupPolicy open)"
+    groups = getattr(channel, "groups", None)
+    if groups is None:
+        groups = getattr(channel, "allow_guilds", None) or []
+    return f"groups: {len(groups)} listed" if groups else "groups: none listed"
+
+
+async def _check_model(config: KeptConfig, env: Mapping[str, str], *, deep: bool) -> list[Check]:
+    problem = endpoint_problem(config, env)
+    if problem is not None:
+        return [Check(False, "model", problem)]
+    where = config.llm.base_url or env.get("OPENAI_BASE_URL") or "the OpenAI API"
+    where = masked_url(where)
+    wanted = sorted({config.llm.model_for(r) for r in ("chat", "extraction", "heartbeat")})
     client = LLMClient(config.llm, environ=env)
     try:
-        detail = await client.ping()
-    except LLMError as exc:
-        where = config.llm.base_url or "the default endpoint"
-        return Check(False, "model", f"{where}: {exc.kind}: {exc}")
+        checks = [await _model_list(client, where, wanted, deep=deep)]
+        if deep and checks[0].ok:
+            checks.append(await _completion(client, config.llm.models.chat))
+        return checks
     finally:
         await client.aclose()
-    return Check(True, "model", detail)
 
 
-def _print(checks: list[Check]) -> None:
-    for c in checks:
-        click.echo(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<15} {c.detail}")
+async def _model_list(client: LLMClient, where: str, wanted: list[str], *, deep: bool) -> Check:
+    try:
+        listed = await client.list_models()
+    except LLMError as exc:
+        if exc.kind not in NO_MODEL_LIST:
+            return Check(False, "model", f"{where}: {exc.kind}: {exc}")
+        # Several OpenAI-compatible servers have no /models; a completion decides.
+        note = "" if deep else "; run `kept doctor --deep` to try one completion"
+        return Check(True, "model", f"{where}: reachable, no model list ({exc.kind}){note}")
+    except (AttributeError, TypeError):
+        return Check(True, "model", f"{where}: reachable, the model list is malformed")
+    missing = [m for m in wanted if m not in listed]
+    if missing:
+        some = ", ".join(sorted(listed)[:5]) or "none"
+        return Check(
+            False,
+            "model",
+            f"{where}: {', '.join(repr(m) for m in missing)} not among its {len(listed)} models "
+            f"(e.g. {some}); set llm.models.chat (and .extraction, .heartbeat)",
+        )
+    return Check(True, "model", f"{where}: reachable, {', '.join(wanted)} listed")
+
+
+async def _completion(client: LLMClient, model: str) -> Check:
+    try:
+        done = await client.complete("chat", [{"role": "user", "content": "Reply with OK."}])
+    except LLMError as exc:
+        return Check(False, "model answer", f"{model!r}: {exc.kind}: {exc}")
+    return Check(True, "model answer", f"{done.model!r} answered a one-line request")
+
+
+def _report(checks: list[Check], as_json: bool) -> int:
+    ok = all(c.ok for c in checks)
+    if as_json:
+        click.echo(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, indent=2))
+    else:
+        for c in checks:
+            click.echo(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<15} {c.detail}")
+    return 0 if ok else 1

@@ -191,7 +191,7 @@ def import_command(config_path: Path | None, file: Path, no_index: bool) -> None
         fail(f"{len(problems)} invalid line(s){more}; nothing was imported. Fix them and retry.")
 
     async def go() -> None:
-        async with opened_backend(config) as backend:
+        async with opened_backend(config, create=True) as backend:
             store = backend.store
             with _progress() as bar:
                 task = bar.add_task("importing messages", total=len(rows))

@@ -63,10 +63,11 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
-def open_storage(url: str) -> Backend:
+def open_storage(url: str, *, create: bool = True) -> Backend:
     """Every store for `storage.url` (not yet opened); ValueError for a URL
-    no backend accepts."""
-    return open_backend(url)
+    no backend accepts. `create=False`: a missing SQLite file raises
+    core.store.errors.DatabaseMissing instead of being created."""
+    return open_backend(url, create=create)
 
 
 def build_services(

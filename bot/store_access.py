@@ -17,7 +17,7 @@ from bot.services import open_storage
 from core.config import KeptConfig
 from core.config_env import ENV_PREFIX
 from core.config_file import ConfigError, load_config
-from core.store.errors import masked_url
+from core.store.errors import DatabaseMissing, masked_url, storage_action
 
 if TYPE_CHECKING:
     from core.store.backends import Backend
@@ -37,16 +37,51 @@ def load_or_fail(path: Path) -> KeptConfig:
         sys.exit(1)
 
 
+MISSING_HINT = "run `kept run` or `kept chat` once to create it, or fix storage.url"
+
+
 @asynccontextmanager
-async def opened_backend(config: KeptConfig) -> AsyncIterator[Backend]:
+async def opened_backend(config: KeptConfig, *, create: bool = False) -> AsyncIterator[Backend]:
     """Every store of the configured database, opened; one `kept: ...` line
-    and exit 1 when it cannot be opened."""
+    and exit 1 when it cannot be opened. Commands that read never create a
+    database (nor its directory): a mistyped storage.url is reported as a
+    missing database. `create=True` for those that write (import, run)."""
     try:
-        backend = open_storage(config.storage.url)
+        backend = open_storage(config.storage.url, create=create)
         await backend.open()
+    except DatabaseMissing as exc:
+        fail(f"{exc}; {MISSING_HINT}")
     except Exception as exc:  # a bad URL, a locked, unreadable or newer database
-        fail(f"cannot open the database {masked_url(config.storage.url)}: {exc}")
+        fail(open_failure(config, exc))
     try:
         yield backend
     finally:
         await backend.close()
+
+
+def open_failure(config: KeptConfig, exc: BaseException) -> str:
+    """One line for a database that cannot be created, opened or written."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return (
+        f"cannot open the database {masked_url(config.storage.url)}: {reason}; "
+        f"{storage_action(exc).removesuffix('; kept retries on its own')}"
+    )
+
+
+WRITE_PROBE_KEY = "kept.write_probe"
+
+
+async def probe_write(backend: Backend, stamp: str) -> None:
+    """One small real write: proves the database takes writes (a read-only
+    file or a full disk fails here, not at the first message)."""
+    await backend.app_state.put(WRITE_PROBE_KEY, stamp)
+
+
+async def check_storage_writable(config: KeptConfig, stamp: str) -> None:
+    """`kept run` / `kept chat` before starting: the storage location is
+    created (as on every start) and takes a write, or one line and exit 1."""
+    try:
+        async with opened_backend(config, create=True) as backend:
+            await probe_write(backend, stamp)
+    except Exception as exc:
+        fail(open_failure(config, exc))

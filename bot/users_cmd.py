@@ -67,7 +67,7 @@ def timezone_cmd(
 
     async def main() -> ZoneAnswer:
         try:
-            async with opened_backend(config) as backend:
+            async with opened_backend(config, create=True) as backend:
                 zones = UserZones(
                     backend.user_zones, lambda agent: config.agent_or_default(agent).timezone
                 )

@@ -103,10 +103,14 @@ class StorageConfig(Model):
         return v
 
 
+# A required string: "" would only fail later, at the first call that uses it.
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
 class ModelsConfig(Model):
-    chat: str = "gpt-4.1-mini"
-    extraction: str | None = None
-    heartbeat: str | None = None
+    chat: NonEmpty = "gpt-4.1-mini"
+    extraction: NonEmpty | None = None
+    heartbeat: NonEmpty | None = None
 
 
 class LlmConfig(Model):
@@ -212,7 +216,7 @@ class DiscordConfig(Model):
     token_env: EnvName = "DISCORD_TOKEN"
     agent: str = "main"
     allow_from: IdList = []
-    dev_guild_id: str | None = None
+    dev_guild_id: NonEmpty | None = None
     allow_guilds: IdList = []
     # The REST root used instead of https://discord.com (requests go to
     # <apiBaseUrl>/api/v10/...), e.g. a REST proxy such as nirn-proxy; the
@@ -262,7 +266,7 @@ class TelegramWebhookConfig(Model):
     terminates TLS). The path of `url` is the path served."""
 
     url: str
-    listen_host: str = "0.0.0.0"
+    listen_host: NonEmpty = "0.0.0.0"
     port: Annotated[int, Field(ge=1, le=65535)] = 8443
     # The shared secret Telegram echoes in X-Telegram-Bot-Api-Secret-Token
     # comes from the environment like every other secret: a value written in

@@ -178,8 +178,7 @@ class LLMClient:
         listed: set[str] = set()
         reason = ""  # why the model list is unusable, if it is
         try:
-            page = await self._call(config, lambda sdk: sdk.models.list(), "model list")
-            listed = {str(m.id) for m in page.data}
+            listed = await self.list_models()
         except LLMError as err:
             if err.kind in ("auth", "timeout", "connection"):
                 raise  # a completion would fail the same way, only slower
@@ -194,6 +193,12 @@ class LLMClient:
         missing = [m for m in wanted if m not in listed]
         note = f"not listed: {', '.join(missing)}" if missing else "all configured models listed"
         return f"{where}: reachable, {len(listed)} models, {note}"
+
+    async def list_models(self) -> set[str]:
+        """The ids the endpoint's /models lists; LLMError when it cannot be
+        listed, AttributeError or TypeError for a body that is not a list."""
+        page = await self._call(self._config, lambda sdk: sdk.models.list(), "model list")
+        return {str(m.id) for m in page.data}
 
     # --- internals -----------------------------------------------------------
 

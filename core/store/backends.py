@@ -20,7 +20,7 @@ from core.locks import SessionGuard
 from core.reminders.store import ReminderStore
 from core.store.app_state import AppStateStore
 from core.store.base import Store
-from core.store.errors import masked_url
+from core.store.errors import DatabaseMissing, masked_url
 from core.store.sqlite import (
     SqliteAppStateStore,
     SqliteCommitmentStore,
@@ -148,12 +148,14 @@ def _check_postgres_url(url: str) -> None:
         ) from None
 
 
-def open_backend(url: str, *, base_dir: Path | None = None) -> Backend:
+def open_backend(url: str, *, base_dir: Path | None = None, create: bool = True) -> Backend:
     """Build the backend for `url` (not yet opened).
 
     `sqlite:///data/kept.sqlite` is relative to `base_dir` (default: the
     current directory), `sqlite:////var/lib/kept.sqlite` is absolute. Parent
-    directories are created so a fresh checkout runs without setup.
+    directories are created so a fresh checkout runs without setup; with
+    `create=False` (the commands that only read) nothing is created, and a
+    missing SQLite file raises DatabaseMissing.
     `postgresql://user@host/database` (or `postgres://`) is a PostgreSQL
     server, shared by several workers.
     """
@@ -178,5 +180,9 @@ def open_backend(url: str, *, base_dir: Path | None = None) -> Backend:
     path = Path(rest)
     if not path.is_absolute():
         path = (base_dir if base_dir is not None else Path.cwd()) / path
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not create:
+        if not path.is_file():
+            raise DatabaseMissing(f"no database at {path} (storage.url is {url!r})")
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     return sqlite_backend(SqliteStore(path))

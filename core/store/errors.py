@@ -42,6 +42,11 @@ class MigrationError(KeptError, RuntimeError):
         self.version = version
 
 
+class DatabaseMissing(KeptError, FileNotFoundError):
+    """A command that only reads found no database where storage.url points
+    (it never creates one: a mistyped path must not leave an empty database)."""
+
+
 # scheme://user:password@ — a password in a URL cannot hold "@" unencoded.
 _PASSWORD = re.compile(r"^([A-Za-z][\w+.-]*://[^:/@]*):[^@/]*@")
 

@@ -117,7 +117,13 @@ def test_json_is_one_document_with_every_field(cfg: Path, tmp_path: Path) -> Non
     assert doc["reminders"][2]["threadId"] == "8" and doc["reminders"][2]["cron"] == "0 9 * * 1-5"
 
 
-def test_empty_list(cfg: Path) -> None:
+def test_empty_list(cfg: Path, tmp_path: Path) -> None:
+    async def create() -> None:  # the bot's first start creates the database
+        store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+        await store.open()
+        await store.close()
+
+    asyncio.run(create())
     result = run(cfg)
     assert result.exit_code == 0 and "no reminders" in result.output
     assert json.loads(run(cfg, "--json").stdout) == {"reminders": []}

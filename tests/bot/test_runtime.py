@@ -18,7 +18,7 @@ from core.commitments.model import NewCommitment, Scope
 from core.config import ConfigError, validate_document
 from core.config_file import load_config
 from core.messages import Inbound, SendResult, Target
-from tests.fakes.openai_server import FakeOpenAI, error, hang
+from tests.fakes.openai_server import FakeOpenAI, hang
 from tests.support.store_helpers import open_store
 
 
@@ -99,44 +99,6 @@ async def test_running_process_applies_a_changed_config_and_survives_a_bad_one(t
         assert runtime.config.commitments.enabled is True
     finally:
         await runtime.stop()
-
-
-async def test_doctor_reports_each_check(tmp_path, capsys):
-    async with FakeOpenAI() as fake:
-        path = write_config(tmp_path, llm={"baseUrl": fake.base_url, "maxRetries": 0})
-        code = await run_doctor(path, environ={"OPENAI_API_KEY": "sk-secret-value-123"})
-        out = capsys.readouterr().out
-        assert code == 0, out
-        assert "config" in out and "database" in out and "schema version" in out
-        assert "model" in out
-        assert "sk-secret-value-123" not in out
-
-        fake.models_responder = error(503)
-        fake.set_default(lambda body: error(503))
-        code = await run_doctor(path, environ={"OPENAI_API_KEY": "sk-secret-value-123"})
-        out = capsys.readouterr().out
-        assert code == 1
-        assert "FAIL" in out and "model" in out
-
-
-async def test_doctor_fails_on_missing_token_for_enabled_channel(tmp_path, capsys):
-    async with FakeOpenAI() as fake:
-        path = write_config(
-            tmp_path,
-            llm={"baseUrl": fake.base_url},
-            channels={"telegram": {"enabled": True, "tokenEnv": "MY_TG_TOKEN"}},
-        )
-        code = await run_doctor(path, environ={})
-    out = capsys.readouterr().out
-    assert code == 1
-    assert "FAIL" in out and "MY_TG_TOKEN" in out
-
-
-async def test_doctor_reports_invalid_config(tmp_path, capsys):
-    path = tmp_path / "kept.json"
-    path.write_text('{"storage": {"url": 5}}')
-    assert await run_doctor(path, environ={}) == 1
-    assert "storage.url" in capsys.readouterr().out
 
 
 # --- stop order: heartbeat work first (with grace), then the adapters ----------------------

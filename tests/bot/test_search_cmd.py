@@ -98,8 +98,9 @@ def test_import_with_a_bad_line_imports_nothing(tmp_path):
     assert code != 0
     assert ":3: role" in err and ":4:" in err
     assert "nothing was imported" in err
-    code, out, _ = run("search", "budget", "--json", "--config", str(config))
-    assert json.loads(out)["results"] == []
+    # Nothing was written: not even an empty database (search reports it missing).
+    code, _, err = run("search", "budget", "--json", "--config", str(config))
+    assert code == 1 and "no database at" in err
 
 
 def test_reindex_rebuilds_and_keeps_results(tmp_path):

@@ -151,7 +151,17 @@ class SqliteConnection:
         self._db = db
 
     async def _connect(self) -> aiosqlite.Connection:
-        db = await aiosqlite.connect(self._path, isolation_level=None)
+        connecting = aiosqlite.connect(self._path, isolation_level=None)
+        try:
+            db = await connecting
+        except Exception:
+            # A file that cannot be opened: aiosqlite stops its worker thread
+            # without waiting for it, and a command that exits on this error
+            # closes the loop first; the thread then prints a traceback.
+            thread = getattr(connecting, "_thread", None)
+            if thread is not None:
+                await asyncio.to_thread(thread.join, BUSY_TIMEOUT)
+            raise
         try:
             await db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             for pragma in (*_PRAGMAS, *self._wal_pragmas):
