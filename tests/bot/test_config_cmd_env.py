@@ -139,21 +139,30 @@ def test_a_misspelt_variable_is_one_line_without_a_traceback(tmp_path: Path) -> 
 
 
 def test_the_procfile_runs_from_the_environment_alone_and_logs_json(tmp_path: Path) -> None:
-    # The Procfile's command, as a git-push host runs it. No channel is
-    # enabled, so it stops at once, after its start-up line.
+    # The Procfile's command, as a git-push host runs it, configured by the
+    # environment alone. Telegram is enabled but its API is unreachable
+    # (port 9 refuses), so the run ends right after its start-up line.
     [worker] = (ROOT / "Procfile").read_text().splitlines()
     program, *args = worker.removeprefix("worker:").split()
     assert program == "kept"
-    env = {**ENV_ONLY, "KEPT_LOGGING__FORMAT": "json", "OPENAI_API_KEY": "sk-test"}
+    env = {
+        **ENV_ONLY,
+        "KEPT_LOGGING__FORMAT": "json",
+        "KEPT_CHANNELS__TELEGRAM__ENABLED": "true",
+        "KEPT_CHANNELS__TELEGRAM__BASEURL": "http://127.0.0.1:9",
+        "OPENAI_API_KEY": "sk-test",
+        "TELEGRAM_BOT_TOKEN": "123:not-a-real-token",
+    }
     done = kept_process(tmp_path, env, *args)
     assert done.returncode == 1, done.stderr
     lines = done.stderr.splitlines()
-    assert lines[-1].startswith("kept: no channel is enabled")
+    assert "cannot reach the Telegram Bot API" in lines[-1]
+    assert "not-a-real-token" not in done.stderr
     records = [json.loads(line) for line in lines[:-1]]  # every log line is JSON
     [start] = [r for r in records if r.get("event") == "starting"]
     variables = sorted(k for k in env if k.startswith("KEPT_"))
     assert start["config"] == "environment (" + ", ".join(variables) + ")"
-    assert start["storage"] == "sqlite" and start["channels"] == "none"
+    assert start["storage"] == "sqlite" and start["channels"] == "telegram"
     assert start["level"] == "INFO" and start["logger"] == "kept.runtime"
     assert not (tmp_path / "config").exists()  # the example is not copied in
 
