@@ -228,12 +228,39 @@ def _id_to_str(value: Any) -> Any:
 IdList = list[Annotated[str, BeforeValidator(_id_to_str)]]
 
 
-class DiscordConfig(Model):
+DmPolicy = Literal["pairing", "allowlist", "open"]
+GroupPolicy = Literal["allowlist", "open"]
+
+
+class ChannelAccessConfig(Model):
+    """Who a platform's bot answers (channels/base.py decides, on every message).
+
+    Direct messages follow `dmPolicy`: `pairing` (an unknown user gets a
+    one-time code for the operator to approve), `allowlist` (only
+    `allowFrom`) or `open` (anyone). Groups are answered only when listed in
+    `groups` (Telegram chat ids, Discord server ids), or any with
+    `groupPolicy: open`; in a listed group every member is served."""
+
+    allow_from: IdList = []
+    dm_policy: DmPolicy = "pairing"
+    groups: IdList = []
+    group_policy: GroupPolicy = "allowlist"
+
+    def group_ids(self) -> set[str]:
+        """The listed groups, as ids."""
+        return {g.strip() for g in self.groups if g.strip()}
+
+    def renamed_keys(self) -> list[tuple[str, str]]:
+        """(old key, new key) for each old key this config still uses."""
+        return []
+
+
+class DiscordConfig(ChannelAccessConfig):
     enabled: bool = False
     token_env: EnvName = "DISCORD_TOKEN"
     agent: str = "main"
-    allow_from: IdList = []
     dev_guild_id: str | None = None
+    # The old name of `groups`, still read (with a warning at start).
     allow_guilds: IdList = []
     # The REST root used instead of https://discord.com (requests go to
     # <apiBaseUrl>/api/v10/...), e.g. a REST proxy such as nirn-proxy; the
@@ -270,6 +297,12 @@ class DiscordConfig(Model):
             raise KeyedValueError([(("shardIds",), problem)])
         return self
 
+    def group_ids(self) -> set[str]:
+        return super().group_ids() | {g.strip() for g in self.allow_guilds if g.strip()}
+
+    def renamed_keys(self) -> list[tuple[str, str]]:
+        return [("allowGuilds", "groups")] if self.allow_guilds else []
+
     def runs_shard(self, shard: int) -> bool:
         """Whether this worker runs `shard` (always, when not sharded)."""
         if self.shard_count is None:
@@ -298,12 +331,11 @@ class TelegramWebhookConfig(Model):
         return v
 
 
-class TelegramConfig(Model):
+class TelegramConfig(ChannelAccessConfig):
     enabled: bool = False
     token_env: EnvName = "TELEGRAM_BOT_TOKEN"
     agent: str = "main"
     base_url: HttpUrl = None
-    allow_from: IdList = []
     # None: long polling (the default).
     webhook: TelegramWebhookConfig | None = None
 
@@ -314,7 +346,9 @@ class ChannelsConfig(Model):
 
 
 class CommitmentsConfig(Model):
-    enabled: bool = False
+    # On by default, in the code (an environment-only deployment has them)
+    # as in the example: following up is what kept is for.
+    enabled: bool = True
     max_per_day: Annotated[int, Field(ge=0, le=100)] = 3
 
 
