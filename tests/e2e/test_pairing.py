@@ -12,14 +12,16 @@ import json
 import logging
 import os
 import re
+import sqlite3
 import sys
-from datetime import UTC, datetime
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from core.pairing import CODE_ALPHABET, CODE_LENGTH
+from tests.channels.telegram.test_storage_faults import until
 from tests.support.discord_harness import discord_harness
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 
@@ -244,3 +246,29 @@ async def test_discord_open_dms_are_warned_about_at_start(
         await harness.fake.say("anyone?")
         await harness.fake.wait_for(lambda: harness.fake.texts())
         assert harness.fake.texts() == ["echo: anyone?"]
+
+
+async def test_a_pairing_store_that_cannot_be_read_holds_the_message(
+    tg: TelegramHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never dropped: the update stays unconfirmed until the store answers,
+    then the user gets their code once."""
+    store = tg.services.pairing.store
+    real = store.is_paired
+    failures: list[str] = []
+
+    async def is_paired(platform: str, user_id: str) -> bool:
+        if len(failures) < 3:
+            failures.append(user_id)
+            raise sqlite3.OperationalError("disk I/O error")
+        return await real(platform, user_id)
+
+    monkeypatch.setattr(store, "is_paired", is_paired)
+    await tg.start()
+    update = await tg.fake.push_message("hello?", chat_id=42)
+    await until(tg, lambda: len(failures) >= 2)
+    assert update["update_id"] not in tg.fake.confirmed and tg.fake.sent == []
+
+    await until(tg, lambda: update["update_id"] in tg.fake.confirmed)
+    assert len(tg.fake.sent) == 1 and code_in(tg.fake.texts()[0])
+    assert tg.model.requests == []
