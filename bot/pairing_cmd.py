@@ -1,4 +1,5 @@
-"""`kept pairing list [--json]` and `kept pairing approve CODE`: the
+"""`kept pairing list [--json]`, `kept pairing approve CODE` and
+`kept pairing revoke PLATFORM:USER`: the
 operator's side of dmPolicy `pairing` (core/pairing). An unknown user who
 writes to the bot in a direct message gets a one-time code; approving it
 makes them a user the bot answers.
@@ -28,6 +29,20 @@ def pairing_group() -> None:
     """Approve users who asked to talk to the bot (channels.<platform>.dmPolicy: pairing)."""
 
 
+PLATFORMS = ("telegram", "discord")
+
+
+def _user(text: str) -> tuple[str, str]:
+    platform, sep, user_id = text.partition(":")
+    platform, user_id = platform.strip().lower(), user_id.strip()
+    if not sep or not user_id or platform not in PLATFORMS:
+        fail(
+            f"{text!r} is not PLATFORM:USER "
+            f"(PLATFORM one of {', '.join(PLATFORMS)}), e.g. telegram:42"
+        )
+    return platform, user_id
+
+
 def _who(platform: str, user_id: str, username: str | None) -> str:
     return f"{platform}:{user_id}" + (f" (@{username})" if username else "")
 
@@ -42,7 +57,7 @@ def _pending_json(request: PairingRequest) -> dict[str, Any]:
         "platform": request.platform,
         "userId": request.user_id,
         "username": request.username,
-        "createdAt": request.created_at.isoformat(),
+        "requestedAt": request.created_at.isoformat(),
         "expiresAt": request.expires_at.isoformat(),
     }
 
@@ -122,3 +137,23 @@ def approve_cmd(code: str, as_json: bool, config_path: Path | None) -> None:
         return
     who = _who(user.platform, user.user_id, user.username)
     click.echo(f"approved {who}: the bot answers them from their next message")
+
+
+@pairing_group.command("revoke")
+@click.argument("user", metavar="PLATFORM:USER")
+@config_option
+def revoke_cmd(user: str, config_path: Path | None) -> None:
+    """Forget an approved user: under dmPolicy pairing they get a new code next time."""
+    platform, user_id = _user(user)
+    config = load_or_fail(resolve_config_path(config_path))
+
+    async def main() -> bool:
+        async with opened_backend(config) as backend:
+            try:
+                return await Pairing(backend.pairing, SystemClock()).revoke(platform, user_id)
+            except Exception as exc:  # a storage error: one line, no traceback
+                fail(f"cannot store the revocation: {exc}")
+
+    if not asyncio.run(main()):
+        fail(f"{platform}:{user_id} is not an approved user (see `kept pairing list`)")
+    click.echo(f"revoked {platform}:{user_id}")

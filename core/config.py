@@ -241,10 +241,10 @@ class ChannelAccessConfig(Model):
     `groups` (Telegram chat ids, Discord server ids), or any with
     `groupPolicy: open`; in a listed group every member is served."""
 
-    allow_from: IdList = []
     dm_policy: DmPolicy = "pairing"
-    groups: IdList = []
+    allow_from: IdList = []
     group_policy: GroupPolicy = "allowlist"
+    groups: IdList = []
 
     def group_ids(self) -> set[str]:
         """The listed groups, as ids."""

@@ -64,6 +64,9 @@ class Pairing:
     async def approve(self, code: str) -> PairedUser | None:
         return await self.store.approve(normalize_code(code), now=self._clock.now())
 
+    async def revoke(self, platform: str, user_id: str) -> bool:
+        return await self.store.revoke(platform, user_id)
+
     async def pending(self) -> list[PairingRequest]:
         return await self.store.pending(now=self._clock.now())
 

@@ -54,6 +54,11 @@ class PairingStore(abc.ABC):
         approved and forget the request; None when no such request exists."""
 
     @abc.abstractmethod
+    async def revoke(self, platform: str, user_id: str) -> bool:
+        """Forget an approved user (and any pending request of theirs); True
+        if they were approved."""
+
+    @abc.abstractmethod
     async def is_paired(self, platform: str, user_id: str) -> bool:
         """Whether the user was approved."""
 

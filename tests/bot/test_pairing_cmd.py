@@ -59,3 +59,17 @@ async def test_approving_twice_is_one_clear_line(tmp_path: Path) -> None:
     assert "Traceback" not in again.stderr and len(again.stderr.splitlines()) == 1
     blank = kept(config, "pairing", "approve", "--")
     assert blank.returncode != 0 and "Traceback" not in blank.stderr
+
+
+async def test_revoke_forgets_an_approved_user(tmp_path: Path) -> None:
+    config, code = await seeded(tmp_path)
+    assert kept(config, "pairing", "approve", code).returncode == 0
+    revoked = kept(config, "pairing", "revoke", "discord:99")
+    assert revoked.returncode == 0, revoked.stderr
+    assert revoked.stdout.strip() == "revoked discord:99"
+    listed = json.loads(kept(config, "pairing", "list", "--json").stdout)
+    assert listed == {"pending": [], "approved": []}
+    again = kept(config, "pairing", "revoke", "discord:99")
+    assert again.returncode == 1 and "not an approved user" in again.stderr
+    bad = kept(config, "pairing", "revoke", "99")
+    assert bad.returncode == 1 and "PLATFORM:USER" in bad.stderr and "Traceback" not in bad.stderr

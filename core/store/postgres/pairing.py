@@ -85,6 +85,17 @@ class PostgresPairingStore(PairingStore):
             assert approved is not None
             return PairedUser(platform, user_id, username, approved[0])
 
+    async def revoke(self, platform: str, user_id: str) -> bool:
+        key = (platform, user_id)
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM pairing_requests WHERE platform = %s AND user_id = %s", key
+            )
+            cursor = await conn.execute(
+                "DELETE FROM paired_users WHERE platform = %s AND user_id = %s RETURNING 1", key
+            )
+            return await cursor.fetchone() is not None
+
     async def is_paired(self, platform: str, user_id: str) -> bool:
         rows = await self._db.fetchall(
             "SELECT 1 FROM paired_users WHERE platform = %s AND user_id = %s",

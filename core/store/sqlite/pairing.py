@@ -80,6 +80,15 @@ class SqlitePairingStore(PairingStore):
 
         return await self._store._write(work)
 
+    async def revoke(self, platform: str, user_id: str) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            key = (platform, user_id)
+            db.execute("DELETE FROM pairing_requests WHERE platform = ? AND user_id = ?", key)
+            cursor = db.execute("DELETE FROM paired_users WHERE platform = ? AND user_id = ?", key)
+            return cursor.rowcount > 0
+
+        return await self._store._write(work)
+
     async def is_paired(self, platform: str, user_id: str) -> bool:
         rows = await self._store._fetch(
             "SELECT 1 FROM paired_users WHERE platform = ? AND user_id = ?", (platform, user_id)

@@ -100,3 +100,15 @@ async def test_pending_requests_are_bounded_per_platform(
     await clock.advance(pairing.ttl.total_seconds())
     assert await pairing.code_for("telegram", "stranger") is not None
     assert len([r for r in await pairing.pending() if r.platform == "telegram"]) == 1
+
+
+async def test_revoking_forgets_the_user_and_a_new_request_gets_a_new_code(
+    pairing: Pairing,
+) -> None:
+    request = await pairing.code_for("telegram", "42")
+    assert request is not None and await pairing.approve(request.code) is not None
+    assert await pairing.revoke("telegram", "42") is True
+    assert not await pairing.is_paired("telegram", "42")
+    assert await pairing.revoke("telegram", "42") is False
+    fresh = await pairing.code_for("telegram", "42")
+    assert fresh is not None and fresh.code != request.code
