@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from core.clock import Clock
-from core.config import ChannelAccessConfig, DmPolicy, GroupPolicy
+from core.config import ChannelAccess, DmPolicy, GroupPolicy
 from core.logs import event
 from core.pairing import PairingRequest
 
@@ -30,7 +30,7 @@ class Access:
     renamed: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, settings: ChannelAccessConfig) -> Access:
+    def of(cls, settings: ChannelAccess) -> Access:
         """A platform's channel settings (channels.<platform> in the config)."""
         return cls(
             dm_policy=settings.dm_policy,

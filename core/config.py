@@ -232,33 +232,27 @@ DmPolicy = Literal["pairing", "allowlist", "open"]
 GroupPolicy = Literal["allowlist", "open"]
 
 
-class ChannelAccessConfig(Model):
-    """Who a platform's bot answers (channels/base.py decides, on every message).
-
-    Direct messages follow `dmPolicy`: `pairing` (an unknown user gets a
-    one-time code for the operator to approve), `allowlist` (only
-    `allowFrom`) or `open` (anyone). Groups are answered only when listed in
-    `groups` (Telegram chat ids, Discord server ids), or any with
-    `groupPolicy: open`; in a listed group every member is served."""
-
-    dm_policy: DmPolicy = "pairing"
-    allow_from: IdList = []
-    group_policy: GroupPolicy = "allowlist"
-    groups: IdList = []
-
-    def group_ids(self) -> set[str]:
-        """The listed groups, as ids."""
-        return {g.strip() for g in self.groups if g.strip()}
-
-    def renamed_keys(self) -> list[tuple[str, str]]:
-        """(old key, new key) for each old key this config still uses."""
-        return []
+def _group_ids(groups: list[str]) -> set[str]:
+    return {g.strip() for g in groups if g.strip()}
 
 
-class DiscordConfig(ChannelAccessConfig):
+# Who a platform's bot answers (channels/base.py decides, on every message).
+# Direct messages follow `dmPolicy`: `pairing` (an unknown user gets a
+# one-time code for the operator to approve), `allowlist` (only `allowFrom`)
+# or `open` (anyone). Groups are answered only when listed in `groups`
+# (Telegram chat ids, Discord server ids), or any with `groupPolicy: open`;
+# in a listed group every member is served. Both platforms' models carry the
+# same four keys (read through ChannelAccess below).
+
+
+class DiscordConfig(Model):
     enabled: bool = False
     token_env: EnvName = "DISCORD_TOKEN"
     agent: str = "main"
+    dm_policy: DmPolicy = "pairing"
+    allow_from: IdList = []
+    group_policy: GroupPolicy = "allowlist"
+    groups: IdList = []  # server ids
     dev_guild_id: str | None = None
     # The old name of `groups`, still read (with a warning at start).
     allow_guilds: IdList = []
@@ -298,9 +292,11 @@ class DiscordConfig(ChannelAccessConfig):
         return self
 
     def group_ids(self) -> set[str]:
-        return super().group_ids() | {g.strip() for g in self.allow_guilds if g.strip()}
+        """The listed servers, the old `allowGuilds` included."""
+        return _group_ids(self.groups) | _group_ids(self.allow_guilds)
 
     def renamed_keys(self) -> list[tuple[str, str]]:
+        """(old key, new key) for each old key this config still uses."""
         return [("allowGuilds", "groups")] if self.allow_guilds else []
 
     def runs_shard(self, shard: int) -> bool:
@@ -331,13 +327,29 @@ class TelegramWebhookConfig(Model):
         return v
 
 
-class TelegramConfig(ChannelAccessConfig):
+class TelegramConfig(Model):
     enabled: bool = False
     token_env: EnvName = "TELEGRAM_BOT_TOKEN"
     agent: str = "main"
     base_url: HttpUrl = None
+    dm_policy: DmPolicy = "pairing"
+    allow_from: IdList = []
+    group_policy: GroupPolicy = "allowlist"
+    groups: IdList = []  # chat ids
     # None: long polling (the default).
     webhook: TelegramWebhookConfig | None = None
+
+    def group_ids(self) -> set[str]:
+        """The listed groups."""
+        return _group_ids(self.groups)
+
+    def renamed_keys(self) -> list[tuple[str, str]]:
+        """(old key, new key) for each old key this config still uses."""
+        return []
+
+
+# What channels/access.py reads of a platform's settings.
+ChannelAccess = TelegramConfig | DiscordConfig
 
 
 class ChannelsConfig(Model):
