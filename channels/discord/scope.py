@@ -11,7 +11,6 @@ buttons, so all three agree on the session a chat maps to:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -22,8 +21,6 @@ from core.messages import ChatKind, Target, session_key
 from core.store.base import SessionRecord
 
 PLATFORM = "discord"
-
-log = logging.getLogger("kept.discord")
 
 _THREAD_TYPES = frozenset(
     {
