@@ -52,6 +52,7 @@ def services_context(
         worker=services.worker,
         app_state=services.backend.app_state,
         users=services.users,
+        pairing=services.pairing,
     )
 
 

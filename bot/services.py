@@ -25,6 +25,7 @@ from core.heartbeat.turn import HeartbeatTurn
 from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
+from core.pairing import Pairing
 from core.recovery import UnansweredRecovery
 from core.reminders import ReminderService, register_reminder_tools
 from core.search.reconcile import IndexReconciler
@@ -48,6 +49,8 @@ class Services:
     reminders: ReminderService
     # Each user's own time zone, the agent's when they set none.
     users: UserZones
+    # Pairing codes and approved users (dmPolicy: pairing).
+    pairing: Pairing
     heartbeat: HeartbeatScheduler
     reconciler: IndexReconciler
     recovery: UnansweredRecovery
@@ -158,6 +161,7 @@ def build_services(
         extraction=extraction,
         reminders=reminders,
         users=users,
+        pairing=Pairing(backend.pairing, clock),
         heartbeat=heartbeat,
         reconciler=IndexReconciler(store, clock),
         # A worker that died left its chats' stored messages unanswered.

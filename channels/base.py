@@ -5,9 +5,11 @@ An adapter turns platform events into `Inbound`s for core, and sends core's
 one pipeline with small per-platform hooks (after aiogram's middlewares and
 nanobot's BaseChannel._handle_message):
 
-1. `admit`: the allow-list (`allow_list()`, read from the live config on
-   every check; `admits` is the hook a platform extends, e.g. Discord's
-   allowGuilds);
+1. `admit`: who is answered where (`access()`, read from the live config on
+   every check; see `admission`): a direct message by `dmPolicy` (an
+   unknown user under `pairing` gets a one-time code and nothing else: the
+   message is not stored and never reaches the model), a group only when
+   listed in `groups` or with `groupPolicy: open`;
 2. `inbound`: the `Inbound`, with the agent read from the live config;
 3. `take_turn`: "typing…" once the message is stored (`keep_typing` is the
    platform's indicator), the hand-off to the conversation manager, and
@@ -37,6 +39,7 @@ from typing import Any, ClassVar, Generic, Protocol, cast
 
 from typing_extensions import TypeVar
 
+from channels.access import Access, Admission, announce_access, pairing_notice
 from channels.split import split_plain
 from core.clock import Clock, SystemClock
 from core.commitments.service import CommitmentService
@@ -46,6 +49,7 @@ from core.errors import KeptError
 from core.locks import SessionGuard
 from core.logs import event
 from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target
+from core.pairing import Pairing
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
 from core.store.app_state import AppStateStore
@@ -116,6 +120,9 @@ class ChannelContext:
     # Each user's own time zone (`/timezone`); None: everyone reads times in
     # the agent's zone (tests that build a context without one).
     users: UserZones | None = None
+    # Pairing codes and approved users (dmPolicy: pairing); None: nobody can
+    # pair, so an unknown user in a DM is refused like under `allowlist`.
+    pairing: Pairing | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,15 +160,18 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         agent_id: str = "",
         allow_from: Iterable[str] = (),
         clock: Clock | None = None,
+        pairing: Pairing | None = None,
     ) -> None:
         """`agent_id` and `allow_from` are fixed values for a channel started
         with them (the console); a platform whose settings live in the config
-        file overrides `agent_setting` and `allow_list` to read them on every
-        use, so an edited file applies to the next message without a restart."""
+        file overrides `agent_setting` and `access` to read them on every
+        use, so an edited file applies to the next message without a restart.
+        `pairing` keeps the codes and approved users of dmPolicy `pairing`."""
         self._handler = handler
         self._fixed_agent = agent_id
         self._fixed_allow = tuple(allow_from)
         self._clock: Clock = clock or SystemClock()
+        self._pairing = pairing
         # The platform's own logger: its lines read like the rest of its events.
         self._log = logging.getLogger(f"kept.{self.platform}")
 
@@ -170,8 +180,16 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         return self._fixed_agent
 
     def allow_list(self) -> Iterable[str]:
-        """Hook: user ids and usernames allowed to talk to the bot (empty: everyone)."""
+        """Hook of a channel without `access` settings (the console): the
+        user ids and usernames allowed to talk to it (empty: everyone)."""
         return self._fixed_allow
+
+    def access(self) -> Access:
+        """Hook: who the channel answers. The default, for a channel without
+        settings of its own (the local console): everyone, or only
+        `allow_list()` when it names anyone."""
+        allow = tuple(self.allow_list())
+        return Access(dm_policy="allowlist" if allow else "open", allow_from=allow)
 
     @property
     def agent_id(self) -> str:
@@ -222,27 +240,48 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         to show; the default, for a platform without buttons)."""
         return None
 
-    def is_allowed(self, user_id: str, username: str | None = None) -> bool:
-        """The allow-list (`allow_list()`, read on every check): empty lets
-        everyone in; otherwise the id or @username must be on it."""
-        allow = {a.strip().lower().lstrip("@") for a in self.allow_list() if a.strip()}
-        if not allow:
-            return True
-        if user_id.lower() in allow:
-            return True
-        return username is not None and username.lower().lstrip("@") in allow
+    async def admission(
+        self,
+        chat_kind: ChatKind,
+        sender_id: str,
+        username: str | None = None,
+        group_id: str | None = None,
+    ) -> Admission:
+        """Whether the sender is answered here, by the settings now (`access()`).
 
-    # --- the pipeline -------------------------------------------------------------
+        A direct message follows dmPolicy: `open` answers anyone, `allowlist`
+        only `allowFrom`, `pairing` also the users the operator approved and
+        offers a code to anyone else. A group (`group_id`: the Telegram chat,
+        the Discord server) is answered only when listed in `groups` or with
+        groupPolicy `open`, and then for every member. A pairing store that
+        cannot be read raises MessageNotStored: the platform holds the message
+        and offers it again, as when the transcript cannot be written."""
+        access = self.access()
+        if chat_kind != "private":
+            listed = group_id is not None and group_id in access.groups
+            return "yes" if access.group_policy == "open" or listed else "no"
+        if access.dm_policy == "open" or access.lists(sender_id, username):
+            return "yes"
+        if access.dm_policy != "pairing" or self._pairing is None:
+            return "no"
+        try:
+            paired = await self._pairing.is_paired(self.platform, sender_id)
+        except Exception as exc:
+            raise MessageNotStored("the pairing store cannot be read") from exc
+        return "yes" if paired else "pair"
 
-    async def admits(self, said: Said) -> bool:
-        """Hook: whether the sender may talk to the bot here (a platform adds
-        its own rules to the allow-list)."""
-        return self.is_allowed(said.sender_id, said.username)
-
-    async def admit(self, said: Said) -> bool:
-        """Step 1: the allow-list; a refusal is logged, never answered."""
-        if await self.admits(said):
+    async def admit(self, said: Said, *, offer_code: bool = True) -> bool:
+        """Step 1: whether the message is answered (`admission`). A refusal
+        is logged, never answered; an unknown user in a DM under `pairing`
+        gets their code instead (`offer_code=False`: a message read back from
+        history, whose sender was offered it when it was new)."""
+        group = said.server_id or said.target.chat_id
+        verdict = await self.admission(said.chat_kind, said.sender_id, said.username, group)
+        if verdict == "yes":
             return True
+        if verdict == "pair" and offer_code:
+            await self.offer_code(said)
+            return False
         event(
             self._log,
             logging.INFO,
@@ -251,8 +290,47 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
             user=said.sender_id,
             chat=said.target.chat_id,
             server=said.server_id,
+            kind=said.chat_kind,
         )
         return False
+
+    async def offer_code(self, said: Said) -> None:
+        """Send an unknown user their pairing code (the pending one again,
+        while it lasts): the only answer they get. Nothing is stored in the
+        transcript. When too many codes are pending, nothing is sent."""
+        assert self._pairing is not None  # admission said "pair"
+        try:
+            request = await self._pairing.code_for(self.platform, said.sender_id, said.username)
+        except Exception as exc:
+            raise MessageNotStored("the pairing request cannot be stored") from exc
+        if request is None:
+            event(
+                self._log,
+                logging.WARNING,
+                "pairing_requests_full",
+                platform=self.platform,
+                user=said.sender_id,
+                action="see `kept pairing list`: approve the codes you expect; "
+                "the others expire within the hour",
+            )
+            return
+        event(
+            self._log,
+            logging.INFO,
+            "pairing_code_offered",
+            platform=self.platform,
+            user=said.sender_id,
+            username=said.username,
+            action="if you know this user, ask them for the code; "
+            "then run `kept pairing approve CODE`",
+        )
+        text = pairing_notice(request, self._clock)
+        await self.send(Outbound(target=said.target, text=text))
+
+    def announce_access(self) -> None:
+        """At start: a warning for each access setting an operator should
+        know about (channels/access.py)."""
+        announce_access(self._log, self.platform, self.access())
 
     def inbound(self, said: Said) -> Inbound:
         """Step 2: the turn for core, for the agent the config names now."""

@@ -211,12 +211,33 @@ def _id_to_str(value: Any) -> Any:
 IdList = list[Annotated[str, BeforeValidator(_id_to_str)]]
 
 
+DmPolicy = Literal["pairing", "allowlist", "open"]
+GroupPolicy = Literal["allowlist", "open"]
+
+
+def _group_ids(groups: list[str]) -> set[str]:
+    return {g.strip() for g in groups if g.strip()}
+
+
+# Who a platform's bot answers (channels/base.py decides, on every message).
+# Direct messages follow `dmPolicy`: `pairing` (an unknown user gets a
+# one-time code for the operator to approve), `allowlist` (only `allowFrom`)
+# or `open` (anyone). Groups are answered only when listed in `groups`
+# (Telegram chat ids, Discord server ids), or any with `groupPolicy: open`;
+# in a listed group every member is served. Both platforms' models carry the
+# same four keys (read through ChannelAccess below).
+
+
 class DiscordConfig(Model):
     enabled: bool = False
     token_env: EnvName = "DISCORD_TOKEN"
     agent: str = "main"
+    dm_policy: DmPolicy = "pairing"
     allow_from: IdList = []
+    group_policy: GroupPolicy = "allowlist"
+    groups: IdList = []  # server ids
     dev_guild_id: NonEmpty | None = None
+    # The old name of `groups`, still read (with a warning at start).
     allow_guilds: IdList = []
     # The REST root used instead of https://discord.com (requests go to
     # <apiBaseUrl>/api/v10/...), e.g. a REST proxy such as nirn-proxy; the
@@ -253,6 +274,14 @@ class DiscordConfig(Model):
             raise KeyedValueError([(("shardIds",), problem)])
         return self
 
+    def group_ids(self) -> set[str]:
+        """The listed servers, the old `allowGuilds` included."""
+        return _group_ids(self.groups) | _group_ids(self.allow_guilds)
+
+    def renamed_keys(self) -> list[tuple[str, str]]:
+        """(old key, new key) for each old key this config still uses."""
+        return [("allowGuilds", "groups")] if self.allow_guilds else []
+
     def runs_shard(self, shard: int) -> bool:
         """Whether this worker runs `shard` (always, when not sharded)."""
         if self.shard_count is None:
@@ -286,9 +315,24 @@ class TelegramConfig(Model):
     token_env: EnvName = "TELEGRAM_BOT_TOKEN"
     agent: str = "main"
     base_url: HttpUrl = None
+    dm_policy: DmPolicy = "pairing"
     allow_from: IdList = []
+    group_policy: GroupPolicy = "allowlist"
+    groups: IdList = []  # chat ids
     # None: long polling (the default).
     webhook: TelegramWebhookConfig | None = None
+
+    def group_ids(self) -> set[str]:
+        """The listed groups."""
+        return _group_ids(self.groups)
+
+    def renamed_keys(self) -> list[tuple[str, str]]:
+        """(old key, new key) for each old key this config still uses."""
+        return []
+
+
+# What channels/access.py reads of a platform's settings.
+ChannelAccess = TelegramConfig | DiscordConfig
 
 
 class ChannelsConfig(Model):
@@ -297,7 +341,9 @@ class ChannelsConfig(Model):
 
 
 class CommitmentsConfig(Model):
-    enabled: bool = False
+    # On by default, in the code (an environment-only deployment has them)
+    # as in the example: following up is what kept is for.
+    enabled: bool = True
     max_per_day: Annotated[int, Field(ge=0, le=100)] = 3
 
 

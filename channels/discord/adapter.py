@@ -8,9 +8,10 @@
   a reply whose ping was switched off arrives empty and is ignored, unless
   `messageContentIntent` asks for the intent. A message without text is
   never a turn.
-- Messages take the pipeline of channels/base.py; `allowFrom` (the base's
-  allow-list) and `allowGuilds` (channels/discord/scope.Gate) are read from
-  the live config, as is the agent.
+- Messages take the pipeline of channels/base.py, which decides who is
+  answered (`dmPolicy`, `allowFrom`, `groups` of server ids, `groupPolicy`,
+  read from the live config, as is the agent); slash commands and buttons
+  ask the same through channels/discord/scope.Gate.
 - Gateway events arrive through a Cog (channels/discord/cog.py); edits and
   deletions of stored messages go to the conversation manager.
 - Sending: long text is split by the base class; model output never pings
@@ -44,7 +45,7 @@ import aiohttp
 import discord
 from discord.ext import commands
 
-from channels.base import ChannelAdapter, ChannelContext, ChannelStartError, Said
+from channels.base import Access, ChannelAdapter, ChannelContext, ChannelStartError, Said
 from channels.discord.catchup import HISTORY_LIMIT, CatchUp
 from channels.discord.cog import KeptEvents
 from channels.discord.commands import CommandSupport, command_groups, on_tree_error
@@ -190,11 +191,11 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
     def __init__(self, ctx: ChannelContext, **bot_options: Any) -> None:
         """`bot_options` go to discord.py's client (tests shorten
         guild_ready_timeout, the wait for servers after READY)."""
-        super().__init__(handler=ctx.conversation.handle, clock=ctx.clock)
+        super().__init__(handler=ctx.conversation.handle, clock=ctx.clock, pairing=ctx.pairing)
         self._ctx = ctx
         self.conversation = ctx.conversation
         settings = ctx.config().channels.discord
-        self.gate = Gate(self.is_allowed, self._settings, ctx.clock)
+        self.gate = Gate(self.admission)
         self.followups = FollowUpActions(
             commitments=ctx.commitments, config=ctx.config, gate=self.gate, users=ctx.users
         )
@@ -236,8 +237,8 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
     def agent_setting(self) -> str:
         return self._settings().agent
 
-    def allow_list(self) -> list[str]:
-        return self._settings().allow_from
+    def access(self) -> Access:
+        return Access.of(self._settings())
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -275,6 +276,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             intents=",".join(intent_names(self._bot.intents)),
             message_content=self._bot.intents.message_content,
         )
+        self.announce_access()
         self._task = asyncio.create_task(self._connect(), name="discord-gateway")
 
     async def _connect(self) -> None:
@@ -382,7 +384,8 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             platform_message_id=str(message.id),
             server_id=str(message.guild.id) if message.guild else None,
         )
-        if not await self.admit(said):
+        # Read back from history, the sender was offered their code when new.
+        if not await self.admit(said, offer_code=live):
             return None
         if not said.text:
             media = media_kind(message)
@@ -398,10 +401,6 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         reply_to = said.platform_message_id if said.chat_kind != "private" else None
         text = unreadable_notice(media)
         await self.send(Outbound(target=said.target, text=text, reply_to_platform_id=reply_to))
-
-    async def admits(self, said: Said) -> bool:
-        """The allow-list, then allowGuilds."""
-        return await self.gate.admits(said.sender_id, said.username, said.server_id, self._bot)
 
     def _runs_chat(self, channel: object) -> bool:
         """Whether this worker's shards receive the chat's messages: a

@@ -11,23 +11,16 @@ buttons, so all three agree on the session a chat maps to:
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
 import discord
 
-from core.clock import Clock
 from core.commitments.visibility import Asker, ChatAccess
-from core.config import DiscordConfig
-from core.logs import event
 from core.messages import ChatKind, Target, session_key
 from core.store.base import SessionRecord
 
 PLATFORM = "discord"
-
-log = logging.getLogger("kept.discord")
 
 _THREAD_TYPES = frozenset(
     {
@@ -36,8 +29,9 @@ _THREAD_TYPES = frozenset(
         discord.ChannelType.news_thread,
     }
 )
-# How long a DM sender's membership of an allowed guild is remembered.
-MEMBERSHIP_TTL = timedelta(minutes=10)
+# channels/base.py ChannelAdapter.admission: (chat kind, user id, username,
+# server id) -> "yes" | "pair" | "no".
+Admit = Callable[[ChatKind, str, str | None, str | None], Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,77 +107,22 @@ def chat_access(interaction: discord.Interaction, ref: ChatRef, agent_id: str) -
 
 
 class Gate:
-    """Who may talk to the bot where: the channel's allow-list (`allowFrom`,
-    channels/base.py), then `allowGuilds`, both read from the live config on
-    every check.
+    """Whether a user may use the bot where an interaction happens (slash
+    commands, buttons): the channel pipeline's admission (channels/base.py,
+    read from the live config on every check). A DM is decided by dmPolicy,
+    a server by `groups` / `groupPolicy`."""
 
-    allowGuilds lists server ids; empty allows every server. When it is set,
-    a DM is allowed only from a member of one of those servers, so a bot
-    that is also in other servers does not answer their members privately.
-    """
-
-    def __init__(
-        self,
-        user_allowed: Callable[[str, str | None], bool],
-        settings: Callable[[], DiscordConfig],
-        clock: Clock,
-    ) -> None:
-        self._user_allowed = user_allowed
-        self._settings = settings
-        self._clock = clock
-        self._members: dict[int, tuple[bool, datetime]] = {}
+    def __init__(self, admission: Admit) -> None:
+        self._admission = admission
 
     async def allowed(
-        self, user: discord.abc.User, guild_id: int | None, client: discord.Client
+        self, user: discord.abc.User, guild_id: int | None, client: discord.Client | None = None
     ) -> bool:
+        """`client` is unused (membership is no longer asked); kept so the
+        callers' calls read as before."""
         server = str(guild_id) if guild_id is not None else None
-        return await self.admits(str(user.id), user.name, server, client)
-
-    async def admits(
-        self, user_id: str, username: str | None, server_id: str | None, client: discord.Client
-    ) -> bool:
-        if not self._user_allowed(user_id, username):
-            return False
-        guilds = {g.strip() for g in self._settings().allow_guilds if g.strip()}
-        if not guilds:
-            return True
-        if server_id is not None:
-            return server_id in guilds
-        return await self._member_of_any(int(user_id), guilds, client)
-
-    async def _member_of_any(self, user_id: int, guilds: set[str], client: discord.Client) -> bool:
-        now = self._clock.now()
-        cached = self._members.get(user_id)
-        if cached is not None and cached[1] > now:
-            return cached[0]
-        found = False
-        for guild_id in sorted(guilds):
-            guild = client.get_guild(int(guild_id)) if guild_id.isdigit() else None
-            if guild is None:
-                continue
-            if guild.get_member(user_id) is not None:
-                found = True
-                break
-            try:
-                # Without the members intent the cache is sparse: ask once.
-                await guild.fetch_member(user_id)
-            except discord.NotFound:
-                continue
-            except discord.HTTPException as exc:
-                event(
-                    log,
-                    logging.WARNING,
-                    "discord_member_check_failed",
-                    guild=guild_id,
-                    status=exc.status,
-                )
-                continue
-            found = True
-            break
-        if len(self._members) > 10_000:
-            self._members.clear()  # a bound, not an LRU: the check is cheap to redo
-        self._members[user_id] = (found, now + MEMBERSHIP_TTL)
-        return found
+        kind: ChatKind = "private" if server is None else "channel"
+        return await self._admission(kind, str(user.id), user.name, server) == "yes"
 
 
 def addressed(message: discord.Message, me: discord.ClientUser) -> bool:

@@ -22,17 +22,19 @@ from collections.abc import Sequence
 from telegram import (
     Bot,
     CallbackQuery,
+    Chat,
     InlineKeyboardMarkup,
     Message,
     MessageEntity,
     ReplyParameters,
     Update,
+    User,
 )
 from telegram.constants import ChatAction, ChatMemberStatus
 from telegram.error import TelegramError
 from telegram.request import HTTPXRequest
 
-from channels.base import ChannelAdapter, ChannelContext, Said
+from channels.base import Access, ChannelAdapter, ChannelContext, Said
 from channels.media import MediaKind, unreadable_notice
 from channels.telegram.commands import (
     BOT_COMMANDS,
@@ -53,6 +55,7 @@ from channels.telegram.messages import (
     chat_id_param,
     chat_kind,
     media_kind,
+    said_of,
     target_of,
 )
 from channels.telegram.pace import TELEGRAM_PACE, Pace
@@ -86,7 +89,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         pace: Pace = TELEGRAM_PACE,
     ) -> None:
         """`pace`: the send budgets (channels/telegram/pace.py); tests shrink them."""
-        super().__init__(handler=ctx.conversation.handle, clock=ctx.clock)
+        super().__init__(handler=ctx.conversation.handle, clock=ctx.clock, pairing=ctx.pairing)
         self._ctx = ctx
         self._poll_timeout = poll_timeout
         self._request_timeout = request_timeout
@@ -111,8 +114,8 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
     def agent_setting(self) -> str:
         return self._config().agent
 
-    def allow_list(self) -> list[str]:
-        return self._config().allow_from
+    def access(self) -> Access:
+        return Access.of(self._config())
 
     # --- lifecycle --------------------------------------------------------------
 
@@ -135,6 +138,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
             self._bot = None
             raise
         self._intake = intake
+        self.announce_access()
         event(
             log,
             logging.INFO,
@@ -361,7 +365,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
             for_us = kind == "private" or addressed_to(message, self._bot_id(), self.username)
         if not for_us:
             return  # group chatter: neither answered nor stored
-        said = self._said(message, kind, text)
+        said = said_of(message, kind, text)
         if not await self.admit(said):
             return
         if media is not None:
@@ -421,7 +425,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
     async def _on_edit(self, message: Message) -> None:
         user = message.from_user
         text = message.text or message.caption
-        if user is None or not text or not self.is_allowed(str(user.id), user.username):
+        if user is None or not text or not await self._serves(message.chat, user):
             return
         # Raises MessageNotStored when the store fails: an edit is something
         # the user said too, held and retried like a message.
@@ -434,7 +438,9 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
 
     async def _on_callback(self, query: CallbackQuery) -> None:
         user = query.from_user
-        if not self.is_allowed(str(user.id), user.username):
+        # Even a message too old to read still names its chat.
+        chat = query.message.chat if query.message is not None else None
+        if chat is None or not await self._serves(chat, user):
             with contextlib.suppress(TelegramError):
                 await query.answer()  # stop the spinner, say nothing
             return
@@ -446,6 +452,14 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         await self._commands.on_callback(query, message, where)
 
     # --- who and where ----------------------------------------------------------------
+
+    async def _serves(self, chat: Chat, user: User) -> bool:
+        """Whether `user` is answered in `chat` (edits and button presses: a
+        pairing code is offered only for a message)."""
+        verdict = await self.admission(
+            chat_kind(chat.type), str(user.id), user.username, str(chat.id)
+        )
+        return verdict == "yes"
 
     def _where(
         self, message: Message, kind: ChatKind, user_id: str, name: str, *, anonymous: bool = True
@@ -460,18 +474,6 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
             user_id=user_id,
             user_name=name,
             anonymous_admin=anonymous and anonymous_admin(message),
-        )
-
-    def _said(self, message: Message, kind: ChatKind, text: str) -> Said:
-        user = message.from_user
-        assert user is not None  # checked by the caller
-        return Said(
-            target=target_of(message),
-            chat_kind=kind,
-            sender_id=str(user.id),
-            text=text,
-            username=user.username,
-            platform_message_id=str(message.message_id),
         )
 
     def _bot_id(self) -> int | None:

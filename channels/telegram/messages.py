@@ -6,6 +6,7 @@ from __future__ import annotations
 from telegram import Message
 from telegram.constants import ChatType, MessageEntityType
 
+from channels.base import Said
 from channels.media import MediaKind
 from core.messages import ChatKind, Target
 
@@ -26,6 +27,20 @@ def target_of(message: Message) -> Target:
         platform="telegram",
         chat_id=str(message.chat.id),
         thread_id=str(thread) if thread is not None else None,
+    )
+
+
+def said_of(message: Message, kind: ChatKind, text: str) -> Said:
+    """What the pipeline's admission and turn need of a message with a sender."""
+    user = message.from_user
+    assert user is not None  # checked by the caller
+    return Said(
+        target=target_of(message),
+        chat_kind=kind,
+        sender_id=str(user.id),
+        text=text,
+        username=user.username,
+        platform_message_id=str(message.message_id),
     )
 
 

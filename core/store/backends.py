@@ -17,6 +17,7 @@ from core.commitments.pause import PauseStore
 from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
 from core.locks import SessionGuard
+from core.pairing.store import PairingStore
 from core.reminders.store import ReminderStore
 from core.store.app_state import AppStateStore
 from core.store.base import Store
@@ -26,6 +27,7 @@ from core.store.sqlite import (
     SqliteCommitmentStore,
     SqliteExtractionJobStore,
     SqliteHeartbeatStore,
+    SqlitePairingStore,
     SqlitePauseStore,
     SqliteReminderStore,
     SqliteStore,
@@ -55,6 +57,8 @@ class Backend:
     # Small values the bot keeps about itself (the synced command tree's hash).
     app_state: AppStateStore
     user_zones: UserZoneStore
+    # Pairing codes and the users the operator approved (dmPolicy: pairing).
+    pairing: PairingStore
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
@@ -93,6 +97,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         extraction_pauses=SqlitePauseStore(store),
         app_state=SqliteAppStateStore(store),
         user_zones=SqliteUserZoneStore(store),
+        pairing=SqlitePairingStore(store),
     )
 
 
@@ -107,6 +112,7 @@ def postgres_backend(url: str) -> Backend:
         PostgresConnection,
         PostgresExtractionJobStore,
         PostgresHeartbeatStore,
+        PostgresPairingStore,
         PostgresPauseStore,
         PostgresReminderStore,
         PostgresSessionGuard,
@@ -126,6 +132,7 @@ def postgres_backend(url: str) -> Backend:
         extraction_pauses=PostgresPauseStore(connection),
         app_state=PostgresAppStateStore(connection),
         user_zones=PostgresUserZoneStore(connection),
+        pairing=PostgresPairingStore(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

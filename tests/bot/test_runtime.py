@@ -81,7 +81,7 @@ async def test_enabled_channel_without_adapter_is_a_clear_error(tmp_path, monkey
 
 
 async def test_running_process_applies_a_changed_config_and_survives_a_bad_one(tmp_path):
-    path = write_config(tmp_path)
+    path = write_config(tmp_path, commitments={"enabled": False})
     clock = TestClock()
     runtime = Runtime(path, load_config(path), clock=clock)
     await runtime.start_core()

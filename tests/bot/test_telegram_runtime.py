@@ -20,6 +20,7 @@ from core.clock import TestClock
 from core.config_file import load_config
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.support.access import OPEN_ACCESS
 from tests.support.store_helpers import open_store
 
 
@@ -42,7 +43,7 @@ def write_config(tmp_path: Path, llm_url: str, telegram_url: str) -> Path:
     doc = {
         "storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"},
         "llm": {"baseUrl": llm_url, "maxRetries": 0},
-        "channels": {"telegram": {"enabled": True, "baseUrl": telegram_url}},
+        "channels": {"telegram": {"enabled": True, "baseUrl": telegram_url, **OPEN_ACCESS}},
     }
     path = tmp_path / "kept.json"
     path.write_text(json.dumps(doc))

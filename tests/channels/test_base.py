@@ -64,14 +64,16 @@ def test_split_empty_and_short():
     assert split_plain("hi", 10) == ["hi"]
 
 
-def test_allow_list_by_id_or_username():
+async def test_allow_list_by_id_or_username():
+    # A channel without settings of its own (the console): an empty list
+    # lets everyone in, a list only those it names.
     open_adapter = FakeAdapter()
-    assert open_adapter.is_allowed("1")
+    assert await open_adapter.admission("private", "1") == "yes"
     closed = FakeAdapter(allow_from=["42", "@Alice"])
-    assert closed.is_allowed("42")
-    assert closed.is_allowed("7", "alice")
-    assert not closed.is_allowed("7", "bob")
-    assert not closed.is_allowed("7")
+    assert await closed.admission("private", "42") == "yes"
+    assert await closed.admission("private", "7", "alice") == "yes"
+    assert await closed.admission("private", "7", "bob") == "no"
+    assert await closed.admission("private", "7") == "no"
 
 
 async def test_send_chunks_and_returns_first_id():

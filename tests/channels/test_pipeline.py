@@ -187,6 +187,7 @@ async def test_telegram_reads_its_allow_list_per_message(tmp_path: Path) -> None
         await tg.fake.push_message("open door", chat_id=42)
         await tg.fake.wait_for(lambda: len(tg.fake.sent) >= 1)
 
+        tg.config.channels.telegram.dm_policy = "allowlist"
         tg.config.channels.telegram.allow_from = ["77"]
         refused = await tg.fake.push_message("still me", chat_id=42)
         await tg.fake.wait_for(lambda: refused["update_id"] in tg.fake.confirmed)

@@ -57,9 +57,32 @@ def test_example_file_is_valid_and_has_documented_defaults() -> None:
     config = load_config(EXAMPLE)
     assert config.storage.url == "sqlite:///data/kept.sqlite"
     assert not config.channels.discord.enabled and not config.channels.telegram.enabled
-    assert not config.commitments.enabled
+    # Safe, honest defaults: follow-ups on; strangers get a pairing code;
+    # groups only when listed.
+    assert config.commitments.enabled
+    for channel in (config.channels.discord, config.channels.telegram):
+        assert channel.dm_policy == "pairing" and channel.group_policy == "allowlist"
+        assert channel.groups == [] and channel.allow_from == []
     assert config.agents[0].heartbeat.active_hours is not None
     assert config.llm.model_for("extraction") == "gpt-4.1-mini"
+
+
+def test_the_code_defaults_are_as_safe_as_the_example() -> None:
+    # An environment-only deployment has no example file to read.
+    config = KeptConfig()
+    assert config.commitments.enabled
+    for channel in (config.channels.discord, config.channels.telegram):
+        assert channel.dm_policy == "pairing" and channel.group_policy == "allowlist"
+
+
+def test_policies_are_checked_by_name() -> None:
+    problems = problems_for(_edit(lambda d: d["channels"]["telegram"].update(dmPolicy="anyone")))
+    assert len(problems) == 1 and "channels.telegram.dmPolicy" in problems[0]
+    assert "pairing" in problems[0] and "allowlist" in problems[0] and "open" in problems[0]
+    listed = parse_config_text(
+        json.dumps(_edit(lambda d: d["channels"]["discord"].update(groups=[123]))), "kept.json"
+    )
+    assert listed.channels.discord.groups == ["123"]  # ids pasted as numbers
 
 
 def test_example_file_is_formatted_as_config_set_writes() -> None:
@@ -292,11 +315,11 @@ async def test_watcher_run_polls_on_the_clock(cfg: Path, clock: TestClock) -> No
     try:
         await asyncio.sleep(0)
         assert clock.sleepers == 1
-        set_value(cfg, "commitments.enabled", "true")
+        set_value(cfg, "commitments.enabled", "false")
         await clock.advance(1)
         assert seen.seen == []
         await clock.advance(1)
-        assert [c.commitments.enabled for c in seen.seen] == [True]
+        assert [c.commitments.enabled for c in seen.seen] == [False]
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

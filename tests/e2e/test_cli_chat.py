@@ -29,6 +29,9 @@ def write_config(tmp_path: Path, base_url: str, timeout: float = 5) -> Path:
         "storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"},
         "llm": {"baseUrl": base_url, "timeoutSeconds": timeout, "maxRetries": 0},
         "agents": [{"id": "main", "systemPrompt": "You are kept, under test."}],
+        # Follow-ups are on by default; their extraction calls are not what
+        # these tests count.
+        "commitments": {"enabled": False},
     }
     path = tmp_path / "kept.json"
     path.write_text(json.dumps(config))

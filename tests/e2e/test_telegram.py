@@ -123,6 +123,7 @@ async def test_forum_topic_reply_goes_to_the_same_topic(tg: TelegramHarness) -> 
 
 
 async def test_allow_from_refuses_others_silently(tg: TelegramHarness) -> None:
+    tg.config.channels.telegram.dm_policy = "allowlist"
     tg.config.channels.telegram.allow_from = ["@bob", "77"]
     await tg.start()
     await tg.fake.push_message("let me in", chat_id=42, username="ana")

@@ -43,6 +43,7 @@ from core.config import KeptConfig
 from core.store import Store
 from core.store.backends import sqlite_backend
 from tests.fakes.scripted_model import ScriptedModel
+from tests.support.access import OPEN_ACCESS
 from tests.support.store_helpers import open_store
 
 THREAD_METADATA = {
@@ -411,7 +412,7 @@ async def build_rig(
 ) -> Rig:
     settings: dict[str, Any] = {
         "commitments": {"enabled": True},
-        "channels": {"discord": {"enabled": True}},
+        "channels": {"discord": {"enabled": True, **OPEN_ACCESS}},
         "agents": [{"id": "main", "timezone": "Europe/Paris"}],
     }
     settings.update(config or {})
@@ -439,6 +440,7 @@ async def build_rig(
         clock=clock,
         environ={},
         users=services.users,
+        pairing=services.pairing,
     )
     adapter = DiscordAdapter(ctx)
     router.add(adapter)

@@ -24,6 +24,7 @@ from core.store.base import MessageRecord, NewMessage
 from core.store.sqlite import SqliteStore
 from tests.fakes.discord_server import TOKEN, FakeDiscord
 from tests.fakes.scripted_model import ScriptedModel
+from tests.support.access import OPEN_ACCESS
 from tests.support.store_helpers import open_store
 
 
@@ -79,6 +80,7 @@ class DiscordHarness:
             environ=self.environ,
             app_state=self.services.backend.app_state,
             users=self.services.users,
+            pairing=self.services.pairing,
         )
 
     async def start(self) -> DiscordAdapter:
@@ -139,7 +141,11 @@ async def discord_harness(
     model = ScriptedModel()
     router = AdapterRouter()
     settings = KeptConfig.model_validate(
-        {"channels": {"discord": {"enabled": True, "apiBaseUrl": fake.root, **discord}}}
+        {
+            "channels": {
+                "discord": {"enabled": True, "apiBaseUrl": fake.root, **OPEN_ACCESS, **discord}
+            }
+        }
     )
     services = build_services(
         backend=sqlite_backend(store),

@@ -23,6 +23,7 @@ from core.store.backends import sqlite_backend
 from core.store.sqlite import SqliteStore
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.support.access import OPEN_ACCESS
 from tests.support.store_helpers import open_store
 
 T = TypeVar("T")
@@ -50,6 +51,7 @@ class TelegramHarness:
             clock=self.clock,
             environ=self.environ,
             users=self.services.users,
+            pairing=self.services.pairing,
         )
 
     def adapter(self, **options: Any) -> TelegramAdapter:
@@ -151,7 +153,9 @@ async def telegram_harness(
     clock = TestClock()
     model = ScriptedModel()
     router = AdapterRouter()
-    channels = {"telegram": {"enabled": True, "baseUrl": fake.root, **(telegram or {})}}
+    channels = {
+        "telegram": {"enabled": True, "baseUrl": fake.root, **OPEN_ACCESS, **(telegram or {})}
+    }
     settings = KeptConfig.model_validate({"channels": channels, **config})
     services = build_services(
         backend=sqlite_backend(store),

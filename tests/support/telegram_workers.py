@@ -36,6 +36,7 @@ from core.store.backends import Backend, open_backend
 from core.store.updates import NewUpdate, QueuedUpdate, UpdateQueue
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.support.access import OPEN_ACCESS
 
 Gate = Callable[[Inbound], Awaitable[None]]
 
@@ -226,7 +227,7 @@ def _with(url: str, **params: str) -> str:
 @asynccontextmanager
 async def telegram_workers(postgres_url: str) -> AsyncIterator[Workers]:
     fake = await FakeTelegram().start()
-    channels = {"telegram": {"enabled": True, "baseUrl": fake.root}}
+    channels = {"telegram": {"enabled": True, "baseUrl": fake.root, **OPEN_ACCESS}}
     config = KeptConfig.model_validate({"channels": channels})
     workers = Workers(fake, TestClock(), postgres_url, config)
     try:

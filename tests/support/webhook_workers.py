@@ -39,6 +39,7 @@ from core.locks import SessionGuard
 from core.store.backends import Backend
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.support.access import OPEN_ACCESS
 
 SECRET = "webhook-secret_3"
 HOOK_PATH = "/tg/hook"
@@ -178,6 +179,7 @@ async def _start_worker(
                 "telegram": {
                     "enabled": True,
                     "baseUrl": fake.root,
+                    **OPEN_ACCESS,
                     "webhook": {
                         "url": f"http://127.0.0.1:{port}{HOOK_PATH}",
                         "listenHost": "127.0.0.1",

@@ -18,6 +18,7 @@ wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
 updates.py      the UpdateQueue: polled updates handed to every worker
 app_state.py    the AppStateStore (small values the bot keeps about itself)
 users.py        the UserZoneStore (each user's own time zone)
+pairing.py      the PairingStore (pairing codes and approved users)
 """
 
 from core.store.postgres.app_state import PostgresAppStateStore
@@ -27,6 +28,7 @@ from core.store.postgres.extraction_jobs import PostgresExtractionJobStore, Post
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
+from core.store.postgres.pairing import PostgresPairingStore
 from core.store.postgres.reminders import PostgresReminderStore
 from core.store.postgres.updates import PostgresUpdateQueue
 from core.store.postgres.users import PostgresUserZoneStore
@@ -38,6 +40,7 @@ __all__ = [
     "PostgresConnection",
     "PostgresExtractionJobStore",
     "PostgresHeartbeatStore",
+    "PostgresPairingStore",
     "PostgresPauseStore",
     "PostgresReminderStore",
     "PostgresSessionGuard",

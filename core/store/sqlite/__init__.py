@@ -13,6 +13,7 @@ reminders.py    the ReminderStore
 extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 app_state.py    the AppStateStore (small values the bot keeps about itself)
 users.py        the UserZoneStore (each user's own time zone)
+pairing.py      the PairingStore (pairing codes and approved users)
 """
 
 from core.store.sqlite.app_state import SqliteAppStateStore
@@ -20,6 +21,7 @@ from core.store.sqlite.commitments import SqliteCommitmentStore
 from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePauseStore
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
+from core.store.sqlite.pairing import SqlitePairingStore
 from core.store.sqlite.reminders import SqliteReminderStore
 from core.store.sqlite.users import SqliteUserZoneStore
 
@@ -28,6 +30,7 @@ __all__ = [
     "SqliteCommitmentStore",
     "SqliteExtractionJobStore",
     "SqliteHeartbeatStore",
+    "SqlitePairingStore",
     "SqlitePauseStore",
     "SqliteReminderStore",
     "SqliteStore",

@@ -269,6 +269,8 @@ async def test_autocomplete_offers_this_scopes_ids(rig: Rig, answers: Responses)
 async def test_commands_refuse_users_outside_the_allow_list(rig: Rig, answers: Responses) -> None:
     channel, alice, bob = rig.channel(0), rig.member(0), rig.member(1)
     c = await rig.seed(channel, alice)
+    # A server not listed in `groups` is not served, whoever asks.
+    rig.config.channels.discord.group_policy = "allowlist"
     rig.config.channels.discord.allow_from = [str(alice.id)]
 
     await slash(rig.bot, "commitments list", channel=channel, user=bob)
@@ -284,10 +286,14 @@ async def test_commands_refuse_users_outside_the_allow_list(rig: Rig, answers: R
     assert choices(answers) == []
 
     rig.config.channels.discord.allow_from = []
-    rig.config.channels.discord.allow_guilds = ["123456789012345678"]
+    rig.config.channels.discord.groups = ["123456789012345678"]
     await slash(rig.bot, "commitments list", channel=channel, user=alice)
     assert said(answers) == "Sorry, you can't use this bot here."
     assert await rig.status(c.id) == "pending"
+    # Listed, the server is served for every member.
+    rig.config.channels.discord.groups = [str(rig.guild.id)]
+    await slash(rig.bot, "commitments list", channel=channel, user=bob)
+    assert said(answers) != "Sorry, you can't use this bot here."
 
 
 async def schedule(rig: Rig, channel: Any, user: Any, text: str) -> str:

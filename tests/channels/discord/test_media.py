@@ -75,7 +75,12 @@ async def test_in_a_server_only_an_addressed_attachment_gets_the_notice(rig: Rig
 
 async def test_an_attachment_from_someone_not_allowed_gets_nothing(tmp_path: Path) -> None:
     rig = await build_rig(
-        tmp_path, {"channels": {"discord": {"enabled": True, "allowFrom": ["nobody"]}}}
+        tmp_path,
+        {
+            "channels": {
+                "discord": {"enabled": True, "dmPolicy": "allowlist", "allowFrom": ["nobody"]}
+            }
+        },
     )
     try:
         user = rig.member(0)

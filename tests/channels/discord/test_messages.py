@@ -176,29 +176,33 @@ async def test_an_everyone_message_is_not_addressed_to_the_bot(rig: Rig) -> None
     assert sent_messages() == []
 
 
-async def test_allow_from_and_allow_guilds(rig: Rig) -> None:
+async def test_allow_from_in_dms_and_groups_in_servers(rig: Rig) -> None:
     channel, allowed, stranger = rig.channel(0), rig.member(0), rig.member(1)
     settings = rig.config.channels.discord
+    settings.dm_policy = "allowlist"
     settings.allow_from = [str(allowed.id)]
 
-    await dpytest.message(f"{mention(rig)} hi", channel, stranger)
+    await dpytest.message("hello?", await stranger.create_dm(), stranger._user)
     assert sent_messages() == []
-    await dpytest.message(f"{mention(rig)} hi", channel, allowed)
-    assert len(sent_messages()) == 1
+    await dpytest.message("hello?", await allowed.create_dm(), allowed._user)
+    assert [m.content for m in sent_messages()] == ["echo: hello?"]
 
-    settings.allow_from = []
-    settings.allow_guilds = ["123456789012345678"]  # not this server
+    settings.group_policy = "allowlist"
+    settings.groups = ["123456789012345678"]  # not this server
     await dpytest.message(f"{mention(rig)} hi again", channel, allowed)
     assert sent_messages() == []
-    # A DM is allowed only from a member of an allowed server.
-    dm = await allowed.create_dm()
-    await dpytest.message("hello?", dm, allowed._user)
-    assert sent_messages() == []
 
+    # A listed server: every member is served, not only `allowFrom`.
+    settings.groups = [str(rig.guild.id)]
+    await dpytest.message(f"{mention(rig)} hi", channel, stranger)
+    await dpytest.message(f"{mention(rig)} hi", channel, allowed)
+    assert len(sent_messages()) == 2
+
+    # The old name of `groups` is still read.
+    settings.groups = []
     settings.allow_guilds = [str(rig.guild.id)]
-    rig.adapter.gate._members.clear()
-    await dpytest.message("hello?", dm, allowed._user)
-    assert [m.content for m in sent_messages()] == ["echo: hello?"]
+    await dpytest.message(f"{mention(rig)} and now?", channel, stranger)
+    assert len(sent_messages()) == 1
 
 
 async def test_edits_and_deletions_update_transcript_and_index(rig: Rig) -> None:

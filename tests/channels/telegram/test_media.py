@@ -31,7 +31,9 @@ KINDS = [
 
 @pytest.fixture
 async def tg(tmp_path: Path) -> AsyncIterator[TelegramHarness]:
-    async with telegram_harness(tmp_path, {"allowFrom": ["42", "77"]}) as harness:
+    async with telegram_harness(
+        tmp_path, {"dmPolicy": "allowlist", "allowFrom": ["42", "77"]}
+    ) as harness:
         yield harness
 
 

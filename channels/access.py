@@ -1,0 +1,93 @@
+"""Who a channel answers: the settings the pipeline's admission reads
+(channels/base.py ChannelAdapter.admission), what an unknown user is told
+under dmPolicy `pairing`, and the warnings `kept run` gives at start."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+from core.clock import Clock
+from core.config import ChannelAccess, DmPolicy, GroupPolicy
+from core.logs import event
+from core.pairing import PairingRequest
+
+# What `admission` decides for a sender in a chat: answer, offer a pairing
+# code (an unknown user in a DM under dmPolicy `pairing`), or ignore.
+Admission = Literal["yes", "pair", "no"]
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Who a channel answers, as its settings say now."""
+
+    dm_policy: DmPolicy = "open"
+    allow_from: tuple[str, ...] = ()
+    groups: frozenset[str] = frozenset()
+    group_policy: GroupPolicy = "open"
+    # (old key, new key) for each renamed key the settings still use.
+    renamed: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, settings: ChannelAccess) -> Access:
+        """A platform's channel settings (channels.<platform> in the config)."""
+        return cls(
+            dm_policy=settings.dm_policy,
+            allow_from=tuple(settings.allow_from),
+            groups=frozenset(settings.group_ids()),
+            group_policy=settings.group_policy,
+            renamed=tuple(settings.renamed_keys()),
+        )
+
+    def lists(self, user_id: str, username: str | None = None) -> bool:
+        """Whether `allowFrom` names the user, by id or @username."""
+        allow = {a.strip().lower().lstrip("@") for a in self.allow_from if a.strip()}
+        if user_id.lower() in allow:
+            return True
+        return username is not None and username.lower().lstrip("@") in allow
+
+
+def pairing_notice(request: PairingRequest, clock: Clock) -> str:
+    """What an unknown user is told: their code and who approves it."""
+    minutes = max(1, round((request.expires_at - clock.now()).total_seconds() / 60))
+    lasts = f"{minutes} minutes" if minutes < 90 else f"{round(minutes / 60)} hours"
+    return (
+        "I only talk to people my owner has approved.\n"
+        f"Your pairing code: {request.code}\n"
+        f"Send it to the owner of this bot; they approve it with "
+        f"`kept pairing approve {request.code}`. The code expires in {lasts}."
+    )
+
+
+def announce_access(log: logging.Logger, platform: str, access: Access) -> None:
+    """One warning per setting an operator should know about: a renamed
+    key still in use, and anyone on the internet being answered on the
+    operator's API key."""
+    key = f"channels.{platform}"
+    for old, new in access.renamed:
+        event(
+            log,
+            logging.WARNING,
+            "config_key_renamed",
+            key=f"{key}.{old}",
+            action=f"rename it to {key}.{new} (the old name is still read)",
+        )
+    if access.dm_policy == "open":
+        event(
+            log,
+            logging.WARNING,
+            f"{platform}_dms_open",
+            dm_policy="open",
+            action=f"anyone who finds the bot is answered on your API key; set "
+            f"{key}.dmPolicy to pairing or allowlist unless that is what you want",
+        )
+    if access.group_policy == "open":
+        event(
+            log,
+            logging.WARNING,
+            f"{platform}_groups_open",
+            group_policy="open",
+            action=f"every group the bot is added to is answered; set "
+            f"{key}.groupPolicy to allowlist and list them in {key}.groups to limit it",
+        )
