@@ -40,7 +40,7 @@ def test_show_says_where_each_value_came_from(cfg: Path, monkeypatch: pytest.Mon
     assert 'llm.apiKeyEnv = "MY_KEY"  # env KEPT_LLM__APIKEYENV; $MY_KEY is set' in lines
     assert 'agents.0.timezone = "Europe/Paris"  # env KEPT_AGENTS' in lines
     assert "commitments.maxPerDay = 5  # file" in lines
-    assert "commitments.enabled = false  # default" in lines
+    assert "commitments.enabled = true  # default" in lines
     assert 'logging.format = "text"  # default' in lines
     assert "sk-FAKE-secret-0001" not in result.output
 

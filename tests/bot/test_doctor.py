@@ -245,7 +245,10 @@ async def test_access_says_who_may_talk_to_the_bot(
     path = await write_config(
         tmp_path,
         fakes,
-        channels={"telegram": {"allowFrom": [7, 8]}, "discord": {"allowGuilds": ["5"]}},
+        channels={
+            "telegram": {"dmPolicy": "allowlist", "allowFrom": [7, 8]},
+            "discord": {"dmPolicy": "open", "groups": ["5"]},
+        },
     )
     await run_doctor(path, environ=good_env())
     out = capsys.readouterr().out

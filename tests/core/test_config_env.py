@@ -253,10 +253,10 @@ async def test_a_reloaded_file_stays_under_the_environment(cfg: Path, clock: Tes
     env = {"KEPT_COMMITMENTS__MAXPERDAY": "7"}
     seen = Recorder()
     watcher = ConfigWatcher(cfg, load_config(cfg, env), seen, clock, environ=env)
-    write(cfg, {"commitments": {"enabled": True, "maxPerDay": 9}})
+    write(cfg, {"commitments": {"enabled": False, "maxPerDay": 9}})
     assert await watcher.check_once() is True
     [applied] = seen.seen
-    assert applied.commitments.enabled is True  # the file's change applies
+    assert applied.commitments.enabled is False  # the file's change applies
     assert applied.commitments.max_per_day == 7  # the variable still wins
 
 
@@ -280,6 +280,7 @@ async def test_the_watcher_is_quiet_without_a_file_in_an_env_only_deployment(
     watcher = ConfigWatcher(path, load_config(path, env), seen, clock, environ=env)
     assert await watcher.check_once() is False
     assert caplog.records == []
-    write(path, {"commitments": {"enabled": True}})  # a file appears later: applied
+    write(path, {"commitments": {"enabled": False}})  # a file appears later: applied
     assert await watcher.check_once() is True
-    assert seen.seen[0].commitments.enabled and seen.seen[0].commitments.max_per_day == 7
+    applied = seen.seen[0].commitments
+    assert not applied.enabled and applied.max_per_day == 7
