@@ -343,6 +343,30 @@ class ShutdownConfig(Model):
     grace_seconds: Annotated[float, Field(ge=0, le=600)] = 10
 
 
+def _check_listen(value: str | None) -> str | None:
+    if value is None:
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(
+            f"expected host:port such as '127.0.0.1:8080' (port 1-65535), got {value!r}"
+        )
+    return value
+
+
+class HttpConfig(Model):
+    # "host:port" of the listener for /healthz, /readyz and /metrics
+    # (bot/http.py); None: no listener. Read at start.
+    listen: Annotated[str | None, AfterValidator(_check_listen)] = None
+
+    def address(self) -> tuple[str, int] | None:
+        """(host, port) to bind, None when off; "[::1]:8080" binds ::1."""
+        if self.listen is None:
+            return None
+        host, _, port = self.listen.rpartition(":")
+        return host.strip("[]"), int(port)
+
+
 class KeptConfig(Model):
     storage: StorageConfig = StorageConfig()
     llm: LlmConfig = LlmConfig()
@@ -351,6 +375,7 @@ class KeptConfig(Model):
     commitments: CommitmentsConfig = CommitmentsConfig()
     sessions: SessionsConfig = SessionsConfig()
     shutdown: ShutdownConfig = ShutdownConfig()
+    http: HttpConfig = HttpConfig()
 
     @model_validator(mode="after")
     def _agents_referenced_exist(self) -> KeptConfig:

@@ -187,6 +187,11 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         return "webhook"
 
     @property
+    def connected(self) -> bool:
+        """Token accepted and updates coming in (polling, webhook or queue): /readyz."""
+        return self._bot is not None and self._intake is not None
+
+    @property
     def polling(self) -> bool:
         """Whether this worker calls getUpdates now."""
         return self._intake is not None and self._intake.polling
