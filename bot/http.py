@@ -27,6 +27,7 @@ log = logging.getLogger("kept.http")
 Readiness = Callable[[], Awaitable[dict[str, str]]]
 # Reads the scrape-time gauges before /metrics answers.
 Refresh = Callable[[], Awaitable[None]]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class HttpListener:
@@ -48,6 +49,10 @@ class HttpListener:
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/readyz", self._readyz)
         self.app.router.add_get("/metrics", self._metrics_page)
+        # aiohttp freezes its routes once serving; a channel that starts
+        # later (Telegram's webhook) mounts its POST path here instead.
+        self.app.router.add_post("/{path:.*}", self._mounted_route)
+        self._mounted: dict[str, Handler] = {}
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
@@ -62,6 +67,23 @@ class HttpListener:
             raise
         self._runner = runner
         event(log, logging.INFO, "http_listening", host=self.host, port=self.port)
+
+    def serves(self, host: str, port: int) -> bool:
+        """Whether this listener is the one at host:port."""
+        return (host, port) == (self.host, self.port)
+
+    def mount(self, path: str, handler: Handler) -> None:
+        """Answer POSTs to `path` with `handler` (Telegram's webhook)."""
+        self._mounted[path] = handler
+
+    def unmount(self, path: str) -> None:
+        self._mounted.pop(path, None)
+
+    async def _mounted_route(self, request: web.Request) -> web.StreamResponse:
+        handler = self._mounted.get(request.path)
+        if handler is None:
+            raise web.HTTPNotFound()
+        return await handler(request)
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -14,7 +14,13 @@ from pathlib import Path
 from bot.http import HttpListener
 from bot.metrics import MeteredSender, PrometheusMetrics
 from bot.services import Services, build_services, open_storage, start_background
-from channels.base import AdapterRouter, ChannelAdapter, ChannelContext, ChannelStartError
+from channels.base import (
+    AdapterRouter,
+    ChannelAdapter,
+    ChannelContext,
+    ChannelStartError,
+    WebRoutes,
+)
 from core.clock import Clock, SystemClock
 from core.config import KeptConfig
 from core.config_file import ConfigWatcher
@@ -33,11 +39,15 @@ AdapterFactory = Callable[["Runtime"], ChannelAdapter]
 def channel_context(runtime: Runtime) -> ChannelContext:
     services = runtime.services
     assert services is not None, "start_core() first"
-    return services_context(services, lambda: runtime.config, runtime.environ)
+    return services_context(services, lambda: runtime.config, runtime.environ, web=runtime.http)
 
 
 def services_context(
-    services: Services, config: Callable[[], KeptConfig], environ: Mapping[str, str]
+    services: Services,
+    config: Callable[[], KeptConfig],
+    environ: Mapping[str, str],
+    *,
+    web: WebRoutes | None = None,
 ) -> ChannelContext:
     """What an adapter gets of one worker's services (and, on PostgreSQL,
     of its backend's cross-worker parts)."""
@@ -54,6 +64,7 @@ def services_context(
         worker=services.worker,
         app_state=services.backend.app_state,
         users=services.users,
+        web=web,
     )
 
 

@@ -183,7 +183,9 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
                 self._poll_while_leader(bot, intake, handoff), name="telegram-leader"
             )
             return "polling (one worker polls, every worker answers)"
-        await start_webhook(bot, intake, hook, self._ctx.environ, token=self._token)
+        await start_webhook(
+            bot, intake, hook, self._ctx.environ, token=self._token, shared=self._ctx.web
+        )
         return "webhook"
 
     @property

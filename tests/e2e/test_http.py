@@ -21,12 +21,12 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot import runtime as runtime_module
-from bot.runtime import Runtime, StartupError, serve
+from bot.runtime import Runtime, StartupError, channel_context, serve
 from bot.services import Services
+from channels.telegram import TelegramAdapter
 from core import metrics as core_metrics
 from core.clock import TestClock
 from core.config_file import load_config
-from tests.bot.test_telegram_runtime import telegram_factory
 from tests.fakes.openai_server import FakeOpenAI, delay, error, reply
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.support.telegram_harness import telegram_harness
@@ -65,6 +65,11 @@ def write_config(tmp_path: Path, llm_url: str, telegram_url: str, **extra: Any) 
     path = tmp_path / "kept.json"
     path.write_text(json.dumps(doc))
     return path
+
+
+def telegram_factory(rt: Runtime) -> TelegramAdapter:
+    """The runtime's own factory, with a short long-poll for the fake."""
+    return TelegramAdapter(channel_context(rt), poll_timeout=1)
 
 
 @pytest.fixture(autouse=True)
@@ -285,3 +290,45 @@ async def test_readyz_names_an_unreachable_store_and_a_stopping_process(tmp_path
 def services_of(runtime: Runtime) -> Services:
     assert runtime.services is not None
     return runtime.services
+
+
+async def test_the_telegram_webhook_shares_the_listener_on_one_port(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    secret = "s3cret_token-1"
+    async with FakeOpenAI() as llm, FakeTelegram() as tg:
+        hook = {"url": f"{base}/tg/hook", "listenHost": "127.0.0.1", "port": port}
+        path = write_config(tmp_path, llm.base_url, tg.root, http={"listen": f"127.0.0.1:{port}"})
+        doc = json.loads(path.read_text())
+        doc["channels"]["telegram"]["webhook"] = hook
+        path.write_text(json.dumps(doc))
+        environ = {**ENVIRON, "TELEGRAM_WEBHOOK_SECRET": secret}
+        runtime = Runtime(path, load_config(path), clock=TestClock(), environ=environ)
+        task = asyncio.create_task(serve(runtime))
+        await tg.wait_for(lambda: tg.calls_to("setWebhook"))
+
+        async def ready() -> Any:
+            status, _ = await get_json(http, f"{base}/readyz")
+            return status == 200
+
+        await until(ready)
+        update = {"update_id": 901, "message": tg.message("hi by webhook", chat_id=42)}
+        headers = {"X-Telegram-Bot-Api-Secret-Token": secret}
+        async with http.post(f"{base}/tg/hook", json=update, headers=headers) as response:
+            assert response.status == 200
+        async with http.post(f"{base}/tg/hook", json=update) as response:
+            assert response.status == 403  # the webhook's own secret check, on this port too
+        async with http.post(f"{base}/elsewhere", json=update, headers=headers) as response:
+            assert response.status == 404
+        await tg.wait_for(lambda: tg.sent)
+        assert await get_json(http, f"{base}/healthz") == (200, {"status": "ok"})
+        metrics = await scrape(http, base)
+        await stop(task)
+
+    assert tg.texts() == ["echo: hi by webhook"]
+    assert tg.calls_to("getUpdates") == []
+    assert at(metrics, "kept_messages_in_total", platform="telegram") == 1
+    with pytest.raises(aiohttp.ClientConnectionError):
+        await get_json(http, f"{base}/healthz")
