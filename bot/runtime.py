@@ -12,8 +12,16 @@ import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from bot.http import HttpListener
+from bot.metrics import MeteredSender, PrometheusMetrics
 from bot.services import Services, build_services, open_storage, start_background
-from channels.base import AdapterRouter, ChannelAdapter, ChannelContext, ChannelStartError
+from channels.base import (
+    AdapterRouter,
+    ChannelAdapter,
+    ChannelContext,
+    ChannelStartError,
+    WebRoutes,
+)
 from core.clock import Clock, SystemClock
 from core.config import ConfigError, KeptConfig
 from core.config_file import ConfigWatcher, config_source
@@ -21,6 +29,7 @@ from core.conversation import ConversationManager
 from core.errors import KeptError
 from core.llm import LLMClient
 from core.logs import event
+from core.metrics import install, uninstall
 from core.store import Store
 
 log = logging.getLogger("kept.runtime")
@@ -31,11 +40,15 @@ AdapterFactory = Callable[["Runtime"], ChannelAdapter]
 def channel_context(runtime: Runtime) -> ChannelContext:
     services = runtime.services
     assert services is not None, "start_core() first"
-    return services_context(services, lambda: runtime.config, runtime.environ)
+    return services_context(services, lambda: runtime.config, runtime.environ, web=runtime.http)
 
 
 def services_context(
-    services: Services, config: Callable[[], KeptConfig], environ: Mapping[str, str]
+    services: Services,
+    config: Callable[[], KeptConfig],
+    environ: Mapping[str, str],
+    *,
+    web: WebRoutes | None = None,
 ) -> ChannelContext:
     """What an adapter gets of one worker's services (and, on PostgreSQL,
     of its backend's cross-worker parts)."""
@@ -53,6 +66,7 @@ def services_context(
         app_state=services.backend.app_state,
         users=services.users,
         pairing=services.pairing,
+        web=web,
     )
 
 
@@ -105,6 +119,9 @@ class Runtime:
         self._llm: LLMClient | None = None
         self.services: Services | None = None
         self._background_started = False
+        self.http: HttpListener | None = None
+        self.metrics: PrometheusMetrics | None = None
+        self._stopping = False
 
     @property
     def stop_grace(self) -> float:
@@ -122,6 +139,7 @@ class Runtime:
         return self.services.manager
 
     async def start_core(self) -> None:
+        await self.start_http()
         backend = open_storage(self.config.storage.url)
         await backend.open()
         self._store = backend.store
@@ -129,7 +147,7 @@ class Runtime:
         self.services = build_services(
             backend=backend,
             llm=self._llm,
-            sender=self.router,
+            sender=MeteredSender(self.router),
             config=lambda: self.config,
             clock=self.clock,
             platforms=lambda: self.router.platforms,
@@ -142,6 +160,41 @@ class Runtime:
             environ=self.environ,
         )
         self._tasks.append(asyncio.create_task(watcher.run(), name="config-watcher"))
+
+    async def start_http(self) -> None:
+        """The listener of `http.listen` (read at start), before anything
+        else, so /healthz answers and /readyz says what is still starting."""
+        address = self.config.http.address()
+        if address is None or self.http is not None:
+            return
+        self.metrics = PrometheusMetrics()
+        listener = HttpListener(
+            *address, readiness=self.readiness, metrics=self.metrics, refresh=self._refresh_metrics
+        )
+        try:
+            await listener.start()
+        except OSError as exc:
+            self.metrics = None
+            why = exc.strerror or str(exc)
+            raise StartupError(
+                f"http.listen {self.config.http.listen}: cannot listen there ({why}); "
+                "free the port or change http.listen"
+            ) from None
+        install(self.metrics)
+        self.http = listener
+
+    async def readiness(self) -> dict[str, str]:
+        """/readyz: "ok" or why not, for the store, each enabled channel
+        and the heartbeat scheduler."""
+        return await readiness_checks(self)
+
+    async def _refresh_metrics(self) -> None:
+        if self.metrics is not None:
+            services = self.services
+            await self.metrics.refresh(
+                services.backend.commitments if services else None,
+                services.extraction if services else None,
+            )
 
     def _apply_config(self, new: KeptConfig) -> None:
         self.config = new
@@ -190,7 +243,9 @@ class Runtime:
         shutdown.graceSeconds to finish (after that they are cancelled, and a
         claim that had not reached `sending` is released); 2) the adapters
         stop (no new turns; they let theirs finish); 3) the rest of the
-        running work ends, and the store closes, so no row is half-written."""
+        running work ends, and the store closes, so no row is half-written.
+        /readyz says "stopping" from the start; the listener closes last."""
+        self._stopping = True
         if self.services is not None:
             await self.services.heartbeat.stop(self.stop_grace)
         for adapter in reversed(self.adapters):
@@ -225,6 +280,44 @@ class Runtime:
         elif self._store is not None:
             await self._store.close()
             self._store = None
+        if self.http is not None:
+            await self.http.stop()
+            self.http = None
+        if self.metrics is not None:
+            uninstall(self.metrics)
+
+
+# /readyz waits this long for the store before calling it unreachable.
+STORE_CHECK_TIMEOUT = 2.0
+
+
+async def readiness_checks(runtime: Runtime) -> dict[str, str]:
+    """ "ok", or what is wrong, for each thing a ready worker needs."""
+    if runtime._stopping:
+        return {"process": "stopping"}
+    checks: dict[str, str] = {}
+    services = runtime.services
+    if services is None:
+        checks["store"] = "not open yet"
+    else:
+        try:
+            async with asyncio.timeout(STORE_CHECK_TIMEOUT):
+                await services.backend.store.schema_version()
+            checks["store"] = "ok"
+        except Exception as exc:
+            checks["store"] = f"unreachable: {type(exc).__name__}"
+    for name in ("telegram", "discord"):
+        if not getattr(runtime.config.channels, name).enabled:
+            continue
+        adapter = next((a for a in runtime.adapters if a.platform == name), None)
+        connected = adapter is not None and getattr(adapter, "connected", True)
+        checks[name] = "ok" if connected else "not connected"
+    heartbeat = next((t for t in runtime._tasks if t.get_name() == "heartbeat"), None)
+    if heartbeat is None:
+        checks["scheduler"] = "not started"
+    else:
+        checks["scheduler"] = "ok" if not heartbeat.done() else "stopped"
+    return checks
 
 
 def startup_fields(runtime: Runtime) -> dict[str, str]:

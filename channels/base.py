@@ -84,6 +84,18 @@ class Conversation(Protocol):
     async def delete(self, *, platform: str, chat_id: str, platform_message_id: str) -> bool: ...
 
 
+class WebRoutes(Protocol):
+    """The process's HTTP listener (bot/http.py, `http.listen`), which a
+    platform that receives HTTP (Telegram's webhook) shares when its own
+    address is the same one. Handlers are aiohttp request handlers."""
+
+    def serves(self, host: str, port: int) -> bool: ...
+
+    def mount(self, path: str, handler: Callable[[Any], Awaitable[Any]]) -> None: ...
+
+    def unmount(self, path: str) -> None: ...
+
+
 class ChannelStartError(KeptError):
     """A channel cannot start (missing or rejected token, bad setting); the
     message names the config key or environment variable to fix."""
@@ -123,6 +135,8 @@ class ChannelContext:
     # Pairing codes and approved users (dmPolicy: pairing); None: nobody can
     # pair, so an unknown user in a DM is refused like under `allowlist`.
     pairing: Pairing | None = None
+    # The shared HTTP listener; None: `http.listen` is not set.
+    web: WebRoutes | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -384,6 +384,30 @@ class LoggingConfig(Model):
     format: Annotated[Literal["text", "json"], BeforeValidator(_lower)] = "text"
 
 
+def _check_listen(value: str | None) -> str | None:
+    if value is None:
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(
+            f"expected host:port such as '127.0.0.1:8080' (port 1-65535), got {value!r}"
+        )
+    return value
+
+
+class HttpConfig(Model):
+    # "host:port" of the listener for /healthz, /readyz and /metrics
+    # (bot/http.py); None: no listener. Read at start.
+    listen: Annotated[str | None, AfterValidator(_check_listen)] = None
+
+    def address(self) -> tuple[str, int] | None:
+        """(host, port) to bind, None when off; "[::1]:8080" binds ::1."""
+        if self.listen is None:
+            return None
+        host, _, port = self.listen.rpartition(":")
+        return host.strip("[]"), int(port)
+
+
 class KeptConfig(Model):
     storage: StorageConfig = StorageConfig()
     llm: LlmConfig = LlmConfig()
@@ -393,6 +417,7 @@ class KeptConfig(Model):
     sessions: SessionsConfig = SessionsConfig()
     shutdown: ShutdownConfig = ShutdownConfig()
     logging: LoggingConfig = LoggingConfig()
+    http: HttpConfig = HttpConfig()
 
     @model_validator(mode="after")
     def _agents_referenced_exist(self) -> KeptConfig:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,6 +28,7 @@ from core.llm import Completion, LLMError, Role
 from core.locks import SessionLocks
 from core.logs import event
 from core.messages import Inbound, Outbound, Sender, Target
+from core.metrics import recorder
 from core.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.store.base import (
     DuplicateMessage,
@@ -172,6 +174,7 @@ class ConversationManager:
             ) from exc
         if on_stored is not None:
             on_stored()
+        recorder().message_in(inbound.target.platform)
         if user.session_id != session.id:
             # The cached record is of a session deleted and started again
             # elsewhere (another worker, an import): the store has the live one.
@@ -328,6 +331,8 @@ class ConversationManager:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def _turn(self, session: SessionRecord, user: MessageRecord) -> MessageRecord:
+        # Latency is measured, not scheduled: wall time, not the injected clock.
+        started = time.perf_counter()
         # The turn's one read of the config: everything below uses `agent`.
         agent = self._config().agent_or_default(session.agent_id)
         target = Target(session.platform, session.chat_id, session.thread_id)
@@ -389,6 +394,7 @@ class ConversationManager:
             )
         elif kind == "text":
             self._fire_hooks(ReplyEvent(session, user, reply, user.sender_id))
+        recorder().turn_seconds(session.platform, time.perf_counter() - started)
         return reply
 
     async def _agent_turn(

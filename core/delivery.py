@@ -17,6 +17,7 @@ from typing import Literal, TypeVar
 
 from core.clock import Clock
 from core.messages import Outbound, Sender, SendResult
+from core.metrics import recorder
 
 DEFAULT_ATTEMPTS = 4
 BASE_BACKOFF = 2.0
@@ -55,6 +56,7 @@ async def deliver_once(
         if not result.retryable or attempts >= max_attempts:
             return Delivery("failed", result, attempts)
         wait = result.retry_after if result.retry_after is not None else _backoff(attempts)
+        recorder().send_retry(outbound.target.platform)
         await clock.sleep(min(wait, MAX_BACKOFF))
 
 

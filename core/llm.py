@@ -29,6 +29,7 @@ from core.clock import Clock, SystemClock
 from core.config import LlmConfig
 from core.errors import KeptError
 from core.logs import event
+from core.metrics import recorder
 
 log = logging.getLogger(__name__)
 
@@ -165,10 +166,16 @@ class LLMClient:
         params: dict[str, Any] = {"model": model, "messages": [], "extra_body": body}
         if temperature is not None:
             params["temperature"] = temperature
-        response = await self._call(
-            config, lambda sdk: sdk.chat.completions.create(**params), f"{role} completion"
-        )
-        return _parse_completion(response, model)
+        try:
+            response = await self._call(
+                config, lambda sdk: sdk.chat.completions.create(**params), f"{role} completion"
+            )
+            completion = _parse_completion(response, model)
+        except LLMError as exc:
+            recorder().model_call(role, exc.kind)
+            raise
+        recorder().model_call(role)
+        return completion
 
     async def ping(self) -> str:
         """One line for `kept doctor`; raises LLMError when the endpoint is unusable."""

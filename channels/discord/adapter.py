@@ -301,6 +301,12 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
                 action="check the network and the token; restart kept",
             )
 
+    @property
+    def connected(self) -> bool:
+        """The gateway session is up (READY came, the connection runs): /readyz."""
+        task = self._task
+        return task is not None and not task.done() and self._bot.is_ready()
+
     async def stop(self) -> None:
         task, self._task = self._task, None
         await self.catchup.stop()

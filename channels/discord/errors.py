@@ -17,6 +17,7 @@ import aiohttp
 import discord
 
 from core.messages import SendResult
+from core.metrics import recorder
 
 # Gateway-edge timeouts: the request reached Discord, which may have posted it.
 _UNKNOWN_5XX = frozenset({504, 524})
@@ -30,6 +31,7 @@ def send_failure(exc: BaseException) -> SendResult:
     if isinstance(exc, discord.NotFound):
         return SendResult(error=f"channel not found: {describe(exc)}")
     if isinstance(exc, discord.RateLimited):
+        recorder().rate_limited("discord")
         return SendResult(error="rate limited", retryable=True, retry_after=exc.retry_after)
     if isinstance(exc, discord.DiscordServerError):
         if exc.status in _UNKNOWN_5XX:
@@ -37,6 +39,7 @@ def send_failure(exc: BaseException) -> SendResult:
         return SendResult(error=f"discord server error: {describe(exc)}", retryable=True)
     if isinstance(exc, discord.HTTPException):
         if exc.status == 429:
+            recorder().rate_limited("discord")
             return SendResult(error=f"rate limited: {describe(exc)}", retryable=True)
         return SendResult(error=f"rejected: {describe(exc)}")
     if isinstance(exc, aiohttp.ClientConnectorError | _connect_timeout()):

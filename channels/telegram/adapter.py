@@ -187,8 +187,15 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
                 self._poll_while_leader(bot, intake, handoff), name="telegram-leader"
             )
             return "polling (one worker polls, every worker answers)"
-        await start_webhook(bot, intake, hook, self._ctx.environ, token=self._token)
+        await start_webhook(
+            bot, intake, hook, self._ctx.environ, token=self._token, shared=self._ctx.web
+        )
         return "webhook"
+
+    @property
+    def connected(self) -> bool:
+        """Token accepted and updates coming in (polling, webhook or queue): /readyz."""
+        return self._bot is not None and self._intake is not None
 
     @property
     def polling(self) -> bool:

@@ -12,7 +12,7 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
-from channels.base import ChannelStartError
+from channels.base import ChannelStartError, WebRoutes
 from channels.telegram.intake import ALLOWED_UPDATES, UpdateIntake
 from channels.telegram.pace import Pace, PacedSends
 from channels.telegram.send import scrub
@@ -72,8 +72,10 @@ async def start_webhook(
     environ: Mapping[str, str],
     *,
     token: str,
+    shared: WebRoutes | None = None,
 ) -> None:
-    """Serve the webhook, then tell Telegram where it is."""
+    """Serve the webhook (on the `shared` listener when it has the
+    webhook's address), then tell Telegram where it is."""
     secret = secret_from_env(hook.secret_token_env, environ)
     if secret is None:
         raise ChannelStartError(
@@ -82,7 +84,7 @@ async def start_webhook(
         )
     path = urlsplit(hook.url).path or "/"
     await intake.start_webhook(
-        bot, host=hook.listen_host, port=hook.port, path=path, secret_token=secret
+        bot, host=hook.listen_host, port=hook.port, path=path, secret_token=secret, shared=shared
     )
     try:
         await bot.set_webhook(hook.url, secret_token=secret, allowed_updates=ALLOWED_UPDATES)

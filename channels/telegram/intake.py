@@ -43,6 +43,7 @@ from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TimedOut
 from telegram.warnings import PTBUserWarning
 
+from channels.base import WebRoutes
 from channels.telegram.send import retry_after_seconds, scrub
 from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
@@ -122,6 +123,7 @@ class UpdateIntake:
         self._changed = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
+        self._unmount: Callable[[], None] | None = None
         self._closing = False
 
     # --- lanes ------------------------------------------------------------------
@@ -374,8 +376,32 @@ class UpdateIntake:
     # --- webhook --------------------------------------------------------------------
 
     async def start_webhook(
-        self, bot: Bot, *, host: str, port: int, path: str, secret_token: str
+        self,
+        bot: Bot,
+        *,
+        host: str,
+        port: int,
+        path: str,
+        secret_token: str,
+        shared: WebRoutes | None = None,
     ) -> None:
+        """Serve `path` on host:port: on the `shared` listener when it is
+        that address (one port for the webhook, /healthz and /metrics),
+        else on a server of its own."""
+        receive = self._webhook_handler(bot, secret_token)
+        if shared is not None and shared.serves(host, port):
+            shared.mount(path, receive)
+            self._unmount = lambda: shared.unmount(path)
+            return
+        app = web.Application()
+        app.router.add_post(path, receive)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, host, port).start()
+
+    def _webhook_handler(
+        self, bot: Bot, secret_token: str
+    ) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def receive(request: web.Request) -> web.Response:
             if self._closing:
                 return web.Response(status=503)  # Telegram retries it after the restart
@@ -398,11 +424,7 @@ class UpdateIntake:
                     return web.Response(status=503)
             return web.Response(text="ok")
 
-        app = web.Application()
-        app.router.add_post(path, receive)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
+        return receive
 
     # --- stopping --------------------------------------------------------------------
 
@@ -438,6 +460,9 @@ class UpdateIntake:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._unmount is not None:
+            self._unmount()
+            self._unmount = None
 
 
 def _chat_of(update: Update) -> int | None:

@@ -46,6 +46,7 @@ from channels.telegram.format import Entity, TelegramChunk
 from core.clock import Clock
 from core.logs import event
 from core.messages import FollowUpVerb, SendResult
+from core.metrics import recorder
 
 log = logging.getLogger("kept.telegram")
 
@@ -121,6 +122,7 @@ async def send_once(
             return SendResult(message_id=message_id)
         wait: float | None = None
         if result.retry_after is not None:
+            recorder().rate_limited("telegram")
             if not waited_flood and result.retry_after <= MAX_INLINE_RETRY_AFTER:
                 waited_flood = True
                 wait = result.retry_after
@@ -129,6 +131,7 @@ async def send_once(
             refused += 1
         if wait is None:
             return result
+        recorder().send_retry("telegram")
         event(
             log,
             logging.INFO,

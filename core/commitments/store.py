@@ -141,6 +141,11 @@ class CommitmentStore(abc.ABC):
         `where`, or another active commitment of its scope already has its
         dedupe key (only one may be active)."""
 
+    @abc.abstractmethod
+    async def count_by_status(self) -> dict[str, int]:
+        """How many commitments are in each status that has any (the
+        metrics gauge, read when Prometheus scrapes)."""
+
     # --- lifecycle (expiry) ----------------------------------------------------
 
     @abc.abstractmethod

@@ -27,6 +27,7 @@ from core.heartbeat.store import Final, HeartbeatStore
 from core.llm import Completion, LLMError
 from core.logs import event
 from core.messages import Outbound, Sender, Target, followup_actions, parse_session_key
+from core.metrics import recorder
 from core.store.base import NewMessage, Store
 
 log = logging.getLogger("kept.heartbeat")
@@ -169,9 +170,11 @@ class HeartbeatTurn:
             if delivery.outcome == "unknown":
                 error = f"outcome unknown, not resent: {error}"
             await self._finish(claimed, progress, "failed", error=error)
+            recorder().checkin("failed")
             return TurnResult("failed", ids, error=error)
 
         await self._finish(claimed, progress, "sent", message_id=delivery.message_id)
+        recorder().checkin("sent")
         # Written into the transcript (and its index), so the user's answer
         # arrives with its question.
         await self._transcript.add_message(

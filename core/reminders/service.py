@@ -31,6 +31,7 @@ from core.delivery import DEFAULT_ATTEMPTS, Delivery, deliver_once, settle_despi
 from core.heartbeat.lease import SEND_LEASE
 from core.logs import event
 from core.messages import Outbound, Sender, SendResult, Target, reminder_snooze_actions
+from core.metrics import recorder
 from core.reminders.model import NewReminder, Reminder
 from core.reminders.policy import Decision, decide
 from core.reminders.schedule import Schedule, ScheduleError, next_cron
@@ -432,6 +433,7 @@ class ReminderService:
                     action="none: the send outlived its lease and was settled by another worker",
                 )
             tally.fired += 1
+            recorder().reminder_fired()
             self._log(logging.INFO, "reminder_fired", r, next=following, **fields)
             await self._record(r, text, done_at, delivery)
             return

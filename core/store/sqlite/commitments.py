@@ -208,6 +208,12 @@ class SqliteCommitmentStore(CommitmentStore):
             params.append(limit)
         return await self._rows(sql, params)
 
+    async def count_by_status(self) -> dict[str, int]:
+        rows = await self._store.fetchall(
+            "SELECT status, COUNT(*) FROM commitments GROUP BY status", ()
+        )
+        return {str(status): int(count) for status, count in rows}
+
     async def dismiss(
         self, commitment_id: str, *, now: datetime, where: Filter | None = None
     ) -> Commitment | None:
