@@ -29,6 +29,7 @@ from core.clock import TestClock
 from core.config_file import load_config
 from tests.fakes.openai_server import FakeOpenAI, delay, error, reply
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.support.access import OPEN_ACCESS
 from tests.support.telegram_harness import telegram_harness
 
 ENVIRON = {"TELEGRAM_BOT_TOKEN": TOKEN, "OPENAI_API_KEY": "sk-test"}
@@ -59,7 +60,7 @@ def write_config(tmp_path: Path, llm_url: str, telegram_url: str, **extra: Any) 
     doc = {
         "storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"},
         "llm": {"baseUrl": llm_url, "maxRetries": 0},
-        "channels": {"telegram": {"enabled": True, "baseUrl": telegram_url}},
+        "channels": {"telegram": {"enabled": True, "baseUrl": telegram_url, **OPEN_ACCESS}},
         **extra,
     }
     path = tmp_path / "kept.json"
