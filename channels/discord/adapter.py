@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import mimetypes
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +51,7 @@ from channels.discord.commands import CommandSupport, command_groups, on_tree_er
 from channels.discord.errors import describe, send_failure
 from channels.discord.http import use_api_root
 from channels.discord.lists import ListPresses
-from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text
+from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text, media_kind
 from channels.discord.sync import sync_commands
 from channels.discord.views import DYNAMIC_BUTTONS, FollowUpActions, buttons_view
 from channels.discord.zone_button import ZoneActions
@@ -69,27 +68,6 @@ log = logging.getLogger("kept.discord")
 SAFE_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=False, replied_user=True)
 TYPING_REFRESH = 8.0  # seconds; Discord shows "typing" for about 10
 STOP_TIMEOUT = 10.0
-# An attachment's kind by its MIME type, the first matching prefix; else a file.
-_BY_MIME: tuple[tuple[str, MediaKind], ...] = (
-    ("image/gif", "animation"),
-    ("image/", "photo"),
-    ("video/", "video"),
-    ("audio/", "audio"),
-)
-
-
-def media_kind(message: discord.Message) -> MediaKind | None:
-    """What a message carries that kept cannot read, or None. An attachment's
-    kind comes from its content type, else from its file name."""
-    if message.stickers:
-        return "sticker"
-    if not message.attachments:
-        return None
-    if message.flags.voice:
-        return "voice"
-    attachment = message.attachments[0]
-    mime = attachment.content_type or mimetypes.guess_type(attachment.filename)[0] or ""
-    return next((kind for prefix, kind in _BY_MIME if mime.startswith(prefix)), "file")
 
 
 def intents(message_content: bool = False) -> discord.Intents:

@@ -11,11 +11,13 @@ buttons, so all three agree on the session a chat maps to:
 
 from __future__ import annotations
 
+import mimetypes
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import discord
 
+from channels.media import MediaKind
 from core.commitments.visibility import Asker, ChatAccess
 from core.messages import ChatKind, Target, session_key
 from core.store.base import SessionRecord
@@ -160,3 +162,26 @@ def clean_text(message: discord.Message, me: discord.ClientUser) -> str:
             text = text.replace(f"<@{user.id}>", name).replace(f"<@!{user.id}>", name)
     # Only the ends are trimmed: inner spacing (code, lists) is the user's.
     return text.strip()
+
+
+# An attachment's kind by its MIME type, the first matching prefix; else a file.
+_BY_MIME: tuple[tuple[str, MediaKind], ...] = (
+    ("image/gif", "animation"),
+    ("image/", "photo"),
+    ("video/", "video"),
+    ("audio/", "audio"),
+)
+
+
+def media_kind(message: discord.Message) -> MediaKind | None:
+    """What a message carries that kept cannot read, or None. An attachment's
+    kind comes from its content type, else from its file name."""
+    if message.stickers:
+        return "sticker"
+    if not message.attachments:
+        return None
+    if message.flags.voice:
+        return "voice"
+    attachment = message.attachments[0]
+    mime = attachment.content_type or mimetypes.guess_type(attachment.filename)[0] or ""
+    return next((kind for prefix, kind in _BY_MIME if mime.startswith(prefix)), "file")

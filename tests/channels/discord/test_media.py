@@ -14,7 +14,7 @@ import discord
 import discord.ext.test as dpytest
 import pytest
 
-from channels.discord.adapter import media_kind
+from channels.discord.scope import media_kind
 from channels.media import unreadable_notice
 from tests.fakes.discord_helpers import Rig, build_rig, record_payloads, sent_messages
 from tests.support.discord_harness import DiscordHarness, discord_harness
