@@ -46,7 +46,7 @@ from channels.telegram.commands import (
 )
 from channels.telegram.connect import connect, start_webhook
 from channels.telegram.format import MAX_UTF16, TelegramChunk, telegram_chunks
-from channels.telegram.handoff import MAX_LANES, UpdateHandoff
+from channels.telegram.handoff import MAX_LANES, UpdateHandoff, poll_while_leader
 from channels.telegram.intake import MarkSafe, UpdateIntake
 from channels.telegram.lists import keyboard
 from channels.telegram.messages import (
@@ -67,9 +67,6 @@ from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult,
 
 log = logging.getLogger("kept.telegram")
 
-# How often a worker that does not poll Telegram looks whether the poller is
-# gone (a dead worker's role is free at once; this bounds the takeover).
-LEADER_CHECK = 2.0
 TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 s per chat action
 ADMIN_STATUSES = {ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR}
 
@@ -184,7 +181,17 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
             handoff.start()
             self.handoff = handoff
             self._leading = asyncio.create_task(
-                self._poll_while_leader(bot, intake, handoff), name="telegram-leader"
+                poll_while_leader(
+                    self._ctx.leadership,
+                    bot,
+                    intake,
+                    handoff,
+                    self._ctx.clock,
+                    poll_timeout=self._poll_timeout,
+                    read_timeout=self._request_timeout,
+                    looked=self._looked,
+                ),
+                name="telegram-leader",
             )
             return "polling (one worker polls, every worker answers)"
         await start_webhook(
@@ -202,38 +209,8 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         """Whether this worker calls getUpdates now."""
         return self._intake is not None and self._intake.polling
 
-    async def _poll_while_leader(
-        self, bot: Bot, intake: UpdateIntake, handoff: UpdateHandoff
-    ) -> None:
-        """getUpdates allows one consumer per token: with several workers on
-        one database, the worker holding the role polls, the others look
-        again every LEADER_CHECK seconds and take over when it is gone. The
-        poller writes what it gets into the update queue and every worker
-        answers from it (channels/telegram/handoff.py)."""
-        leadership = self._ctx.leadership
-        assert leadership is not None
-        role = f"telegram-poll:{bot.id}"
-        while True:
-            leader = await leadership.try_lead(role)
-            self.leader_looks += 1
-            if leader and not intake.polling:
-                intake.start_polling(
-                    bot,
-                    timeout=self._poll_timeout,
-                    read_timeout=self._request_timeout,
-                    sink=handoff.put,
-                )
-                event(log, logging.INFO, "telegram_polling_leader", bot_id=bot.id)
-            elif not leader and intake.polling:
-                await intake.stop_polling()
-                event(
-                    log,
-                    logging.WARNING,
-                    "telegram_polling_lost",
-                    bot_id=bot.id,
-                    action="none: another worker polls now",
-                )
-            await self._ctx.clock.sleep(LEADER_CHECK)
+    def _looked(self) -> None:
+        self.leader_looks += 1
 
     async def stop(self) -> None:
         """Stop taking updates, let running work finish for the grace period

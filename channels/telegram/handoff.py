@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from functools import partial
 
@@ -40,6 +40,7 @@ from telegram import Bot, Update
 from channels.telegram.intake import Polled, UpdateIntake, lane_of
 from channels.telegram.send import scrub
 from core.clock import Clock, sleep_or_until_set
+from core.locks import SessionGuard
 from core.logs import event
 from core.store.updates import NewUpdate, QueuedUpdate, UpdateQueue
 
@@ -55,6 +56,9 @@ LOOK_EVERY = 5.0
 MAX_LANES = 32
 CLAIM_LANES = 8
 MAX_BACKOFF = 30.0
+# How often a worker that does not poll Telegram looks whether the poller is
+# gone (a dead worker's role is free at once; this bounds the takeover).
+LEADER_CHECK = 2.0
 
 
 def source_of(bot: Bot) -> str:
@@ -313,3 +317,39 @@ class UpdateHandoff:
             return
         if released:
             event(log, logging.INFO, "telegram_handoff_released", updates=released)
+
+
+async def poll_while_leader(
+    leadership: SessionGuard,
+    bot: Bot,
+    intake: UpdateIntake,
+    handoff: UpdateHandoff,
+    clock: Clock,
+    *,
+    poll_timeout: float,
+    read_timeout: float,
+    looked: Callable[[], None] = lambda: None,
+) -> None:
+    """getUpdates allows one consumer per token: with several workers on one
+    database, the worker holding the role polls, the others look again every
+    LEADER_CHECK seconds and take over when it is gone. The poller writes
+    what it gets into the update queue and every worker answers from it."""
+    role = f"telegram-poll:{bot.id}"
+    while True:
+        leader = await leadership.try_lead(role)
+        looked()
+        if leader and not intake.polling:
+            intake.start_polling(
+                bot, timeout=poll_timeout, read_timeout=read_timeout, sink=handoff.put
+            )
+            event(log, logging.INFO, "telegram_polling_leader", bot_id=bot.id)
+        elif not leader and intake.polling:
+            await intake.stop_polling()
+            event(
+                log,
+                logging.WARNING,
+                "telegram_polling_lost",
+                bot_id=bot.id,
+                action="none: another worker polls now",
+            )
+        await clock.sleep(LEADER_CHECK)
