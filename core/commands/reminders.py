@@ -18,6 +18,7 @@ from core.logs import event
 from core.messages import REMINDER_SNOOZE_MINUTES, ReminderSnooze
 from core.reminders.model import Reminder, Status
 from core.reminders.service import ReminderService
+from core.reminders.snooze import snooze_fired
 from core.reminders.store import ReminderStore
 
 log = logging.getLogger("kept.reminders")
@@ -77,8 +78,16 @@ class ReminderCommands:
             return Change(Outcome.NOT_FOUND, action.reminder_id, reason="not found")
         if action.minutes not in REMINDER_SNOOZE_MINUTES:
             return Change(Outcome.INVALID_DURATION, current.id, reason="not a snooze we offer")
-        snoozed = await self._service.snooze_fired(
-            current, firing=action.firing, delay=timedelta(minutes=action.minutes), **scope
+        service = self._service
+        now = service.clock.now()
+        snoozed = await snooze_fired(
+            service.store,
+            current,
+            firing=action.firing,
+            until=now + timedelta(minutes=action.minutes),
+            now=now,
+            wake=service.wake,
+            **scope,
         )
         if isinstance(snoozed, str):
             return Change(Outcome.REFUSED, current.id, Item.of_reminder(current), snoozed)

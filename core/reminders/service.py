@@ -35,7 +35,6 @@ from core.metrics import recorder
 from core.reminders.model import NewReminder, Reminder
 from core.reminders.policy import Decision, decide
 from core.reminders.schedule import Schedule, ScheduleError, next_cron
-from core.reminders.snooze import snooze_fired
 from core.reminders.store import Claim, ReminderStore
 from core.store.base import NewMessage, Store
 
@@ -129,13 +128,17 @@ class ReminderService:
             )
         )
         self._log(logging.INFO, "reminder_scheduled", reminder, next=reminder.next_fire_at)
-        hook = self._on_stored
-        if hook is not None:
-            try:
-                hook()
-            except Exception as exc:  # the reminder is stored; a late wake-up is survivable
-                self._log(logging.ERROR, "reminder_wake_failed", reminder, error=repr(exc))
+        self.wake(reminder)
         return reminder
+
+    def wake(self, r: Reminder) -> None:
+        """Tell a scheduler asleep until a later time that `r` is due sooner."""
+        if self._on_stored is None:
+            return
+        try:
+            self._on_stored()
+        except Exception as exc:  # the reminder is stored; a late wake-up is survivable
+            self._log(logging.ERROR, "reminder_wake_failed", r, error=repr(exc))
 
     async def list_for_session(self, agent_id: str, session_key: str) -> list[Reminder]:
         return await self._store.list_for_session(agent_id, session_key)
@@ -150,23 +153,6 @@ class ReminderService:
         if done is not None:
             self._log(logging.INFO, "reminder_cancelled", done)
         return done
-
-    async def snooze_fired(
-        self,
-        r: Reminder,
-        *,
-        firing: int,
-        delay: timedelta,
-        agent_id: str | None = None,
-        session_key: str | None = None,
-    ) -> Reminder | str:
-        """Bring the firing `firing` of `r` back once, `delay` from now
-        (core/reminders/snooze.py); returns the reminder, or why not."""
-        now = self._clock.now()
-        return await snooze_fired(
-            self._store, r, firing=firing, until=now + delay, now=now, wake=self._on_stored,
-            agent_id=agent_id, session_key=session_key,
-        )  # fmt: skip
 
     # --- scheduler side ---------------------------------------------------------------
 

@@ -28,12 +28,12 @@ async def snooze_fired(
     firing: int,
     until: datetime,
     now: datetime,
-    wake: Callable[[], None] | None = None,
+    wake: Callable[[Reminder], None] | None = None,
     agent_id: str | None = None,
     session_key: str | None = None,
 ) -> Reminder | str:
     """The snoozed reminder, or why it was not snoozed (core's words).
-    `wake` tells a scheduler asleep until a later time to look again."""
+    `wake(snoozed)` tells a scheduler asleep until a later time to look again."""
     if r.cron is not None and r.status == "active" and until >= r.next_fire_at:
         # Moving past it would drop that occurrence: the schedule would change.
         return "its next time comes sooner"
@@ -43,10 +43,7 @@ async def snooze_fired(
     if done is not None:
         _log(logging.INFO, "reminder_snoozed", done, firing=firing, next=until.isoformat())
         if wake is not None:
-            try:
-                wake()
-            except Exception as exc:  # stored; a late wake-up is survivable
-                _log(logging.ERROR, "reminder_wake_failed", done, error=repr(exc))
+            wake(done)
         return done
     if r.status == "cancelled":
         return "cancelled"
