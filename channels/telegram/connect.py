@@ -83,9 +83,20 @@ async def start_webhook(
             f"random secret (letters, digits, _ and -) there"
         )
     path = urlsplit(hook.url).path or "/"
-    await intake.start_webhook(
-        bot, host=hook.listen_host, port=hook.port, path=path, secret_token=secret, shared=shared
-    )
+    try:
+        await intake.start_webhook(
+            bot,
+            host=hook.listen_host,
+            port=hook.port,
+            path=path,
+            secret_token=secret,
+            shared=shared,
+        )
+    except OSError as exc:  # the port is taken, or the host is not this machine's
+        raise ChannelStartError(
+            f"channels.telegram.webhook: cannot listen on {hook.listen_host}:{hook.port} "
+            f"({exc.strerror or exc}); free the port or change webhook.listenHost / webhook.port"
+        ) from None
     try:
         await bot.set_webhook(hook.url, secret_token=secret, allowed_updates=ALLOWED_UPDATES)
     except TelegramError as exc:

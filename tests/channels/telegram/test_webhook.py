@@ -68,6 +68,18 @@ async def test_webhook_without_its_secret_is_a_clear_start_error(tmp_path: Path)
             await tg.adapter().start()
 
 
+async def test_a_webhook_port_in_use_is_a_clear_start_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        async with telegram_harness(tmp_path, {"webhook": webhook(port)}) as tg:
+            tg.environ["TELEGRAM_WEBHOOK_SECRET"] = SECRET
+            with pytest.raises(ChannelStartError, match=rf"cannot listen on 127.0.0.1:{port}"):
+                await tg.adapter().start()
+            assert tg.fake.calls_to("setWebhook") == []  # never told Telegram a dead address
+
+
 def test_webhook_config_defaults_and_errors() -> None:
     doc = {"channels": {"telegram": {"webhook": {"url": "https://bot.example.com/tg"}}}}
     hook = validate_document(doc, "kept.json").channels.telegram.webhook
