@@ -10,9 +10,7 @@ from typing import Any
 from core.pairing.store import PairedUser, PairingRequest, PairingStore
 from core.store.postgres.claims import aware
 from core.store.postgres.connection import PostgresConnection
-
-# Beside the namespaces of core/store/postgres/locks.py ("kp", "kr", "kd", "kc").
-PAIRING_NAMESPACE = 0x6B61  # "ka"
+from core.store.postgres.locks import PAIRING_NAMESPACE
 
 _REQUEST_COLUMNS = "platform, user_id, code, username, created_at, expires_at"
 

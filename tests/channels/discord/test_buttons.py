@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import discord
-import pytest
 from discord.ext.test import backend
 
 from channels.discord.views import buttons_view
@@ -18,9 +15,7 @@ from core.messages import Action, Outbound, Target, followup_actions
 from tests.fakes.discord_helpers import (
     Responses,
     Rig,
-    build_rig,
     button_ids,
-    capture_responses,
     click,
     record_payloads,
     sent_messages,
@@ -28,18 +23,6 @@ from tests.fakes.discord_helpers import (
 from tests.support.store_helpers import mark_sent
 
 EPHEMERAL = 64
-
-
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    rig = await build_rig(tmp_path)
-    yield rig
-    await rig.close()
-
-
-@pytest.fixture
-def answers(monkeypatch: pytest.MonkeyPatch) -> Responses:
-    return capture_responses(monkeypatch)
 
 
 def target(channel: Any) -> Target:

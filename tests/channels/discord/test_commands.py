@@ -3,31 +3,16 @@ built as the gateway sends them (dpytest does not dispatch interactions)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import discord
-import pytest
 
 from core.messages import Target
 from core.reminders import Schedule
-from tests.fakes.discord_helpers import Responses, Rig, build_rig, capture_responses, slash
+from tests.fakes.discord_helpers import Responses, Rig, slash
 
 EPHEMERAL = 64
-
-
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    rig = await build_rig(tmp_path)
-    yield rig
-    await rig.close()
-
-
-@pytest.fixture
-def answers(monkeypatch: pytest.MonkeyPatch) -> Responses:
-    return capture_responses(monkeypatch)
 
 
 def said(answers: Responses) -> str:

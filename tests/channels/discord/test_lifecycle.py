@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import discord
@@ -17,17 +16,10 @@ from aiohttp import web
 from channels.base import ChannelContext, ChannelStartError
 from channels.discord import DiscordAdapter
 from core.config import KeptConfig
-from tests.fakes.discord_helpers import Rig, build_rig
+from tests.fakes.discord_helpers import Rig
 
 GOOD = "good-token-123"
 BOT_USER = {"id": "4242", "username": "kept", "discriminator": "0", "avatar": None, "bot": True}
-
-
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    rig = await build_rig(tmp_path)
-    yield rig
-    await rig.close()
 
 
 @pytest.fixture

@@ -4,13 +4,10 @@ items, with the interaction answers captured."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import discord
-import pytest
 from discord.ext.test import backend
 
 from channels.discord.views import buttons_view
@@ -21,8 +18,6 @@ from core.reminders.model import Reminder
 from tests.fakes.discord_helpers import (
     Responses,
     Rig,
-    build_rig,
-    capture_responses,
     click,
     record_payloads,
     sent_messages,
@@ -31,18 +26,6 @@ from tests.fakes.discord_helpers import (
 
 EPHEMERAL = 64
 UPDATE = 7  # the interaction's message is edited in place
-
-
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    rig = await build_rig(tmp_path)
-    yield rig
-    await rig.close()
-
-
-@pytest.fixture
-def answers(monkeypatch: pytest.MonkeyPatch) -> Responses:
-    return capture_responses(monkeypatch)
 
 
 def buttons(data: dict[str, Any]) -> list[tuple[str, str]]:

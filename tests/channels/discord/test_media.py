@@ -20,13 +20,6 @@ from tests.fakes.discord_helpers import Rig, build_rig, record_payloads, sent_me
 from tests.support.discord_harness import DiscordHarness, discord_harness
 
 
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    rig = await build_rig(tmp_path)
-    yield rig
-    await rig.close()
-
-
 def mention(rig: Rig) -> str:
     assert rig.bot.user is not None
     return f"<@{rig.bot.user.id}>"

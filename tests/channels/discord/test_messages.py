@@ -3,19 +3,14 @@ the reply goes, how it is split, and that model output never pings anyone."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import discord
 import discord.ext.test as dpytest
-import pytest
 
 from channels.discord.adapter import intents
 from core.search.redact import Redactor
 from core.store.base import SearchScope
 from tests.fakes.discord_helpers import (
     Rig,
-    build_rig,
     make_thread,
     message_dict,
     record_payloads,
@@ -24,13 +19,6 @@ from tests.fakes.discord_helpers import (
 )
 from tests.fakes.scripted_model import text
 from tests.support.store_helpers import index_consistency
-
-
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    rig = await build_rig(tmp_path)
-    yield rig
-    await rig.close()
 
 
 def mention(rig: Rig) -> str:

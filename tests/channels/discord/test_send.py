@@ -15,16 +15,9 @@ from discord.ext.test.backend import FakeRequest
 from channels.discord.errors import send_failure
 from core.delivery import deliver_once
 from core.messages import Outbound, SendResult, Target
-from tests.fakes.discord_helpers import Rig, build_rig, make_thread, sent_messages
+from tests.fakes.discord_helpers import Rig, make_thread, sent_messages
 from tests.fakes.scripted_model import text
 from tests.support.discord_harness import DiscordHarness, discord_harness
-
-
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    rig = await build_rig(tmp_path)
-    yield rig
-    await rig.close()
 
 
 def http_error(cls: type[discord.HTTPException], status: int, code: int = 0) -> Exception:

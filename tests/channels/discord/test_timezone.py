@@ -4,13 +4,10 @@ the real CommandTree and dynamic items on the dpytest bot."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import discord
 import discord.ext.test as dpytest
-import pytest
 
 from channels.discord.views import buttons_view
 from core.commands.buttons import zone_from_full, zone_to_full
@@ -19,9 +16,7 @@ from core.messages import ZoneChoice, zone_choices
 from tests.fakes.discord_helpers import (
     Responses,
     Rig,
-    build_rig,
     button_ids,
-    capture_responses,
     click,
     interaction_payload,
     record_payloads,
@@ -30,18 +25,6 @@ from tests.fakes.discord_helpers import (
 from tests.fakes.scripted_model import calls, text
 
 EPHEMERAL = 64
-
-
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    rig = await build_rig(tmp_path)
-    yield rig
-    await rig.close()
-
-
-@pytest.fixture
-def answers(monkeypatch: pytest.MonkeyPatch) -> Responses:
-    return capture_responses(monkeypatch)
 
 
 async def timezone(
