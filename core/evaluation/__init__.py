@@ -1,0 +1,1 @@
+"""Measuring kept against labelled data: the extraction set, its scoring and runs."""
