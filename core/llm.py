@@ -68,11 +68,20 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """Tokens the endpoint says a call used (not every server says)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
 class Completion:
     text: str  # reasoning stripped; "" when the model only called tools
     tool_calls: list[ToolCall]
     finish_reason: str | None
     model: str
+    usage: Usage | None = None
 
 
 class LLMError(KeptError):
@@ -432,4 +441,12 @@ def _parse_completion(response: object, requested_model: str) -> Completion:
         tool_calls=calls,
         finish_reason=str(finish) if finish is not None else None,
         model=model if isinstance(model, str) and model else requested_model,
+        usage=_usage(_get(response, "usage")),
     )
+
+
+def _usage(raw: object) -> Usage | None:
+    prompt, completion = _get(raw, "prompt_tokens"), _get(raw, "completion_tokens")
+    if isinstance(prompt, int) and isinstance(completion, int) and prompt >= 0 <= completion:
+        return Usage(prompt, completion)
+    return None

@@ -13,12 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.clock import Clock
-from core.commitments.candidates import UnusableAnswer, parse_answer
 from core.commitments.jobs import ExtractionJob
+from core.commitments.judge import judge
 from core.commitments.model import Commitment, Scope
 from core.commitments.pause import Pauses
-from core.commitments.prompt import build_messages
-from core.commitments.rules import Exchange, evaluate, merge_fields
+from core.commitments.rules import Exchange, merge_fields
 from core.commitments.store import CommitmentStore, ScopeResult
 from core.config import KeptConfig
 from core.conversation import ChatModel
@@ -185,13 +184,22 @@ class BatchExtractor:
         """One model call and the rules applied to its answer; None when
         there is nothing to write."""
         now = self._clock.now()
-        # The window is worked out, and kept, in the zone of the member it is about.
-        messages = build_messages(now=now, timezone=timezone, exchanges=chunk, pending=pending)
         self.requests += 1
         deadline = agent.call_deadline
         try:
             async with asyncio.timeout(deadline):
-                completion = await self._llm.complete("extraction", messages, tools=None)
+                # The window is worked out, and kept, in the zone of the member it is about.
+                verdict = await judge(
+                    self._llm,
+                    scope=scope,
+                    chat_kind=chat_kind,
+                    exchanges=chunk,
+                    pending=pending,
+                    now=now,
+                    timezone=timezone,
+                    heartbeat_seconds=agent.heartbeat_seconds,
+                    created_at=self._clock.now,
+                )
         except LLMError as exc:
             await self._pauses.failed(agent.id, scope.session_key, exc.kind, str(exc))
             return None
@@ -201,43 +209,30 @@ class BatchExtractor:
             )
             return None
         await self._pauses.succeeded(agent.id)
-        try:
-            answer = parse_answer(completion.text)
-        except UnusableAnswer as exc:
+        if verdict.unusable is not None:
             event(
                 log,
                 logging.WARNING,
                 "extraction_unusable",
                 agent=agent.id,
                 session=scope.session_key,
-                reason=str(exc),
+                reason=verdict.unusable,
                 action="none needed if rare; a model that keeps failing needs a better "
                 "llm.models.extraction",
             )
             return None
-        accepted, rejected = evaluate(
-            answer.candidates,
-            scope=scope,
-            exchanges=chunk,
-            now=now,
-            created_at=self._clock.now(),
-            heartbeat_seconds=agent.heartbeat_seconds,
-            timezone=timezone,
-            chat_kind=chat_kind,
-        )
-        if rejected:
+        if verdict.rejected:
             event(
                 log,
                 logging.INFO,
                 "commitment_candidates_rejected",
                 agent=agent.id,
                 session=scope.session_key,
-                reasons="; ".join(f"{r.dedupe_key}: {r.reason}" for r in rejected),
+                reasons="; ".join(f"{r.dedupe_key}: {r.reason}" for r in verdict.rejected),
             )
-        # Resolutions only for this scope's own active commitments; the store
-        # checks the scope again in the same statement.
-        own = {c.id for c in pending}
-        resolved = [i for i in answer.resolved if i in own]
+        # Resolutions only for this scope's own active commitments (the ones
+        # it was shown); the store checks the scope again in the same statement.
+        accepted, resolved = verdict.accepted, verdict.resolved
         if not accepted and not resolved:
             return None
         return ScopeResult(scope, accepted, resolved)
