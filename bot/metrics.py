@@ -73,7 +73,8 @@ class PrometheusMetrics:
         self._reminders = Counter("kept_reminders_fired", "Reminders delivered", registry=r)
         self._skipped = Counter(
             "kept_extraction_skipped",
-            "Extraction calls the pre-filter spared (no time, event, wellbeing or promise cue)",
+            "Exchanges the pre-filter kept from the extraction model (no time, event, "
+            "wellbeing or promise cue)",
             registry=r,
         )
         self._retries = Counter(
@@ -121,8 +122,8 @@ class PrometheusMetrics:
     def rate_limited(self, platform: str) -> None:
         self._limited.labels(platform).inc()
 
-    def extraction_skipped(self) -> None:
-        self._skipped.inc()
+    def extraction_skipped(self, exchanges: int) -> None:
+        self._skipped.inc(exchanges)
 
     # --- scrape time -----------------------------------------------------------
 

@@ -44,8 +44,8 @@ class Metrics(Protocol):
     def rate_limited(self, platform: str) -> None:
         """The platform answered a send with 429 (flood control)."""
 
-    def extraction_skipped(self) -> None:
-        """The pre-filter spared an extraction call (no cue in the exchanges)."""
+    def extraction_skipped(self, exchanges: int) -> None:
+        """The pre-filter kept `exchanges` without a cue from the extraction model."""
 
 
 class NoMetrics:
@@ -75,7 +75,7 @@ class NoMetrics:
     def rate_limited(self, platform: str) -> None:
         pass
 
-    def extraction_skipped(self) -> None:
+    def extraction_skipped(self, exchanges: int) -> None:
         pass
 
 

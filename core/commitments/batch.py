@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.clock import Clock
-from core.commitments.cues import worth_extracting
+from core.commitments.cues import worth_sending
 from core.commitments.jobs import ExtractionJob
 from core.commitments.judge import judge
 from core.commitments.model import Commitment, Scope
@@ -29,6 +29,19 @@ from core.metrics import recorder
 from core.users import UserZones
 
 log = logging.getLogger("kept.commitments")
+
+
+def per_call(exchanges: list[Exchange], usual: int, backlog: int) -> list[list[Exchange]]:
+    """A scope's exchanges in model calls, in order.
+
+    Up to `usual` share a call. More than that waiting at once means the
+    queue is backed up: then calls of up to `backlog` exchanges, evenly
+    filled, so a backlog costs fewer calls instead of more."""
+    if len(exchanges) <= usual:
+        return [exchanges] if exchanges else []
+    calls = -(-len(exchanges) // backlog)
+    size = -(-len(exchanges) // calls)
+    return [exchanges[i : i + size] for i in range(0, len(exchanges), size)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +65,7 @@ class BatchExtractor:
         clock: Clock,
         pauses: Pauses,
         exchanges_per_call: int,
+        backlog_exchanges_per_call: int,
         concurrency: int,
         on_stored: Callable[[], None] | None,
         zones: UserZones | None = None,
@@ -62,12 +76,13 @@ class BatchExtractor:
         self._clock = clock
         self._pauses = pauses
         self._per_call = max(1, exchanges_per_call)
+        self._backlog_per_call = max(self._per_call, backlog_exchanges_per_call)
         self._calls = asyncio.Semaphore(concurrency)
         # Called after a batch created or changed commitments, so a sleeping
         # heartbeat can look at the new due times (e.g. HeartbeatScheduler.wake).
         self._on_stored = on_stored
         self.requests = 0  # model calls made, for tests, logs and the benchmark
-        self.skipped = 0  # calls the pre-filter spared
+        self.skipped = 0  # exchanges the pre-filter kept from the model
         # The member a follow-up is about reads its due window in their own
         # zone; None: the agent's for everyone.
         self._zones = zones
@@ -150,16 +165,17 @@ class BatchExtractor:
     ) -> list[ScopeResult]:
         """The scope's exchanges, a few per model call, in order."""
         results: list[ScopeResult] = []
-        for start in range(0, len(exchanges), self._per_call):
+        if agent.prefilter:
+            sent = worth_sending(exchanges, pending=bool(pending))
+            if len(sent) < len(exchanges):
+                self.skipped += len(exchanges) - len(sent)
+                recorder().extraction_skipped(len(exchanges) - len(sent))
+            exchanges = sent
+        for chunk in per_call(exchanges, self._per_call, self._backlog_per_call):
             # The off switch alone is read live between calls, so switching
             # off stops a long batch; the rest comes from the batch's snapshot.
             if not self._config().commitments.enabled or await self._pauses.paused(agent.id):
                 break
-            chunk = exchanges[start : start + self._per_call]
-            if agent.prefilter and not worth_extracting(chunk, pending=bool(pending)):
-                self.skipped += 1
-                recorder().extraction_skipped()
-                continue
             try:
                 async with self._calls:
                     result = await self._extract(agent, scope, chat_kind, chunk, pending, timezone)

@@ -30,46 +30,62 @@ CUES: dict[str, tuple[str, ...]] = {
         "tomorrow", "tmrw", "tonight", "today", "this evening", "this afternoon",
         "this morning", "next week", "next month", "weekend", "monday", "tuesday",
         "wednesday", "thursday", "friday", "saturday", "sunday", "later", "soon", "upcoming",
-        "in a few", "in two", "in three", "o clock", "deadline", "due ", "by the end",
+        "in a few", "in two", "in three", "o clock", "deadline", "due ", "by the end", "until",
+        "before the", "january", "february", "march", "april", "may ", "june", "july",
+        "august", "september", "october", "november", "december", "ddl",
         # French
         "demain", "ce soir", "cet apres midi", "ce matin", "aujourd", "semaine prochaine",
         "mois prochain", "week end", "lundi", "mardi", "mercredi", "jeudi", "vendredi",
         "samedi", "dimanche", "bientot", "plus tard", "dans quelques", "echeance",
-        "date limite", "avant la fin",
+        "date limite", "avant la fin", "avant le", "jusqu", "janvier", "fevrier", "mars",
+        "avril", "mai ", "juin", "juillet", "aout", "septembre", "octobre", "novembre",
+        "decembre",
         # Spanish
         "manana", "esta noche", "esta tarde", "hoy", "semana que viene", "proxima semana",
         "mes que viene", "proximo mes", "fin de semana", "lunes", "martes", "miercoles",
         "jueves", "viernes", "sabado", "domingo", "pronto", "luego", "fecha limite", "plazo",
-        "dentro de",
+        "dentro de", "antes del", "antes de que", "hasta el", "enero", "febrero", "marzo",
+        "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre", "noviembre",
+        "diciembre",
         # German
         "morgen", "heute", "nachste woche", "nachsten woche", "kommende woche",
         "nachsten monat", "wochenende", "montag", "dienstag", "mittwoch", "donnerstag",
-        "freitag", "samstag", "sonntag", "bald", "spater", "frist", "abgabe", " uhr",
+        "freitag", "samstag", "sonntag", "bald", "spater", "frist", "abgabe", " uhr", "bis zum",
+        "januar", "februar", "marz", "april", "mai ", "juni", "juli", "august", "september",
+        "oktober", "november", "dezember",
         # Turkish
         "yarın", "yarin", "bugun", "bu aksam", "bu gece", "haftaya", "gelecek hafta",
         "onumuzdeki", "hafta sonu", "haftasonu", "pazartesi", "salı", "sali", "carsamba",
         "persembe", "cuma", "pazar", "yakında", "yakinda", "sonra", "saat", "teslim",
-        "son gun",
+        "son gun", "kadar", "ocak", "subat", "mart", "nisan", "mayıs", "mayis", "haziran",
+        "temmuz", "agustos", "eylul", "ekim", "kasım", "kasim", "aralık", "aralik",
         # Persian
         "فردا", "امشب", "امروز", "هفته بعد", "هفته دیگه", "هفته اینده", "ماه بعد",
-        "اخر هفته", "شنبه", "جمعه", "ساعت", "مهلت", "بعدا", "زود",
+        "اخر هفته", "شنبه", "جمعه", "ساعت", "مهلت", "بعدا", "زود", "ددلاین", "تا اخر",
+        "ژانویه", "فوریه", "مارس", "اوریل", "مه ", "ژوئن", "ژوئیه", "اوت", "سپتامبر", "اکتبر",
+        "نوامبر", "دسامبر", "فروردین", "اردیبهشت", "خرداد", "تیر", "مرداد", "شهریور", "مهر",
+        "ابان", "اذر", "دی ", "بهمن", "اسفند",
         # Arabic
         "غدا", "بکره", "بكرا", "الیله", "هذا المساء", "الیوم", "الاسبوع القادم",
         "الاسبوع الجای", "الاسبوع المقبل", "الشهر القادم", "نهایه الاسبوع", "السبت", "الاحد",
         "الاثنین", "الثلاثاء", "الاربعاء", "الخمیس", "الجمعه", "الساعه", "موعد", "قریبا",
-        "بعد یومین", "بعدین",
+        "بعد یومین", "بعدین", "قبل", "حتی", "لغایه", "ینایر", "فبرایر", "مارس", "ابریل",
+        "مایو", "یونیو", "یولیو", "اغسطس", "سبتمبر", "اکتوبر", "نوفمبر", "دیسمبر", "کانون",
+        "شباط", "اذار", "نیسان", "ایار", "حزیران", "تموز", "ایلول", "تشرین",
         # Thai
         "พรุ่งนี้", "คืนนี้", "วันนี้", "เย็นนี้", "บ่ายนี้", "เช้านี้", "สัปดาห์หน้า", "อาทิตย์หน้า",
         "เดือนหน้า", "สุดสัปดาห์", "เสาร์", "อาทิตย์", "จันทร์", "อังคาร", "พุธ", "พฤหัส", "ศุกร์",
-        "โมง", "ทุ่ม", "นาฬิกา", "กำหนดส่ง", "เส้นตาย", "เดดไลน์", "เร็วๆนี้", "ทีหลัง",
+        "โมง", "ทุ่ม", "นาฬิกา", "กำหนดส่ง", "เส้นตาย", "เดดไลน์", "เร็วๆนี้", "ทีหลัง", "ภายใน",
+        "ก่อนวันที่", "มกรา", "กุมภา", "มีนา", "เมษา", "พฤษภา", "มิถุนา", "กรกฎา", "สิงหา",
+        "กันยา", "ตุลา", "พฤศจิกา", "ธันวา",
         # Japanese
         "明日", "あした", "あす", "明後日", "あさって", "今夜", "今晩", "今日", "きょう", "来週",
         "来月", "週末", "曜", "時", "締め切り", "締切", "〆切", "期限", "今度", "後で", "あとで",
-        "近いうち",
+        "近いうち", "までに", "月末",
         # Chinese
         "明天", "后天", "今晚", "今天", "下周", "下星期", "下个月", "周末", "星期", "礼拜",
         "周一", "周二", "周三", "周四", "周五", "周六", "周日", "点", "截止", "到时候",
-        "以后", "之后",
+        "以后", "之后", "之前", "月底", "ddl",
     ),
     "event": (
         # English
@@ -79,50 +95,52 @@ CUES: dict[str, tuple[str, ...]] = {
         "apply", "submit", "results", "audition", "hearing", "court", "moving", "birthday",
         "party", "conference", "defense", "thesis", "recital", "race", "marathon", "tournament",
         "review", "pitch", "launch", "demo", "visa", "biopsy", "scan", "check up", "checkup",
+        "tax", "filing", "renew",
         # French
         "entretien", "examen", "partiel", "rendez vous", "rdv", "medecin", "dentiste",
         "operation", "hopital", "vol ", "voyage", "reunion", "soutenance", "mariage",
         "rapport", "dossier", "candidature", "resultat", "anniversaire", "demenag", "spectacle",
-        "concours", "permis",
+        "concours", "permis", "impot", "declaration",
         # Spanish
         "entrevista", "examen", "cita", "medico", "dentista", "cirugia", "operacion", "vuelo",
         "viaje", "partido", "reunion", "presentacion", "boda", "informe", "solicitud",
         "resultados", "cumpleanos", "mudanza", "concierto", "oposicion", "tesis", "entrega",
+        "renta", "impuesto", "hacienda", "declaracion", "presentar",
         # German
         "vorstellungsgesprach", "bewerbung", "prufung", "klausur", "termin", "arzt",
         "zahnarzt", "operation", "krankenhaus", "flug", "reise", "spiel", "besprechung",
         "meeting", "prasentation", "vortrag", "hochzeit", "bericht", "antrag", "ergebnis",
-        "geburtstag", "umzug", "konzert", "abschlussarbeit", "verhandlung",
+        "geburtstag", "umzug", "konzert", "abschlussarbeit", "verhandlung", "steuer",
         # Turkish
         "mulakat", "mülakat", "gorusme", "sınav", "sinav", "randevu", "doktor", "dis hekim",
         "ameliyat", "hastane", "ucus", "ucak", "seyahat", "yolculuk", "tatil", "mac",
         "toplantı", "toplanti", "sunum", "dugun", "nisan", "rapor", "basvuru", "sonuc",
-        "dogum gunu", "tasın", "tasin", "konser", "tez", "odev",
+        "dogum gunu", "tasın", "tasin", "konser", "tez", "odev", "vergi", "beyanname",
         # Persian
         "مصاحبه", "امتحان", "ازمون", "کنکور", "نوبت", "دکتر", "دندانپزشک", "دندون", "جراحی",
         "عمل", "بیمارستان", "پرواز", "سفر", "مسابقه", "بازی", "جلسه", "ارائه", "عروسی",
         "گزارش", "درخواست", "پروژه", "نتیجه", "تولد", "اسباب کشی", "کنسرت", "پایان نامه",
-        "دفاع", "ویزا", "سفارت",
+        "دفاع", "ویزا", "سفارت", "مالیات", "اپلای",
         # Arabic
         "مقابله", "امتحان", "اختبار", "موعد", "طبیب", "دکتور", "اسنان", "عملیه", "مستشفی",
         "رحله", "سفر", "طیاره", "مباراه", "ماتش", "اجتماع", "عرض", "زفاف", "عرس", "تقریر",
         "طلب", "نتیجه", "عید میلاد", "انتقال", "حفله", "رساله", "مناقشه", "تاشیره",
-        "فیزا",
+        "فیزا", "ضریبه", "ضرایب",
         # Thai
         "สัมภาษณ์", "สอบ", "นัด", "หมอ", "ทันตแพทย์", "ทำฟัน", "ผ่าตัด", "โรงพยาบาล", "บิน",
         "เที่ยวบิน", "เดินทาง", "ทริป", "แข่ง", "ประชุม", "พรีเซน", "นำเสนอ", "งานแต่ง",
         "รายงาน", "สมัคร", "ผลสอบ", "ผลตรวจ", "วันเกิด", "ย้ายบ้าน", "คอนเสิร์ต", "วิทยานิพนธ์",
-        "ธีสิส", "วีซ่า", "เดต",
+        "ธีสิส", "วีซ่า", "เดต", "ภาษี", "ยื่น",
         # Japanese
         "面接", "試験", "テスト", "予約", "病院", "医者", "歯医者", "手術", "検査", "フライト",
         "飛行機", "旅行", "出張", "試合", "会議", "ミーティング", "プレゼン", "発表", "結婚式",
         "レポート", "報告書", "申請", "提出", "結果", "誕生日", "引っ越し", "ライブ",
-        "コンサート", "論文", "デート", "打ち合わせ", "審査", "本番",
+        "コンサート", "論文", "デート", "打ち合わせ", "審査", "本番", "税", "確定申告",
         # Chinese
         "面试", "考试", "测试", "预约", "医院", "看病", "医生", "牙医", "手术", "检查", "航班",
         "飞机", "旅行", "出差", "比赛", "会议", "开会", "汇报", "演讲", "答辩", "婚礼", "报告",
         "申请", "提交", "交", "结果", "生日", "搬家", "演唱会", "音乐会", "论文", "约会",
-        "签证", "复查",
+        "签证", "复查", "税", "报税",
     ),
     "wellbeing": (
         # English
@@ -240,8 +258,16 @@ def has_cue(text: str) -> bool:
 
 
 def worth_extracting(exchanges: Sequence[Exchange], *, pending: bool) -> bool:
-    """Whether the extraction model should see these exchanges.
+    """Whether the extraction model should see these exchanges at all."""
+    return bool(worth_sending(exchanges, pending=pending))
 
-    With follow-ups pending in the scope, always: "it went fine" closes one
-    without any cue."""
-    return pending or any(has_cue(f"{e.user_text}\n{e.assistant_text}") for e in exchanges)
+
+def worth_sending(exchanges: Sequence[Exchange], *, pending: bool) -> list[Exchange]:
+    """The exchanges the extraction model should see, in order.
+
+    With follow-ups pending in the scope, all of them: "it went fine"
+    closes one without any cue. Otherwise those with a cue: a "thanks" or
+    a recipe between two messages about an exam adds tokens, not meaning."""
+    if pending:
+        return list(exchanges)
+    return [e for e in exchanges if has_cue(f"{e.user_text}\n{e.assistant_text}")]

@@ -43,6 +43,9 @@ _REMINDER_REQUEST = _any(
         r"\b(?:mets|mettez|programme|programmez|cree|creez|ajoute|ajoutez)\b.{0,15}"
         r"\b(?:rappel|reveil|minuteur|alarme)\b",
         r"\bpre(?:viens|venez) moi\b",
+        r"\bfai(?:s|tes) moi signe\b",
+        r"\b(?:peux|pourrais|pouvez|pourriez) (?:tu |vous )?me faire signe\b",
+        r"\breveille(?:z)? moi\b",
         # German
         # "ich erinnere mich" means "I remember"; only the imperative asks.
         r"(?<!ich )\berinnere? mich\b",
@@ -60,6 +63,8 @@ _REMINDER_REQUEST = _any(
         r"\b(?:recordatorio|alarma|temporizador)\b",
         # Turkish: hatırlat, hatırlatır mısın, bana hatırlat, hatırlatma kur
         r"\bhat[ıi]rlat",
+        r"\buyand[ıi]r",
+        r"\b(?:alarm|sayac|zamanlay[ıi]c[ıi])\b.{0,25}\bkur",
         # A few more languages people write in
         r"\bricord(?:ami|armi)\b",  # Italian
         r"\b(?:lembre me|me lembre|me lembra|lembrete)\b",  # Portuguese
@@ -70,13 +75,13 @@ _REMINDER_REQUEST = _any(
         r"[یي]اد[مم]? ?(?:بنداز|بیار|بياز|بنداز[یي]د)",
         r"[یي]اداور[یي] (?:کن|ک[نن]ید|بذار|تنظ[یي]م)",
         r"ب[یي]دار[مم] کن",
-        r"(?:الارم|تا[یي]مر|هشدار) (?:بذار|بگذار|تنظ[یي]م)",
-        r"\b(?:[ذف]كرن[يی]|[ذف]کرن[يی]|ذكرين[يی]|نبهن[يی]|صح[يی]ن[يی])\b",
-        r"(?:اضبط|ظبط|حط|ضع)\b.{0,12}(?:منبه|تذك[يی]ر|مؤقت|موقت|تا[يی]مر)",
+        r"(?:الارم|تا[یي]مر|هشدار)\b.{0,25}(?:بذار|بگذار|تنظ[یي]م)",
+        r"\bت?(?:[ذف]كرن[يی]|[ذف]کرن[يی]|ذكرين[يی]|نبهن[يی]|صح[يی]?ن[يی])\b",
+        r"(?:اضبط|اظبط|ظبط|حط|ضع|شغل)\S{0,4}\s.{0,12}(?:منبه|تذك[يی]ر|مؤقت|موقت|تا[يی]مر)",
         # Thai: remind, wake, alarm, timer
-        r"เตือน(?:ฉัน|ผม|หนู|เรา|ด้วย|หน่อย)|ปลุก|ตั้งนาฬิกา|จับเวลา|ตั้งเวลา",
+        r"เตือน(?:ฉัน|ผม|หนู|เรา|ด้วย|หน่อย|ให้)|ช่วยเตือน|ปลุก|ตั้งนาฬิกา|จับเวลา|ตั้งเวลา",
         # Chinese
-        r"提醒我|叫醒我|闹钟|定时|计时器|到时候叫我",
+        r"提醒我|叫醒|叫我起床|闹钟|定时|计时器|倒计时|到时候叫我",
         # Japanese
         r"リマインド|思い出させて|アラーム|タイマー|起こして|通知して|知らせて",
     ]
@@ -87,6 +92,11 @@ _REMINDER_REQUEST = _any(
 _REMINDER_SCHEDULED = _any(
     [
         r"\bi(?: ll| will) remind you\b",
+        r"\bje te fais signe\b",
+        r"\balarm\S* (?:\S+ )?kur(?:dum|uldu)|sayac (?:basladı|baslad[ıi]|kuruldu)",
+        r"ب[ذف]كرك|بصح[يی]ك|(?:التا[يی]مر|المنبه) (?:اشتغل|اتضبط)",
+        r"تا[یي]مر.{0,20}شروع شد",
+        r"闹钟已经设|计时开始",
         r"\b(?:i ve|i have) (?:set|scheduled|created|added) (?:up )?(?:a |an |the |your )?"
         r"(?:reminder|alarm|timer)\b",
         r"\b(?:reminder|alarm|timer) (?:is |has been )?(?:set|scheduled|created|added)\b",
@@ -123,7 +133,8 @@ _STEMS = (
     "یاد", "ياد", "بیدار", "الارم", "تایمر", "هشدار", "كرن", "کرن", "نبهن", "صح", "منبه",
     "تذك", "مؤقت", "موقت", "كرك", "کرک", "เตือน", "ปลุก", "ตั้งนาฬิกา", "จับเวลา", "ตั้งเวลา",
     "叫醒我", "闹钟", "定时", "计时器", "叫我", "设置", "设好", "アラーム", "タイマー",
-    "起こ", "通知して", "知らせ",
+    "起こ", "通知して", "知らせ", "signe", "reveille", "uyand", "sayac", "zamanlay", "alarm",
+    "صحن", "صحي", "اظبط", "شغل", "تایمر", "تايمر", "叫醒", "起床", "倒计时", "计时", "كر", "کر",
 )  # fmt: skip
 
 

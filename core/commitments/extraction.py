@@ -3,12 +3,13 @@
 `on_reply` (a ConversationManager reply hook, run after the reply went out)
 stores the exchange as a job row (core/commitments/jobs.py) claimed by this
 worker and queues it in memory; it never awaits the model, so it cannot delay
-or alter a reply. One lane per agent collects items for a short batch window,
-then asks the model once per scope (up to a few exchanges of that scope
-together, in order), applies the code rules to the answer, and removes the
-jobs. A stop releases the jobs still queued; a crash leaves them claimed until
-their lease runs out. Either way a worker adopts them (at start, and whenever
-a lease runs out), so a restart loses no exchange.
+or alter a reply. One lane per agent (lane.py) holds a session's exchanges
+until the session is quiet for the batch window, then asks the model about
+them together (a few per call, in order; batch.py), applies the code rules
+to the answer, and removes the jobs. A stop releases the jobs still queued;
+a crash leaves them claimed until their lease runs out. Either way a worker
+adopts them (at start, and whenever a lease runs out), so a restart loses no
+exchange.
 
 Failure policy: a model that times out, errors or answers garbage stores
 nothing and logs why. An authentication or unknown-model error pauses the
@@ -21,12 +22,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from core.clock import Clock
 from core.commitments.batch import BatchExtractor
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
+from core.commitments.lane import Lane
 from core.commitments.model import Scope
 from core.commitments.pause import Pauses, PauseStore
 from core.commitments.rules import Exchange
@@ -68,16 +69,6 @@ def scope_of(ev: ReplyEvent) -> Scope:
     return Scope(s.agent_id, s.key, s.platform, s.chat_id, s.thread_id, ev.sender_id)
 
 
-@dataclass
-class _Lane:
-    """One agent's queue and the task that drains it."""
-
-    items: list[ExtractionJob] = field(default_factory=list)
-    wake: asyncio.Event = field(default_factory=asyncio.Event)  # something to do
-    full: asyncio.Event = field(default_factory=asyncio.Event)  # no need to wait longer
-    task: asyncio.Task[None] | None = None
-
-
 class ExtractionWorker:
     def __init__(
         self,
@@ -91,8 +82,10 @@ class ExtractionWorker:
         worker: str,
         max_queue: int = 2000,
         batch_seconds: float = 2.0,
-        max_batch: int = 200,
+        max_batch: int = 500,
+        longest_wait_seconds: float = 20.0,
         exchanges_per_call: int = 4,
+        backlog_exchanges_per_call: int = 8,
         concurrency: int = 4,
         pause: timedelta = timedelta(minutes=10),
         on_stored: Callable[[], None] | None = None,
@@ -104,6 +97,8 @@ class ExtractionWorker:
         self._clock = clock
         self._max_queue = max_queue
         self._batch_seconds = batch_seconds
+        self._quiet = timedelta(seconds=max(batch_seconds, 0.0))
+        self._longest = timedelta(seconds=max(longest_wait_seconds, batch_seconds, 0.0))
         self._max_batch = max(1, max_batch)
         self._pauses = Pauses(pauses, clock, pause)
         self._batches = BatchExtractor(
@@ -113,11 +108,12 @@ class ExtractionWorker:
             clock=clock,
             pauses=self._pauses,
             exchanges_per_call=exchanges_per_call,
+            backlog_exchanges_per_call=backlog_exchanges_per_call,
             concurrency=concurrency,
             on_stored=on_stored,
             zones=zones,
         )
-        self._lanes: dict[str, _Lane] = {}
+        self._lanes: dict[str, Lane] = {}
         self._adopter: asyncio.Task[None] | None = None
         self._running = False
         self._stopping = asyncio.Event()
@@ -186,12 +182,11 @@ class ExtractionWorker:
         agent_id = job.scope.agent_id
         lane = self._lanes.get(agent_id)
         if lane is None:
-            lane = self._lanes[agent_id] = _Lane()
+            lane = self._lanes[agent_id] = Lane()
             lane.task = asyncio.create_task(
                 self._run_lane(agent_id, lane), name=f"extract-{agent_id}"
             )
-        lane.items.append(job)
-        lane.wake.set()
+        lane.add(job, self._clock.now())
         if len(lane.items) >= self._max_batch:
             lane.full.set()
 
@@ -303,17 +298,25 @@ class ExtractionWorker:
 
     # --- lanes ---------------------------------------------------------------
 
-    async def _run_lane(self, agent_id: str, lane: _Lane) -> None:
+    async def _run_lane(self, agent_id: str, lane: Lane) -> None:
         while True:
             await lane.wake.wait()
-            await self._batch_wait(lane)
-            # At most one batch's worth: a backlog is worked off in bounded
-            # steps instead of one huge gather.
-            batch, lane.items = lane.items[: self._max_batch], lane.items[self._max_batch :]
-            if not lane.items:
-                lane.wake.clear()
+            await self._wait_ready(lane)
+            # A backed-up lane (or a stop, or no window) takes sessions
+            # whether they are quiet or not, the longest waiting first; at
+            # most one batch's worth: bounded steps, not one huge gather.
+            every = self._batch_seconds <= 0 or self._stopping.is_set() or lane.full.is_set()
+            batch = lane.take(
+                self._clock.now(),
+                quiet=self._quiet,
+                longest=self._longest,
+                limit=self._max_batch,
+                every=every,
+            )
             if len(lane.items) < self._max_batch:
                 lane.full.clear()
+            if not batch:
+                continue  # a session spoke again while we waited: its window moved
             try:
                 await self._run_batch(agent_id, batch)
             finally:
@@ -357,12 +360,20 @@ class ExtractionWorker:
                 action=storage_action(exc),
             )
 
-    async def _batch_wait(self, lane: _Lane) -> None:
-        """The batch window: it ends early when the batch is full or at stop."""
+    async def _wait_ready(self, lane: Lane) -> None:
+        """Until the first waiting session is ready (quiet for the batch
+        window, or waiting the longest allowed), the lane is backed up, or
+        the worker stops."""
         if self._batch_seconds <= 0 or self._stopping.is_set() or lane.full.is_set():
             return
+        at = lane.next_ready(self._quiet, self._longest)
+        if at is None:
+            return
+        wait = (at - self._clock.now()).total_seconds()
+        if wait <= 0:
+            return
         waits = [
-            asyncio.ensure_future(self._clock.sleep(self._batch_seconds)),
+            asyncio.ensure_future(self._clock.sleep(wait)),
             asyncio.ensure_future(self._stopping.wait()),
             asyncio.ensure_future(lane.full.wait()),
         ]

@@ -73,6 +73,7 @@ def test_each_event_counts_under_its_labels(installed: PrometheusMetrics) -> Non
     rec.reminder_fired()
     rec.send_retry("telegram")
     rec.rate_limited("discord")
+    rec.extraction_skipped(3)
 
     assert value(installed, "kept_messages_in_total", platform="telegram") == 2
     assert value(installed, "kept_messages_out_total", platform="discord") == 1
@@ -87,6 +88,7 @@ def test_each_event_counts_under_its_labels(installed: PrometheusMetrics) -> Non
     assert value(installed, "kept_reminders_fired_total") == 1
     assert value(installed, "kept_send_retries_total", platform="telegram") == 1
     assert value(installed, "kept_send_rate_limited_total", platform="discord") == 1
+    assert value(installed, "kept_extraction_skipped_total") == 3
 
 
 async def test_model_calls_and_errors_are_counted_per_role(installed: PrometheusMetrics) -> None:

@@ -1,0 +1,71 @@
+"""One agent's extraction queue in memory: which waiting exchanges go next.
+
+A session's exchanges wait until the session has been quiet for the batch
+window (or the longest wait has passed since its oldest one), then go
+together: a burst of messages in one chat becomes a few model calls instead
+of one per message, however busy the bot is. A queue backed up past its
+mark takes the sessions waiting longest at once, window or not, so memory
+stays bounded. The jobs themselves are rows in the database (jobs.py); this
+only orders the worker's copies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from core.commitments.jobs import ExtractionJob
+from core.commitments.model import Scope
+
+
+@dataclass
+class Lane:
+    items: list[ExtractionJob] = field(default_factory=list)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)  # something is queued
+    full: asyncio.Event = field(default_factory=asyncio.Event)  # backed up: no waiting
+    task: asyncio.Task[None] | None = None
+    # Per session: when its oldest and its newest waiting exchange arrived.
+    first: dict[Scope, datetime] = field(default_factory=dict)
+    last: dict[Scope, datetime] = field(default_factory=dict)
+
+    def add(self, job: ExtractionJob, now: datetime) -> None:
+        self.items.append(job)
+        self.first.setdefault(job.scope, now)
+        self.last[job.scope] = now
+        self.wake.set()
+
+    def next_ready(self, quiet: timedelta, longest: timedelta) -> datetime | None:
+        """When the first waiting session becomes ready; None when none waits."""
+        times = [min(self.last[s] + quiet, self.first[s] + longest) for s in self.first]
+        return min(times, default=None)
+
+    def take(
+        self, now: datetime, *, quiet: timedelta, longest: timedelta, limit: int, every: bool
+    ) -> list[ExtractionJob]:
+        """Up to `limit` jobs of whole ready sessions, the one waiting longest
+        first (`every`: every session counts as ready). Only the last session
+        taken may be cut at the limit; its rest stays queued."""
+        ready = [
+            s
+            for s in sorted(self.first, key=self.first.__getitem__)
+            if every or min(self.last[s] + quiet, self.first[s] + longest) <= now
+        ]
+        by_scope: dict[Scope, list[ExtractionJob]] = {s: [] for s in ready}
+        for job in self.items:
+            if job.scope in by_scope:
+                by_scope[job.scope].append(job)
+        taken: list[ExtractionJob] = []
+        for scope in ready:
+            room = limit - len(taken)
+            if room <= 0:
+                break
+            jobs = by_scope[scope]
+            taken.extend(jobs[:room])
+            if len(jobs) <= room:
+                del self.first[scope], self.last[scope]
+        chosen = {job.id for job in taken}
+        self.items = [job for job in self.items if job.id not in chosen]
+        if not self.items:
+            self.wake.clear()
+        return taken
