@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.commitments.cues import worth_extracting
 from core.commitments.judge import Judgement, judge
 from core.commitments.model import Commitment, Scope
 from core.commitments.rules import Exchange
@@ -97,6 +98,11 @@ def pending_of(case: Case, scope: Scope) -> list[Commitment]:
     ]
 
 
+def worth_calling(case: Case) -> bool:
+    """The worker's pre-filter (core/commitments/cues.py) on this case."""
+    return worth_extracting(exchanges_of(case), pending=bool(case.pending))
+
+
 async def judge_case(llm: ChatModel, case: Case, settings: RunSettings) -> Judgement:
     """One case through the real extraction call; LLMError / TimeoutError propagate."""
     scope = scope_of(case)
@@ -120,7 +126,7 @@ async def run_cases(
     cases: Sequence[Case],
     settings: RunSettings,
     *,
-    prefilter: Prefilter,
+    prefilter: Prefilter = worth_calling,
     progress: Progress | None = None,
 ) -> list[CaseResult]:
     """Every case's result, in the cases' order; at most `settings.concurrency` calls at once."""
