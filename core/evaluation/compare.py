@@ -53,7 +53,7 @@ def read_run(path: Path) -> SavedRun:
             "make one with `kept eval extraction --save FILE`)"
         )
     try:
-        return SavedRun.model_validate(document)
+        return SavedRun.model_validate(document, strict=False)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
