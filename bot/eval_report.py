@@ -90,10 +90,10 @@ def headline_table(m: Metrics) -> Table:
         (
             "reminder false positives",
             str(m.reminders.false_positives),
-            f"{m.reminders.cases} reminder cases, "
+            f"{_cases(m.reminders.cases)} tagged reminder, "
             f"{percent(m.reminders.share_with_false_positive)} with one",
         ),
-        ("resolved-id accuracy", fraction(m.resolved_accuracy), f"{m.resolved_cases} cases"),
+        ("resolved-id accuracy", fraction(m.resolved_accuracy), _cases(m.resolved_cases)),
         ("invalid-JSON rate", fraction(m.invalid_json_rate), f"{m.unusable} of {m.calls} calls"),
         ("model errors", str(m.errors), ", ".join(m.error_ids[:5])),
         ("tokens in / out", f"{m.tokens.tokens_in} / {m.tokens.tokens_out}", _usage_note(m)),
@@ -104,9 +104,13 @@ def headline_table(m: Metrics) -> Table:
     return table
 
 
+def _cases(n: int) -> str:
+    return f"{n} case{'s' if n != 1 else ''}"
+
+
 def _usage_note(m: Metrics) -> str:
     missing = m.tokens.usage_missing
-    return f"{missing} calls reported no usage" if missing else ""
+    return f"{missing} call{'s' if missing != 1 else ''} reported no usage" if missing else ""
 
 
 def _cost(m: Metrics) -> str:
@@ -202,6 +206,10 @@ def worst_block(m: Metrics) -> RenderableType:
             lines.append(Text("  expected: nothing"))
         for s in w.stored:
             lines.append(Text(f"  stored: {_stored(s)}"))
+        if not w.stored:
+            lines.append(Text("  stored: nothing"))
+        for why in w.rejected:
+            lines.append(Text(f"  refused by the rules: {why}"))
         if w.resolved:
             lines.append(Text(f"  resolved: {', '.join(w.resolved)}"))
         if w.problem:

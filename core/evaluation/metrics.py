@@ -83,6 +83,7 @@ class WorstCase(Json):
     expected_resolved: list[str]
     stored: list[StoredFollowUp]
     resolved: list[str]
+    rejected: list[str]
     problem: str | None  # the error or why the answer was unusable
     raw_answer: str | None  # clipped
 
@@ -201,6 +202,7 @@ def worst_cases(results: Sequence[CaseResult], count: int = WORST_CASES) -> list
             expected_resolved=r.expected_resolved,
             stored=r.stored,
             resolved=r.resolved,
+            rejected=r.rejected,
             problem=r.error or r.unusable,
             raw_answer=clip(r.raw_answer),
         )

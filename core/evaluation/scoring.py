@@ -57,6 +57,8 @@ class CaseResult(Json):
     worth_calling: bool
     stored: list[StoredFollowUp] = []
     resolved: list[str] = []
+    # What the rules refused, "key: why", to tell a model's miss from a rule's.
+    rejected: list[str] = []
     raw_answer: str | None = None  # the model's text; None when the call failed
     unusable: str | None = None  # why the answer could not be used
     error: str | None = None  # the model call failed (LLMError, timeout)
@@ -182,6 +184,7 @@ def score_case(
         update={
             "stored": stored,
             "resolved": list(outcome.resolved),
+            "rejected": [f"{r.dedupe_key}: {r.reason}" for r in outcome.rejected],
             "raw_answer": outcome.completion.text,
             "unusable": outcome.unusable,
             "tokens_in": usage.prompt_tokens if usage else None,

@@ -153,8 +153,8 @@ def noisy_script(cases: list[Case]) -> dict[str, Behaviour | str]:
         ),
         # the pending interview not closed
         "en-resolves": EMPTY,
-        # the follow-up, and the 3 pm call leaked as a follow-up the rules cannot tell
-        # from one (no reminder wording in it)
+        # the follow-up, and the 3 pm call leaked twice: once in the reminder's own
+        # words (the rules give it to the reminder), once in words of its own (stored)
         "en-mixed": answer(
             [
                 *perfect_candidates(c["en-mixed"]),
@@ -162,7 +162,13 @@ def noisy_script(cases: list[Case]) -> dict[str, Behaviour | str]:
                     "open_loop",
                     datetime(2026, 3, 9, 15, 30, tzinfo=NEW_YORK),
                     key="dentist-call",
-                    reason="user is calling the dentist at 3 pm",
+                    reason="user will call the dentist at 3 pm",
+                ),
+                candidate(
+                    "open_loop",
+                    datetime(2026, 3, 9, 15, 30, tzinfo=NEW_YORK),
+                    key="afternoon",
+                    reason="check back this afternoon",
                 ),
             ]
         ),
@@ -217,7 +223,11 @@ async def test_noisy_run(fake: FakeOpenAI, cases: list[Case]) -> None:
         "de-group": 1,
         "de-reminder": 0,
     }
-    # 9 stored, 7 pairs; FP: the small talk, the leaked call; FN: fr-two's deadline
+    group = next(r for r in results if r.id == "de-group")
+    assert [why.split(":")[0] for why in group.rejected] == ["dinner"]  # the group rule
+    mixed = next(r for r in results if r.id == "en-mixed")
+    assert [why.split(":")[0] for why in mixed.rejected] == ["dentist-call"]
+    # 9 stored, 7 pairs; FP: the small talk, the call leaked in its own words; FN: fr-two's deadline
     o = m.overall
     assert (o.true_positives, o.false_positives, o.false_negatives) == (7, 2, 1)
     assert (o.precision, o.recall) == (7 / 9, 7 / 8)
