@@ -140,7 +140,7 @@ async def run_cases(
             except LLMError as exc:
                 outcome = exc
             except TimeoutError:
-                outcome = TimeoutError(f"no answer within {settings.call_deadline:.0f}s")
+                outcome = TimeoutError(f"no answer within {settings.call_deadline:g}s")
         result = score_case(case, outcome, prefilter)
         if progress is not None:
             progress(result)
