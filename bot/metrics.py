@@ -71,6 +71,11 @@ class PrometheusMetrics:
             "kept_checkins", "Heartbeat check-ins by outcome", ["outcome"], registry=r
         )
         self._reminders = Counter("kept_reminders_fired", "Reminders delivered", registry=r)
+        self._skipped = Counter(
+            "kept_extraction_skipped",
+            "Extraction calls the pre-filter spared (no time, event, wellbeing or promise cue)",
+            registry=r,
+        )
         self._retries = Counter(
             "kept_send_retries", "Sends tried again (certainly not delivered before)",
             ["platform"], registry=r,
@@ -115,6 +120,9 @@ class PrometheusMetrics:
 
     def rate_limited(self, platform: str) -> None:
         self._limited.labels(platform).inc()
+
+    def extraction_skipped(self) -> None:
+        self._skipped.inc()
 
     # --- scrape time -----------------------------------------------------------
 

@@ -345,6 +345,10 @@ class CommitmentsConfig(Model):
     # as in the example: following up is what kept is for.
     enabled: bool = True
     max_per_day: Annotated[int, Field(ge=0, le=100)] = 3
+    # Skip the extraction call for exchanges with no time, event, wellbeing
+    # or promise cue (core/commitments/cues.py); `kept eval extraction`
+    # reports what it saves and the recall it loses.
+    prefilter: bool = True
 
 
 def _check_regex(pattern: str) -> str:

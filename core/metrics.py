@@ -44,6 +44,9 @@ class Metrics(Protocol):
     def rate_limited(self, platform: str) -> None:
         """The platform answered a send with 429 (flood control)."""
 
+    def extraction_skipped(self) -> None:
+        """The pre-filter spared an extraction call (no cue in the exchanges)."""
+
 
 class NoMetrics:
     """The default: records nothing."""
@@ -70,6 +73,9 @@ class NoMetrics:
         pass
 
     def rate_limited(self, platform: str) -> None:
+        pass
+
+    def extraction_skipped(self) -> None:
         pass
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.clock import Clock
+from core.commitments.cues import worth_extracting
 from core.commitments.jobs import ExtractionJob
 from core.commitments.judge import judge
 from core.commitments.model import Commitment, Scope
@@ -24,6 +25,7 @@ from core.conversation import ChatModel
 from core.llm import LLMError
 from core.logs import event
 from core.messages import ChatKind
+from core.metrics import recorder
 from core.users import UserZones
 
 log = logging.getLogger("kept.commitments")
@@ -37,6 +39,7 @@ class _Agent:
     timezone: str
     heartbeat_seconds: float
     call_deadline: float  # seconds, for any ChatModel, not just ours
+    prefilter: bool
 
 
 class BatchExtractor:
@@ -64,6 +67,7 @@ class BatchExtractor:
         # heartbeat can look at the new due times (e.g. HeartbeatScheduler.wake).
         self._on_stored = on_stored
         self.requests = 0  # model calls made, for tests, logs and the benchmark
+        self.skipped = 0  # calls the pre-filter spared
         # The member a follow-up is about reads its due window in their own
         # zone; None: the agent's for everyone.
         self._zones = zones
@@ -77,7 +81,11 @@ class BatchExtractor:
         # every_seconds parses the duration text; once per batch is enough.
         hb_seconds = agent_config.heartbeat.every_seconds
         agent = _Agent(
-            agent_id, agent_config.timezone, hb_seconds, config.llm.timeout_seconds * 2 + 5
+            agent_id,
+            agent_config.timezone,
+            hb_seconds,
+            config.llm.timeout_seconds * 2 + 5,
+            config.commitments.prefilter,
         )
         groups: dict[Scope, list[Exchange]] = {}
         kinds: dict[Scope, ChatKind] = {}
@@ -148,6 +156,10 @@ class BatchExtractor:
             if not self._config().commitments.enabled or await self._pauses.paused(agent.id):
                 break
             chunk = exchanges[start : start + self._per_call]
+            if agent.prefilter and not worth_extracting(chunk, pending=bool(pending)):
+                self.skipped += 1
+                recorder().extraction_skipped()
+                continue
             try:
                 async with self._calls:
                     result = await self._extract(agent, scope, chat_kind, chunk, pending, timezone)

@@ -7,12 +7,12 @@ reason for the log, so an operator can see why nothing was stored.
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from core.commitments.candidates import Candidate
+from core.commitments.explicit import is_reminder_candidate, split_reminders
 from core.commitments.model import Commitment, NewCommitment, Scope, Sensitivity
 from core.messages import ChatKind
 
@@ -33,129 +33,7 @@ MAX_WINDOW = timedelta(days=7)
 MAX_HORIZON = timedelta(days=60)
 
 _SENSITIVITY_RANK: dict[Sensitivity, int] = {"routine": 0, "personal": 1, "care": 2}
-
-
-# --- explicit reminders, detected in code -----------------------------------
-
-_STRIP_PUNCT = re.compile(r"[\u2019'`´\-_]+")
 _SPACES = re.compile(r"\s+")
-
-
-def fold(text: str) -> str:
-    """Lower case, accents removed, hyphens and apostrophes as spaces.
-
-    "Rappelle-moi", "RECUÉRDAME" and "Erinnere   mich" become "rappelle moi",
-    "recuerdame", "erinnere mich". Turkish dotless ı has no decomposition and
-    is matched as [ıi] in the patterns.
-    """
-    if not text.isascii():  # ASCII has no accents to remove: skip the slow part
-        decomposed = unicodedata.normalize("NFKD", text)
-        text = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return _SPACES.sub(" ", _STRIP_PUNCT.sub(" ", text.casefold())).strip()
-
-
-def _any(patterns: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns))
-
-
-# A user asking for an exact reminder, alarm or timer (these belong to
-# scheduled tasks). Patterns run on fold()ed text.
-_REMINDER_REQUEST = _any(
-    [
-        # English
-        r"\bremind (?:me|us)\b",
-        r"\b(?:set|add|create|schedule|make|need|want)\b.{0,20}\b(?:reminders?|alarm|timer)\b",
-        r"\b(?:ping|notify|alert|wake|nudge|text|message) me (?:up )?(?:at|in|on|tomorrow|"
-        r"tonight|every|when)\b",
-        r"\b(?:let me know|tell me) (?:at|in) \d",
-        r"\bdon t let me forget\b",
-        # French
-        r"\brappel(?:le|ez) moi\b",
-        r"\b(?:peux|pourrais|pouvez|pourriez) (?:tu |vous )?me (?:le |la |les )?rappeler\b",
-        r"\bfai(?:s|tes) moi penser\b",
-        r"\b(?:mets|mettez|programme|programmez|cree|creez|ajoute|ajoutez)\b.{0,15}"
-        r"\b(?:rappel|reveil|minuteur|alarme)\b",
-        r"\bpre(?:viens|venez) moi\b",
-        # German
-        # "ich erinnere mich" means "I remember"; only the imperative asks.
-        r"(?<!ich )\berinnere? mich\b",
-        r"\b(?:kannst du|konntest du|konnen sie|konnten sie)\b.{0,30}\berinnern\b",
-        r"\berinnern sie mich\b",
-        r"\b(?:stell|stelle|setz|setze|erstell|erstelle|mach|mache)\b.{0,20}"
-        r"\b(?:erinnerung|wecker|timer)\b",
-        r"\bweck(?:e|en sie)? mich\b",
-        # Spanish
-        r"\brecuerd(?:a|e)me\b",
-        r"\brecordarme\b",
-        r"\bavis(?:a|e)me\b",
-        r"\bdespiert(?:a|e)me\b",
-        r"\b(?:pon|ponme|crea|creame|programa|anade|agrega)\b.{0,20}"
-        r"\b(?:recordatorio|alarma|temporizador)\b",
-        # Turkish: hatırlat, hatırlatır mısın, bana hatırlat, hatırlatma kur
-        r"\bhat[ıi]rlat",
-        # A few more languages people write in
-        r"\bricord(?:ami|armi)\b",  # Italian
-        r"\b(?:lembre me|me lembre|me lembra|lembrete)\b",  # Portuguese
-        r"\bherinner (?:me|mij)\b",  # Dutch
-        r"\bprzypomnij mi\b",  # Polish
-        r"напомни",  # Russian, Ukrainian
-        r"提醒我",  # Chinese
-        r"リマインド|思い出させて",  # Japanese
-    ]
-)
-
-# An assistant reply saying it scheduled something: the exchange is a
-# scheduled task, not an inferred follow-up.
-_REMINDER_SCHEDULED = _any(
-    [
-        r"\bi(?: ll| will) remind you\b",
-        r"\b(?:i ve|i have) (?:set|scheduled|created|added) (?:up )?(?:a |an |the |your )?"
-        r"(?:reminder|alarm|timer)\b",
-        r"\b(?:reminder|alarm|timer) (?:is |has been )?(?:set|scheduled|created|added)\b",
-        r"\bje (?:te|vous) (?:le |la |les )?rappellerai\b",
-        r"\brappel (?:programme|cree|ajoute|enregistre)\b",
-        r"\bich erinnere (?:dich|sie)\b",
-        r"\berinnerung (?:ist |wurde )?(?:gesetzt|erstellt|eingerichtet|gespeichert)\b",
-        r"\bte (?:lo |la |los |las )?recordare\b",
-        r"\brecordatorio (?:creado|programado|configurado|establecido)\b",
-        r"hat[ıi]rlatacag[ıi]m",
-        r"hat[ıi]rlatma (?:kurdum|ayarlad[ıi]m|olusturdum|kuruldu|ayarland[ıi]|olusturuldu)",
-    ]
-)
-
-# A candidate whose own words say it is a reminder (the model ignored the prompt).
-_REMINDER_CANDIDATE = _any([r"\bremind(?:er|ers|ed|ing)?\b", r"\bscheduled task\b"])
-
-
-# Every pattern above needs one of these substrings of the folded text; the
-# big alternations are slow on a long message, the stems are not,
-# and almost no message contains any of them. Keep in step with the patterns.
-_STEMS = (
-    "remind", "alarm", "timer", "ping me", "notify me", "alert me", "wake me", "nudge me",
-    "text me", "message me", "let me know", "tell me", "forget", "scheduled task",
-    "rappel", "penser", "reveil", "minuteur", "previen", "prevenez",
-    "erinner", "weck", "recuerd", "record", "avis", "despiert", "temporizador",
-    "hatırlat", "hatirlat", "ricord", "lembr", "herinner", "przypomnij",
-    "напомни", "提醒", "リマインド", "思い出させて",
-)  # fmt: skip
-
-
-def _search(pattern: re.Pattern[str], folded: str) -> bool:
-    return any(stem in folded for stem in _STEMS) and pattern.search(folded) is not None
-
-
-def is_reminder_request(user_text: str) -> bool:
-    """True when the user asks for an exact reminder, alarm or timer."""
-    return _search(_REMINDER_REQUEST, fold(user_text))
-
-
-def says_reminder_scheduled(assistant_text: str) -> bool:
-    return _search(_REMINDER_SCHEDULED, fold(assistant_text))
-
-
-def is_reminder_candidate(candidate: Candidate) -> bool:
-    text = fold(f"{candidate.reason} {candidate.suggested_text} {candidate.dedupe_key}")
-    return _search(_REMINDER_REQUEST, text) or _search(_REMINDER_CANDIDATE, text)
 
 
 # --- candidates → new commitments -------------------------------------------
@@ -249,13 +127,7 @@ def evaluate(
     rejected: list[Rejection] = []
     if not candidates:
         return [], rejected  # the usual answer; the text checks below are not free
-    if any(
-        is_reminder_request(e.user_text) or says_reminder_scheduled(e.assistant_text)
-        for e in exchanges
-    ):
-        # Which candidate belongs to the reminder cannot be told apart
-        # reliably; storing none is the safe side.
-        return [], [Rejection(c.dedupe_key, "exchange is an explicit reminder") for c in candidates]
+    split = split_reminders(exchanges)
     lead = timedelta(seconds=heartbeat_seconds) if heartbeat_seconds > 0 else FALLBACK_LEAD
     source_id = exchanges[-1].user_message_id if exchanges else None
     accepted: dict[str, NewCommitment] = {}
@@ -271,6 +143,8 @@ def evaluate(
             why = f"confidence {c.confidence:.2f} below {min_confidence(c):.2f}"
         elif is_reminder_candidate(c):
             why = "candidate is an explicit reminder"
+        elif split is not None:
+            why = split.claims(c)
         if why is not None:
             rejected.append(Rejection(c.dedupe_key, why))
             continue

@@ -15,7 +15,15 @@ import pytest
 
 from core.clock import TestClock
 from core.config import LlmConfig, ModelsConfig
-from core.llm import PLACEHOLDER_API_KEY, Completion, LLMClient, LLMError, ToolCall, strip_reasoning
+from core.llm import (
+    PLACEHOLDER_API_KEY,
+    Completion,
+    LLMClient,
+    LLMError,
+    ToolCall,
+    Usage,
+    strip_reasoning,
+)
 from tests.fakes.openai_server import (
     FakeOpenAI,
     delay,
@@ -88,10 +96,16 @@ async def make_client(fake: FakeOpenAI, sleeps: RecordingClock) -> AsyncIterator
 
 async def test_plain_reply(fake: FakeOpenAI, make_client: MakeClient) -> None:
     result = await make_client().complete("chat", HELLO)
-    assert result == Completion(
-        text="echo: hello", tool_calls=[], finish_reason="stop", model="gpt-4.1-mini"
-    )
     request = fake.last
+    # The fake counts a quarter token per byte of the request; the usage is the server's.
+    usage = Usage(prompt_tokens=len(request.body_text) // 4, completion_tokens=11)
+    assert result == Completion(
+        text="echo: hello",
+        tool_calls=[],
+        finish_reason="stop",
+        model="gpt-4.1-mini",
+        usage=usage,
+    )
     assert request.messages == HELLO
     # unset options are left to the server rather than sent as null
     assert "tools" not in request.json and "temperature" not in request.json
@@ -394,3 +408,19 @@ async def test_update_config_switches_endpoint_and_model(
         result = await client.complete("chat", HELLO)
         assert result.model == "new"
         assert len(other.completions) == 1 and len(fake.completions) == 1
+
+
+async def test_a_server_that_reports_no_usage_gives_none(
+    fake: FakeOpenAI, make_client: MakeClient
+) -> None:
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+    }
+    fake.push(json_body(body))
+    result = await make_client().complete("chat", HELLO)
+    assert result.text == "hi"
+    assert result.usage is None

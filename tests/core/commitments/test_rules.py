@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.commitments.candidates import UnusableAnswer, parse_answer
+from core.commitments.explicit import is_reminder_request, says_reminder_scheduled
 from core.commitments.model import Commitment, Scope
 from core.commitments.rules import (
     CARE_MIN_CONFIDENCE,
@@ -20,9 +21,7 @@ from core.commitments.rules import (
     Exchange,
     clamp_window,
     evaluate,
-    is_reminder_request,
     merge_fields,
-    says_reminder_scheduled,
 )
 from core.messages import ChatKind
 
@@ -122,6 +121,18 @@ def test_garbage_is_rejected_with_a_reason(text: str, why: str) -> None:
         "HATIRLATIR MISIN?",
         "Ricordami di comprare il latte",
         "提醒我明天开会",
+        "明天早上七点叫醒我",
+        "帮我设个闹钟",
+        "明日の朝7時に起こして",
+        "タイマーを25分でセットして",
+        "リマインドして",
+        "ช่วยปลุกตอนหกโมงเช้า",
+        "เตือนฉันพรุ่งนี้บ่ายสองด้วย",
+        "یادم بنداز فردا به بانک زنگ بزنم",
+        "لطفا ساعت ۷ بیدارم کن",
+        "فكرني بكرة الساعة خمسة",
+        "ذكّرني غداً بموعد البنك",
+        "اضبط منبه الساعة ستة",
     ],
 )
 def test_reminder_requests_are_detected_in_several_languages(text: str) -> None:
@@ -137,6 +148,11 @@ def test_reminder_requests_are_detected_in_several_languages(text: str) -> None:
         "J'ai un entretien demain",
         "Mañana tengo una entrevista",
         "Yarın bir mülakatım var",
+        "我明天有面试",
+        "明日は面接があります",
+        "พรุ่งนี้มีสอบ",
+        "فردا مصاحبه دارم",
+        "عندي مقابلة عمل بكرة",
     ],
 )
 def test_ordinary_messages_are_not_reminders(text: str) -> None:
@@ -146,7 +162,7 @@ def test_ordinary_messages_are_not_reminders(text: str) -> None:
 def test_every_pattern_branch_needs_a_stem() -> None:
     # The stem prefilter must never hide a match: each top-level branch of
     # the patterns, instantiated with a minimal example, contains a stem.
-    from core.commitments import rules
+    from core.commitments import explicit as rules
 
     examples = {
         rules._REMINDER_REQUEST: [
@@ -259,6 +275,43 @@ def test_reminder_exchange_stores_nothing_even_if_the_model_returns_it() -> None
     reminderish = answer(candidate(reason="user asked for a reminder at 3pm"))
     accepted, rejected = run_rules(reminderish, user="what a day")
     assert accepted == [] and rejected[0].reason == "candidate is an explicit reminder"
+
+
+@pytest.mark.parametrize(
+    ("user", "reply"),
+    [
+        (
+            "Remind me at 3 to call the bank, and I have an interview tomorrow",
+            "Done, I'll remind you at 3. Good luck with the interview!",
+        ),
+        ("Mets un réveil à 6h30 — demain j'ai mon entretien", "C'est noté !"),
+        ("提醒我三点给银行打电话。明天我有面试", "好的，我会提醒你。面试加油！"),
+        ("ตั้งนาฬิกาปลุกหกโมงนะ พรุ่งนี้มีสัมภาษณ์งาน", "ได้เลย โชคดีนะ"),
+    ],
+)
+def test_a_reminder_request_drops_the_reminder_not_the_other_follow_up(
+    user: str, reply: str
+) -> None:
+    interview = candidate(
+        reason="user has an interview the next day", suggestedText="How was it?", dedupeKey="job"
+    )
+    bank = candidate(
+        reason="user wants to call the bank at 3",
+        suggestedText="Did you call the bank? 银行 โทร",
+        dedupeKey="bank call",
+        confidence=0.95,
+    )
+    if "bank" not in user and "银行" not in user:  # the leaked reminder in its own words
+        bank = candidate(reason="reminder at 6:30 alarm", suggestedText="...", dedupeKey="alarm")
+    accepted, rejected = run_rules(answer(interview, bank), user=user, reply=reply)
+    assert [n.dedupe_key for n in accepted] == ["job"]
+    assert len(rejected) == 1 and "reminder" in rejected[0].reason
+
+
+def test_a_reminder_request_with_nothing_else_keeps_nothing() -> None:
+    text = answer(candidate(reason="the user has to be somewhere", dedupeKey="somewhere"))
+    accepted, rejected = run_rules(text, user="wake me up at 7 please", reply="Alarm set for 7.")
+    assert accepted == [] and rejected[0].reason == "exchange is an explicit reminder"
 
 
 def test_past_due_time_is_rejected() -> None:
