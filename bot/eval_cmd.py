@@ -76,6 +76,8 @@ def _load(cases_path: Path | None) -> tuple[Path, list[Case]]:
         return path, load_cases(path)
     except CaseFileError as exc:
         fail(f"{exc}; give the labelled set with --cases PATH (a .jsonl file or a directory)")
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read the labelled set at {path} ({exc}); check --cases PATH")
 
 
 # --- extraction ---------------------------------------------------------------------
@@ -175,7 +177,10 @@ def extraction_cmd(
         finally:
             await llm.aclose()
 
-    results = asyncio.run(go())
+    try:
+        results = asyncio.run(go())
+    except KeyboardInterrupt:
+        fail("interrupted; no report and nothing saved", code=130)
     figures = metrics(results, price_in=price_in, price_out=price_out)
     run = SavedRun(
         model=config.llm.model_for("extraction"),

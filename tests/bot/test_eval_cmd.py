@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,19 @@ from tests.fakes.openai_server import FakeOpenAI, error
 from tests.support.eval_scripts import EMPTY, responder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "core" / "evaluation" / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """The command sets up logging for its process (root level, handlers);
+    later tests in this process capture logs with the defaults."""
+    names = ("", "httpx", "httpx2", "openai", "aiosqlite", "discord", "telegram")
+    saved = {n: logging.getLogger(n).level for n in names}
+    handlers = logging.getLogger().handlers[:]
+    yield
+    for name, level in saved.items():
+        logging.getLogger(name).setLevel(level)
+    logging.getLogger().handlers[:] = handlers
 
 
 def invoke(*args: str) -> Result:
@@ -190,3 +204,11 @@ def test_cases_prints_the_composition() -> None:
     assert doc["languages"]["de"]["group"] == 1
     table = invoke("eval", "cases", "--cases", str(FIXTURES)).stdout
     assert "10 cases: en 5, fr 3, de 2" in table
+
+
+def test_a_case_file_that_is_not_text_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "en.jsonl"
+    bad.write_bytes(b"\xff\xfe not utf-8")
+    assert "cannot read the labelled set" in one_line_error(
+        invoke("eval", "cases", "--cases", str(bad))
+    )
