@@ -17,6 +17,7 @@ from bot.config_cmd import config_group
 from bot.context import EXAMPLE_CONFIG, config_option, fail, resolve_config_path
 from bot.cpu import pin_to_one_cpu
 from bot.doctor import run_doctor
+from bot.eval_cmd import eval_group
 from bot.pairing_cmd import pairing_group
 from bot.preflight import startup_problem
 from bot.reminders_cmd import reminders_group
@@ -50,6 +51,7 @@ main.add_command(commitments_group, "commitments")
 main.add_command(reminders_group, "reminders")
 main.add_command(users_group, "users")
 main.add_command(pairing_group, "pairing")
+main.add_command(eval_group, "eval")
 
 
 def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, KeptConfig]:
