@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.config import KeptConfig, LlmConfig
+from core.commitments.cues import worth_extracting
+from core.commitments.rules import Exchange
+from core.config import CommitmentsConfig, KeptConfig, LlmConfig
 from core.evaluation.cases import load_cases
 from core.evaluation.metrics import metrics
 from core.evaluation.runner import RunSettings, run_cases
@@ -39,3 +41,18 @@ async def test_a_perfect_answer_to_every_labelled_case_scores_perfectly() -> Non
     assert (m.kind_accuracy, m.sensitivity_accuracy, m.window_hit_rate) == (1.0, 1.0, 1.0)
     assert m.resolved_accuracy == 1.0
     assert (m.unusable, m.errors) == (0, 0)
+
+
+def test_the_pre_filter_is_on_by_default_only_while_it_loses_at_most_2_percent() -> None:
+    # Measurable without a model: the labelled positives (expected follow-ups
+    # and resolved ids) of the cases the pre-filter would not send.
+    cases = load_cases(LABELLED_SET)
+    positives = lost = 0
+    for case in cases:
+        count = len(case.expect.candidates) + len(case.expect.resolved)
+        exchanges = [Exchange(n, e.user, e.assistant) for n, e in enumerate(case.exchanges)]
+        positives += count
+        if not worth_extracting(exchanges, pending=bool(case.pending)):
+            lost += count
+    assert positives >= 200
+    assert CommitmentsConfig().prefilter is (lost / positives <= 0.02)
