@@ -46,6 +46,8 @@ DROP_LOG_EVERY = timedelta(minutes=1)
 # be adopted by another (harmless, but a wasted call); it is also the longest
 # a crashed worker's jobs wait for another worker.
 JOB_LEASE = timedelta(minutes=15)
+# Sessions in one batch, per model call allowed at once.
+BATCH_ROUNDS = 4
 # How often a worker looks for jobs that nobody vouches for any more.
 ADOPT_EVERY = timedelta(minutes=1)
 
@@ -100,6 +102,9 @@ class ExtractionWorker:
         self._quiet = timedelta(seconds=max(batch_seconds, 0.0))
         self._longest = timedelta(seconds=max(longest_wait_seconds, batch_seconds, 0.0))
         self._max_batch = max(1, max_batch)
+        # A few rounds of calls per batch: the next batch is chosen when this
+        # one is done, from sessions that kept gathering exchanges meanwhile.
+        self._batch_sessions = max(1, concurrency) * BATCH_ROUNDS
         self._pauses = Pauses(pauses, clock, pause)
         self._batches = BatchExtractor(
             store=store,
@@ -311,6 +316,7 @@ class ExtractionWorker:
                 quiet=self._quiet,
                 longest=self._longest,
                 limit=self._max_batch,
+                sessions=self._batch_sessions,
                 every=every,
             )
             if len(lane.items) < self._max_batch:

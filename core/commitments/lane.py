@@ -3,9 +3,12 @@
 A session's exchanges wait until the session has been quiet for the batch
 window (or the longest wait has passed since its oldest one), then go
 together: a burst of messages in one chat becomes a few model calls instead
-of one per message, however busy the bot is. A queue backed up past its
-mark takes the sessions waiting longest at once, window or not, so memory
-stays bounded. The jobs themselves are rows in the database (jobs.py); this
+of one per message, however busy the bot is. A batch takes only as many
+sessions as the model works on at once (a few rounds of calls), so the
+sessions left waiting keep gathering exchanges: the slower the model is
+behind, the more each call carries. A queue backed up past its mark takes
+the sessions waiting longest at once, window or not, so memory stays
+bounded. The jobs themselves are rows in the database (jobs.py); this
 only orders the worker's copies.
 """
 
@@ -41,16 +44,25 @@ class Lane:
         return min(times, default=None)
 
     def take(
-        self, now: datetime, *, quiet: timedelta, longest: timedelta, limit: int, every: bool
+        self,
+        now: datetime,
+        *,
+        quiet: timedelta,
+        longest: timedelta,
+        limit: int,
+        sessions: int,
+        every: bool,
     ) -> list[ExtractionJob]:
-        """Up to `limit` jobs of whole ready sessions, the one waiting longest
-        first (`every`: every session counts as ready). Only the last session
-        taken may be cut at the limit; its rest stays queued."""
+        """Up to `limit` jobs of at most `sessions` whole ready sessions, the
+        one waiting longest first (`every`: every session counts as ready).
+        Only the last session taken may be cut at the limit; its rest stays
+        queued. A session left for the next batch keeps gathering exchanges,
+        so behind a slow model each call carries more of them."""
         ready = [
             s
             for s in sorted(self.first, key=self.first.__getitem__)
             if every or min(self.last[s] + quiet, self.first[s] + longest) <= now
-        ]
+        ][:sessions]
         by_scope: dict[Scope, list[ExtractionJob]] = {s: [] for s in ready}
         for job in self.items:
             if job.scope in by_scope:

@@ -155,18 +155,26 @@ def test_a_lane_takes_whole_sessions_the_longest_waiting_first() -> None:
     order = ["a", "b", "a", "c", "b", "a"]
     for n, chat in enumerate(order):
         lane.add(_job(n, chat), T0 + timedelta(seconds=n))
-    quiet, longest = timedelta(seconds=2), timedelta(seconds=60)
-    # At t = 6.5 only "c" (last spoke at 3) and... "b" spoke at 4: quiet since 2.5 s.
-    taken = lane.take(
-        T0 + timedelta(seconds=6.5), quiet=quiet, longest=longest, limit=10, every=False
-    )
-    assert [j.id for j in taken] == [1, 4, 3]  # b (waiting since 1) before c (since 3)
+
+    def take(at: float, *, limit: int = 10, sessions: int = 10, every: bool = False) -> list[int]:
+        when = T0 + timedelta(seconds=at)
+        quiet, longest = timedelta(seconds=2), timedelta(seconds=60)
+        jobs = lane.take(
+            when, quiet=quiet, longest=longest, limit=limit, sessions=sessions, every=every
+        )
+        return [j.id for j in jobs]
+
+    # At t = 6.5, "b" (last spoke at 4) and "c" (at 3) have been quiet for two
+    # seconds, "a" (at 5) not yet; "b" has waited longest (since 1).
+    assert take(6.5) == [1, 4, 3]
     assert [j.id for j in lane.items] == [0, 2, 5]
-    assert lane.next_ready(quiet, longest) == T0 + timedelta(seconds=7)
+    assert lane.next_ready(timedelta(seconds=2), timedelta(seconds=60)) == T0 + timedelta(seconds=7)
     # Backed up: everyone counts as ready; the limit cuts the last session taken.
     lane.add(_job(6, "d"), T0 + timedelta(seconds=7))
-    taken = lane.take(T0 + timedelta(seconds=7), quiet=quiet, longest=longest, limit=2, every=True)
-    assert [j.id for j in taken] == [0, 2]
-    assert [j.id for j in lane.items] == [5, 6]
-    taken = lane.take(T0 + timedelta(seconds=7), quiet=quiet, longest=longest, limit=9, every=True)
-    assert [j.id for j in taken] == [5, 6] and lane.items == [] and not lane.wake.is_set()
+    lane.add(_job(7, "e"), T0 + timedelta(seconds=7))
+    assert take(7, limit=2, every=True) == [0, 2]
+    assert [j.id for j in lane.items] == [5, 6, 7]
+    # At most `sessions` sessions a batch: "e" waits for the next one.
+    assert take(7, sessions=2, every=True) == [5, 6]
+    assert take(7, every=True) == [7]
+    assert lane.items == [] and not lane.wake.is_set()
