@@ -91,8 +91,9 @@ def _p95(values: list[float]) -> float:
 class Side:
     """One manager on its own database: extraction disabled or enabled."""
 
-    def __init__(self, db: Path, *, enabled: bool) -> None:
+    def __init__(self, db: Path, *, enabled: bool, batch_seconds: float = 2.0) -> None:
         self.enabled = enabled
+        self.batch_seconds = batch_seconds
         self.db = db
         self.latencies: list[float] = []
         self.model = FakeModel()
@@ -114,6 +115,7 @@ class Side:
             config=self.config,
             clock=self.clock,
             worker="bench",
+            batch_seconds=self.batch_seconds,
         )
         self.manager = ConversationManager(
             store=self.store,
@@ -175,8 +177,11 @@ async def interleaved(a: Side, b: Side, turns: int, sessions: int, chunk: int) -
 async def cost_per_exchange(tmp: Path, exchanges: int = 2000) -> float:
     """Wall microseconds the worker needs per queued exchange (prompt, model
     call, parse, rules, store), measured with no turns running, on the same
-    mix of messages as the turns (one in ten proposes a follow-up)."""
-    side = Side(tmp / "cost.sqlite", enabled=True)
+    mix of messages as the turns (one in ten proposes a follow-up), without a
+    batch window: exchanges go in whatever batches have formed as they come."""
+    # No batch window: the figure is the work per exchange, not time spent
+    # waiting for sessions to fall quiet.
+    side = Side(tmp / "cost.sqlite", enabled=True, batch_seconds=0)
     await side.open()
     await side.turns(0, 1000, 100)  # sessions, stored exchanges to replay
     events = list(side.replayable)
