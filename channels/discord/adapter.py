@@ -49,7 +49,7 @@ from channels.discord.catchup import HISTORY_LIMIT, CatchUp
 from channels.discord.cog import KeptEvents
 from channels.discord.commands import CommandSupport, command_groups, on_tree_error
 from channels.discord.errors import describe, send_failure
-from channels.discord.http import use_api_root
+from channels.discord.http import install_http
 from channels.discord.lists import ListPresses
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text, media_kind
 from channels.discord.sync import sync_commands
@@ -154,7 +154,7 @@ def build_bot(
         bot = ShardedKeptBot(
             **common, shard_count=settings.shard_count, shard_ids=settings.shard_ids, **options
         )
-    use_api_root(bot, settings.api_base_url)
+    install_http(bot, settings.api_base_url)
     bot.kept_adapter = adapter
     bot.kept_followups = adapter.followups
     bot.kept_lists = adapter.lists

@@ -1,7 +1,8 @@
 """What a failed Discord send means for a retry (see core.messages.SendResult).
 
-discord.py has already waited out rate limits and retried 500/502/504/524
-answers by the time it raises; this decides what core may do next:
+discord.py has already waited out rate limits and retried 500/502 answers
+by the time it raises (never a message POST answered 504/524: see
+http.py); this decides what core may do next:
 
 - retryable: Discord certainly did not take the message (the connection
   was never made, a 503, a 429 it gave up on);
@@ -20,7 +21,7 @@ from core.messages import SendResult
 from core.metrics import recorder
 
 # Gateway-edge timeouts: the request reached Discord, which may have posted it.
-_UNKNOWN_5XX = frozenset({504, 524})
+UNKNOWN_5XX = frozenset({504, 524})
 
 
 def send_failure(exc: BaseException) -> SendResult:
@@ -34,7 +35,7 @@ def send_failure(exc: BaseException) -> SendResult:
         recorder().rate_limited("discord")
         return SendResult(error="rate limited", retryable=True, retry_after=exc.retry_after)
     if isinstance(exc, discord.DiscordServerError):
-        if exc.status in _UNKNOWN_5XX:
+        if exc.status in UNKNOWN_5XX:
             return SendResult(error=f"discord timed out: {describe(exc)}", unknown=True)
         return SendResult(error=f"discord server error: {describe(exc)}", retryable=True)
     if isinstance(exc, discord.HTTPException):

@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from channels.discord import DiscordAdapter
-from channels.discord.http import RootedHTTPClient
+from channels.discord.http import KeptHTTPClient
 from core.config import KeptConfig
 from tests.fakes.discord_server import TOKEN, Script
 from tests.support.discord_harness import DiscordHarness, discord_harness
@@ -51,12 +51,13 @@ async def test_the_real_client_logs_in_connects_and_gets_ready(
 
 async def test_api_base_url_is_per_client_and_validated(harness: DiscordHarness) -> None:
     adapter = await harness.start()
-    assert isinstance(adapter.bot.http, RootedHTTPClient)
+    assert isinstance(adapter.bot.http, KeptHTTPClient)
     # The class-wide default is untouched: other clients still talk to Discord.
     assert discord.http.Route.BASE == DEFAULT_BASE
     harness.config = KeptConfig.model_validate({"channels": {"discord": {"enabled": True}}})
     plain = DiscordAdapter(harness.context())
-    assert type(plain.bot.http) is discord.http.HTTPClient
+    # Not rerouted, but still sending a message at most once.
+    assert isinstance(plain.bot.http, KeptHTTPClient) and plain.bot.http.root is None
 
     with pytest.raises(ValidationError, match="expected an http:// or https:// URL"):
         KeptConfig.model_validate({"channels": {"discord": {"apiBaseUrl": "nirn:8080"}}})

@@ -83,7 +83,8 @@ class Script:
     """How the next call of a route goes.
 
     `hold`: the answer waits until the event is set; with `apply`, the call
-    takes effect first (a message is posted) and only the answer waits."""
+    takes effect first (a message is posted) and only the answer waits, or
+    is the error `status` (Discord posted it, then its edge timed out)."""
 
     status: int = 200
     message: str = ""
@@ -390,6 +391,8 @@ class FakeDiscord:
         if step.status == 429:
             return _rate_limited(step.retry_after or 0.0)
         if step.status != 200:
+            if step.apply:
+                await getattr(self, f"_api_{route}")(args, request.query, body)
             return _error(step.status, step.message or f"{step.status}", step.code)
         result = await getattr(self, f"_api_{route}")(args, request.query, body)
         if step.hold is not None and step.apply:

@@ -16,6 +16,7 @@ from channels.discord.errors import send_failure
 from core.delivery import deliver_once
 from core.messages import Outbound, SendResult, Target
 from tests.fakes.discord_helpers import Rig, make_thread, sent_messages
+from tests.fakes.discord_server import Script
 from tests.fakes.scripted_model import text
 from tests.support.discord_harness import DiscordHarness, discord_harness
 
@@ -165,3 +166,21 @@ async def test_the_fake_refuses_what_discord_refuses(harness: DiscordHarness) ->
 
     assert not too_long.ok and "2000 or fewer" in (too_long.error or "")
     assert fits.ok and fake.texts() == ["x" * 2000]
+
+
+@pytest.mark.parametrize("status", [504, 524])
+async def test_a_message_discord_posted_before_its_edge_timed_out_is_posted_once(
+    harness: DiscordHarness, status: int
+) -> None:
+    # discord.py sends a request again after a 504 or 524; for a message that
+    # Discord may have posted, that would post it twice.
+    fake = harness.fake
+    adapter = await harness.start()
+    fake.script("send", Script(status=status, apply=True))
+    dm = Target("discord", str(fake.dm(fake.ana)))
+
+    result = await adapter.send_text(dm, "How did the exam go?", None)
+
+    assert result.unknown and not result.retryable
+    assert len(fake.calls_to("send")) == 1
+    assert fake.texts() == ["How did the exam go?"]
