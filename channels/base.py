@@ -312,9 +312,18 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         """Send an unknown user their pairing code (the pending one again,
         while it lasts): the only answer they get. Nothing is stored in the
         transcript. When too many codes are pending, nothing is sent."""
+        text = await self.pairing_text(said.sender_id, said.username)
+        if text is not None:
+            await self.send(Outbound(target=said.target, text=text))
+
+    async def pairing_text(self, sender_id: str, username: str | None) -> str | None:
+        """The notice with an unknown user's pairing code (the pending one
+        again, while it lasts), for a message or a slash command in a DM;
+        None when too many codes are pending. Raises MessageNotStored when
+        the request cannot be stored."""
         assert self._pairing is not None  # admission said "pair"
         try:
-            request = await self._pairing.code_for(self.platform, said.sender_id, said.username)
+            request = await self._pairing.code_for(self.platform, sender_id, username)
         except Exception as exc:
             raise MessageNotStored("the pairing request cannot be stored") from exc
         if request is None:
@@ -323,23 +332,22 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
                 logging.WARNING,
                 "pairing_requests_full",
                 platform=self.platform,
-                user=said.sender_id,
+                user=sender_id,
                 action="see `kept pairing list`: approve the codes you expect; "
                 "the others expire within the hour",
             )
-            return
+            return None
         event(
             self._log,
             logging.INFO,
             "pairing_code_offered",
             platform=self.platform,
-            user=said.sender_id,
-            username=said.username,
+            user=sender_id,
+            username=username,
             action="if you know this user, ask them for the code; "
             "then run `kept pairing approve CODE`",
         )
-        text = pairing_notice(request, self._clock)
-        await self.send(Outbound(target=said.target, text=text))
+        return pairing_notice(request, self._clock)
 
     def announce_access(self) -> None:
         """At start: a warning for each access setting an operator should

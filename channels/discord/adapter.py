@@ -173,7 +173,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         self._ctx = ctx
         self.conversation = ctx.conversation
         settings = ctx.config().channels.discord
-        self.gate = Gate(self.admission)
+        self.gate = Gate(self.admission, self.pairing_text)
         self.followups = FollowUpActions(
             commitments=ctx.commitments, config=ctx.config, gate=self.gate, users=ctx.users
         )

@@ -29,7 +29,7 @@ from discord import app_commands
 from channels.discord.lists import list_message
 from channels.discord.lists import quote as _quote
 from channels.discord.lists import when as _when
-from channels.discord.scope import ChatRef, Gate, chat_access, interaction_chat
+from channels.discord.scope import NOT_ALLOWED, ChatRef, Gate, chat_access, interaction_chat
 from core.clock import Clock
 from core.commands import Change, FollowUpCommands, Listing, Outcome, ReminderCommands
 from core.commands.lists import ListCommands
@@ -45,7 +45,6 @@ from core.users import UserZones
 log = logging.getLogger("kept.discord")
 
 MAX_CHOICES = 25  # Discord's limit for autocomplete
-NOT_ALLOWED = "Sorry, you can't use this bot here."
 NO_CHAT = "This command works in a server channel, a thread or a DM with me."
 
 
@@ -105,7 +104,8 @@ class CommandSupport:
                 user=interaction.user.id,
                 guild=interaction.guild_id,
             )
-            await reply(interaction, NOT_ALLOWED)
+            refusal = await self.gate.refusal(interaction.user, interaction.guild_id)
+            await reply(interaction, refusal)
             return False
         return True
 

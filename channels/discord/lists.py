@@ -17,8 +17,8 @@ from datetime import datetime
 
 import discord
 
-from channels.discord.scope import Gate, chat_access, interaction_chat
-from channels.discord.views import MESSAGE_LIMIT, NOT_ALLOWED, buttons_view
+from channels.discord.scope import NOT_ALLOWED, Gate, chat_access, interaction_chat
+from channels.discord.views import MESSAGE_LIMIT, buttons_view
 from core.clock import Clock
 from core.commands import Change, FollowUpCommands, Item, Outcome, ReminderCommands
 from core.commands.lists import ListCommands

@@ -108,14 +108,22 @@ def chat_access(interaction: discord.Interaction, ref: ChatRef, agent_id: str) -
     return ChatAccess(asker, is_admin)
 
 
+NOT_ALLOWED = "Sorry, you can't use this bot here."
+
+# The pairing notice for an unknown user (platform user id, name), None when
+# no code can be offered now (channels/base.py `pairing_text`).
+PairingText = Callable[[str, str | None], Awaitable[str | None]]
+
+
 class Gate:
     """Whether a user may use the bot where an interaction happens (slash
     commands, buttons): the channel pipeline's admission (channels/base.py,
     read from the live config on every check). A DM is decided by dmPolicy,
     a server by `groups` / `groupPolicy`."""
 
-    def __init__(self, admission: Admit) -> None:
+    def __init__(self, admission: Admit, pairing_text: PairingText | None = None) -> None:
         self._admission = admission
+        self._pairing_text = pairing_text
 
     async def allowed(
         self, user: discord.abc.User, guild_id: int | None, client: discord.Client | None = None
@@ -125,6 +133,20 @@ class Gate:
         server = str(guild_id) if guild_id is not None else None
         kind: ChatKind = "private" if server is None else "channel"
         return await self._admission(kind, str(user.id), user.name, server) == "yes"
+
+    async def refusal(self, user: discord.abc.User, guild_id: int | None) -> str:
+        """What a refused user is told: under dmPolicy `pairing`, in a DM,
+        their pairing code (as a message there would get); else that they
+        can't use the bot here."""
+        if (
+            guild_id is None
+            and self._pairing_text is not None
+            and await self._admission("private", str(user.id), user.name, None) == "pair"
+        ):
+            text = await self._pairing_text(str(user.id), user.name)
+            if text is not None:
+                return text
+        return NOT_ALLOWED
 
 
 def addressed(message: discord.Message, me: discord.ClientUser) -> bool:

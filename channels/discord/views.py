@@ -25,7 +25,7 @@ from typing import Any
 import discord
 
 from channels.discord.pressable import Pressable
-from channels.discord.scope import Gate, chat_access, interaction_chat
+from channels.discord.scope import NOT_ALLOWED, Gate, chat_access, interaction_chat
 from channels.discord.zone_button import ZoneButton
 from core.commands import FollowUpCommands, Press
 from core.commands.buttons import (
@@ -61,7 +61,6 @@ _LABELS: dict[FollowUpVerb, tuple[str, discord.ButtonStyle]] = {
     "snooze": ("Snooze 1 day", discord.ButtonStyle.primary),
 }
 
-NOT_ALLOWED = "Sorry, you can't use this bot here."
 NOT_FOUND = "That follow-up was not found in this chat."
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import discord
 
 from channels.discord.pressable import Pressable
-from channels.discord.scope import Gate, interaction_chat
+from channels.discord.scope import NOT_ALLOWED, Gate, interaction_chat
 from core.clock import Clock
 from core.commands.buttons import ZONE_TEMPLATE, zone_to_full
 from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
@@ -27,7 +27,6 @@ from core.users import UserZones
 log = logging.getLogger("kept.discord")
 
 MESSAGE_LIMIT = 2000
-NOT_ALLOWED = "Sorry, you can't use this bot here."
 
 
 def zone_label(choice: ZoneChoice) -> str:

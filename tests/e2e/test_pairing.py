@@ -204,6 +204,33 @@ async def test_discord_unknown_dm_gets_a_code_and_is_answered_once_approved(
         ]
 
 
+async def test_discord_unknown_users_slash_command_in_a_dm_gets_their_code(
+    tmp_path: Path,
+) -> None:
+    # A slash command is often the first thing a new user tries: it answers
+    # (only to them) with the same code a message gets, not a bare refusal.
+    async with discord_harness(tmp_path, **PAIRING) as harness:
+        fake = harness.fake
+        await harness.start()
+        command = {
+            "id": "1",
+            "name": "reminders",
+            "type": 1,
+            "options": [{"name": "list", "type": 1, "options": []}],
+        }
+        await fake.interact(command, channel=fake.dm(fake.ana))
+        await fake.wait_for(lambda: fake.callbacks)
+        [(_, body)] = fake.callbacks
+        assert body["data"]["flags"] & 64  # ephemeral
+        code = code_in(body["data"]["content"])
+
+        await fake.say("hello there")
+        await fake.wait_for(lambda: fake.texts(fake.dm(fake.ana)))
+        [offered] = fake.texts(fake.dm(fake.ana))
+        assert code_in(offered) == code  # one pending code per user
+        assert harness.model.requests == []
+
+
 async def test_discord_groups_and_the_allow_guilds_alias_with_its_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
