@@ -21,7 +21,7 @@ from bot.store_access import MISSING_HINT, probe_write
 from core.config import KeptConfig
 from core.config_file import ConfigError, config_source, load_config
 from core.llm import LLMClient, LLMError
-from core.store.errors import DatabaseMissing, masked_url, storage_action
+from core.store.errors import DatabaseMissing, DatabaseOutdated, masked_url, storage_action
 
 # Below this much free space where the SQLite file lives, the check fails:
 # a full disk stops every write, messages included.
@@ -67,6 +67,10 @@ async def _check_database(config: KeptConfig) -> list[Check]:
         return [Check(False, "database", f"{shown}: {exc}; check storage.url")]
     try:
         await backend.open()
+    except DatabaseOutdated as exc:
+        # Not a fault: the next start upgrades it; doctor itself never does.
+        note = f"{shown}: schema version {exc.version}, this kept needs {exc.needed}"
+        return [Check(True, "database", f"{note}; the next `kept run` upgrades it")]
     except Exception as exc:
         return [Check(False, "database", f"{shown}: {exc}; {storage_action(exc)}")]
     try:

@@ -17,7 +17,7 @@ from bot.services import open_storage
 from core.config import KeptConfig
 from core.config_env import ENV_PREFIX
 from core.config_file import ConfigError, load_config
-from core.store.errors import DatabaseMissing, masked_url, storage_action
+from core.store.errors import DatabaseMissing, DatabaseOutdated, masked_url, storage_action
 
 if TYPE_CHECKING:
     from core.store.backends import Backend
@@ -51,6 +51,8 @@ async def opened_backend(config: KeptConfig, *, create: bool = False) -> AsyncIt
         await backend.open()
     except DatabaseMissing as exc:
         fail(f"{exc}; {MISSING_HINT}")
+    except DatabaseOutdated as exc:
+        fail(f"{masked_url(config.storage.url)}: {exc}")
     except Exception as exc:  # a bad URL, a locked, unreadable or newer database
         fail(open_failure(config, exc))
     try:

@@ -101,7 +101,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
     )
 
 
-def postgres_backend(url: str) -> Backend:
+def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
     """Every PostgreSQL store on one connection pool for `url`, the session
     guard that keeps a chat's turns on one worker at a time, and the queue
     that hands polled updates to every worker."""
@@ -122,7 +122,7 @@ def postgres_backend(url: str) -> Backend:
         PostgresWakeChannel,
     )
 
-    connection = PostgresConnection(url)
+    connection = PostgresConnection(url, migrate=migrate)
     return Backend(
         store=PostgresStore(connection),
         commitments=PostgresCommitmentStore(connection),
@@ -161,8 +161,10 @@ def open_backend(url: str, *, base_dir: Path | None = None, create: bool = True)
     `sqlite:///data/kept.sqlite` is relative to `base_dir` (default: the
     current directory), `sqlite:////var/lib/kept.sqlite` is absolute. Parent
     directories are created so a fresh checkout runs without setup; with
-    `create=False` (the commands that only read) nothing is created, and a
-    missing SQLite file raises DatabaseMissing.
+    `create=False` (every command but run, chat and import) nothing is
+    created: a missing SQLite file raises DatabaseMissing, and opening never
+    migrates (an older worker may still run on the database): a schema
+    older than the code raises DatabaseOutdated.
     `postgresql://user@host/database` (or `postgres://`) is a PostgreSQL
     server, shared by several workers.
     """
@@ -171,7 +173,7 @@ def open_backend(url: str, *, base_dir: Path | None = None, create: bool = True)
         if not url.startswith(f"{scheme}://"):
             raise ValueError(f"malformed storage URL {masked_url(url)!r}: {_EXPECTED_ANY}")
         _check_postgres_url(url)
-        return postgres_backend(url)
+        return postgres_backend(url, migrate=create)
     if not url.startswith(_SQLITE_PREFIX):
         if scheme == "sqlite":
             raise ValueError(f"malformed storage URL {url!r}: {_EXPECTED}")
@@ -192,4 +194,4 @@ def open_backend(url: str, *, base_dir: Path | None = None, create: bool = True)
             raise DatabaseMissing(f"no database at {path} (storage.url is {url!r})")
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-    return sqlite_backend(SqliteStore(path))
+    return sqlite_backend(SqliteStore(path, migrate=create))

@@ -42,6 +42,33 @@ class MigrationError(KeptError, RuntimeError):
         self.version = version
 
 
+class DatabaseOutdated(KeptError, RuntimeError):
+    """A command other than `kept run` / `kept chat` / `kept import` found a
+    database whose schema is older than this code: it never changes the
+    schema (an older worker may still be running on it), so it stops here."""
+
+    def __init__(self, *, version: int, needed: int) -> None:
+        super().__init__(
+            f"the database has schema version {version} and this kept needs {needed}: "
+            "start `kept run` (or `kept chat`) once to upgrade it"
+        )
+        self.version = version
+        self.needed = needed
+
+
+def check_schema(version: int, migrations: int) -> None:
+    """For a database opened without migrating: refuse one older than the
+    code (DatabaseOutdated) or newer (MigrationError)."""
+    if version > migrations:
+        raise MigrationError(
+            f"database schema version {version} is newer than this code knows "
+            f"(latest migration {migrations}); refusing to open it",
+            version=version,
+        )
+    if version < migrations:
+        raise DatabaseOutdated(version=version, needed=migrations)
+
+
 class DatabaseMissing(KeptError, FileNotFoundError):
     """A command that only reads found no database where storage.url points
     (it never creates one: a mistyped path must not leave an empty database)."""

@@ -5,14 +5,19 @@ no database and no directory; `kept --version`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+
+from core.store.sqlite.messages import SqliteStore
+from core.store.sqlite.migrations import load_migrations
 
 # Each test starts `kept` as a subprocess: most of a second of imports.
 pytestmark = pytest.mark.slow
@@ -189,3 +194,25 @@ def test_doctor_json_from_the_command_line(tmp_path: Path) -> None:
     failing = {c["name"] for c in report["checks"] if not c["ok"]}
     assert failing == {"database", "model"}
     assert not (tmp_path / "kept.sqlite").exists()
+
+
+def test_commands_other_than_run_never_upgrade_an_older_database(tmp_path: Path) -> None:
+    # An older worker may still run on it: one line saying what upgrades it.
+    path = tmp_path / "kept.sqlite"
+    latest = len(load_migrations())
+    older = SqliteStore(path, migrations=load_migrations()[: latest - 1])
+    asyncio.run(_open_and_close(older))
+    config = write_config(tmp_path, llm={"baseUrl": "http://127.0.0.1:9/v1", "maxRetries": 0})
+
+    line = one_line_failure(kept("commitments", "--config", str(config)))
+    assert f"schema version {latest - 1}" in line and "start `kept run`" in line
+    doctor = json.loads(kept("doctor", "--json", "--config", str(config)).stdout)
+    [database] = [c for c in doctor["checks"] if c["name"] == "database"]
+    assert database["ok"] and "the next `kept run` upgrades it" in database["detail"]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (latest - 1,)
+
+
+async def _open_and_close(store: SqliteStore) -> None:
+    await store.open()
+    await store.close()

@@ -20,7 +20,13 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from core.errors import KeptError
-from core.store.postgres.migrations import Migration, apply_migrations, current_version
+from core.store.errors import check_schema
+from core.store.postgres.migrations import (
+    Migration,
+    apply_migrations,
+    current_version,
+    load_migrations,
+)
 
 # Enough for a worker's concurrent turns, heartbeat and reminders; a busy
 # pool makes callers wait (up to POOL_TIMEOUT) rather than open more.
@@ -63,7 +69,8 @@ async def notifications(
 class PostgresConnection:
     """The pool and the transaction helpers; opening it applies pending
     migrations (under an advisory lock, so workers starting together apply
-    each migration once)."""
+    each migration once); `migrate=False`: refuses a database whose schema
+    is not the code's, changing nothing."""
 
     def __init__(
         self,
@@ -71,9 +78,11 @@ class PostgresConnection:
         *,
         migrations: Sequence[Migration] | None = None,
         max_size: int = POOL_MAX,
+        migrate: bool = True,
     ) -> None:
         self._url = url
         self._migrations = migrations
+        self._migrate = migrate
         self._max_size = max_size
         self._pool: AsyncConnectionPool[Connection] | None = None
 
@@ -107,7 +116,11 @@ class PostgresConnection:
         await pool.open(wait=True, timeout=POOL_TIMEOUT)
         try:
             async with pool.connection() as conn:
-                await apply_migrations(conn, self._migrations)
+                if self._migrate:
+                    await apply_migrations(conn, self._migrations)
+                else:
+                    known = self._migrations if self._migrations is not None else load_migrations()
+                    check_schema(await current_version(conn), len(known))
         except BaseException:
             await pool.close()
             raise

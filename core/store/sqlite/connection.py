@@ -23,10 +23,12 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from core.store.errors import check_schema
 from core.store.sqlite.migrations import (
     Migration,
     apply_migrations,
     current_version,
+    existing_version,
     load_migrations,
 )
 
@@ -107,7 +109,8 @@ def is_constraint(exc: sqlite3.IntegrityError, name: str) -> bool:
 
 class SqliteConnection:
     """The connection, its lock and the one-trip transaction helpers; opening
-    it applies pending migrations."""
+    it applies pending migrations (`migrate=False`: refuses a database whose
+    schema is not the code's, changing nothing)."""
 
     def __init__(
         self,
@@ -117,8 +120,10 @@ class SqliteConnection:
         busy_timeout: float = BUSY_TIMEOUT,
         wal_autocheckpoint: int = WAL_AUTOCHECKPOINT_PAGES,
         journal_size_limit: int = JOURNAL_SIZE_LIMIT,
+        migrate: bool = True,
     ) -> None:
         self._path = str(path)
+        self._migrate = migrate
         self._busy_timeout_ms = int(busy_timeout * 1000)
         self._wal_pragmas = (
             f"PRAGMA wal_autocheckpoint = {int(wal_autocheckpoint)}",
@@ -144,7 +149,10 @@ class SqliteConnection:
             )
         db = await self._connect()
         try:
-            await apply_migrations(db, self._migrations)
+            if self._migrate:
+                await apply_migrations(db, self._migrations)
+            else:
+                check_schema(await existing_version(db), len(self._migrations))
         except BaseException:
             await db.close()
             raise

@@ -109,6 +109,14 @@ async def current_version(db: aiosqlite.Connection) -> int:
     return int(rows[0][0])
 
 
+async def existing_version(db: aiosqlite.Connection) -> int:
+    """The schema version, 0 for a database never migrated; creates nothing."""
+    found = await db.execute_fetchall(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    )
+    return await current_version(db) if list(found) else 0
+
+
 async def _rollback(db: aiosqlite.Connection) -> None:
     # The failed statement may already have ended the transaction.
     with suppress(sqlite3.OperationalError):
