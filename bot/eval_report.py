@@ -3,6 +3,7 @@ and two runs side by side. The figures themselves come from core/evaluation."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import get_args
@@ -237,7 +238,7 @@ def comparison_report(c: Comparison) -> list[RenderableType]:
     for name in ("figure", "A", "B", "B − A"):
         table.add_column(name, justify="left" if name == "figure" else "right")
     for f in c.figures:
-        table.add_row(f.name, fraction(f.a), fraction(f.b), signed(f.difference))
+        table.add_row(_words(f.name), fraction(f.a), fraction(f.b), signed(f.difference))
     only_a = ", ".join(c.only_a_right) or "none"
     only_b = ", ".join(c.only_b_right) or "none"
     return [
@@ -245,3 +246,8 @@ def comparison_report(c: Comparison) -> list[RenderableType]:
         Text(f"right only in A ({len(c.only_a_right)}): {only_a}"),
         Text(f"right only in B ({len(c.only_b_right)}): {only_b}"),
     ]
+
+
+def _words(key: str) -> str:
+    """A figure's JSON key as words: "windowHitRate" → "window hit rate"."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[a-z]{2})(?=\d)", " ", key).lower()
