@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.commitments.candidates import Candidate
-from core.commitments.cues import has_cue
+from core.commitments.cues import CUES, has_cue
 from core.commitments.text import fold
 
 if TYPE_CHECKING:
@@ -175,15 +175,24 @@ def _clauses(text: str) -> list[str]:
     return [c.strip() for c in _CLAUSE_BREAK.split(fold(text)) if c.strip()]
 
 
+# Words of when ("tomorrow", "friday", "明天"): a reminder and the matter told
+# beside it often share them, so they tell neither apart.
+# Short stems ("mai", "sali") name a word only whole; longer ones also its
+# forms ("tomorrow's", "fridays").
+_WHEN = frozenset(fold(stem) for stem in CUES["time"] if " " not in fold(stem))
+_WHEN_FORMS = tuple(stem for stem in _WHEN if len(stem) >= 5)
+
+
 def _tokens(text: str) -> set[str]:
-    """Words of three letters or more; in scripts without spaces, letter pairs."""
+    """Words of three letters or more; in scripts without spaces, letter
+    pairs; neither words of when nor numbers."""
     out: set[str] = set()
     for word in _WORD.findall(fold(text)):
         if _CJK_THAI.search(word):
             out.update(word[i : i + 2] for i in range(len(word) - 1))
         elif len(word) >= 3:
             out.add(word)
-    return out
+    return {t for t in out if not (t.isdigit() or t in _WHEN or t.startswith(_WHEN_FORMS))}
 
 
 @dataclass(frozen=True, slots=True)

@@ -343,6 +343,18 @@ def test_a_reminder_request_drops_the_reminder_not_the_other_follow_up(
     assert len(rejected) == 1 and "reminder" in rejected[0].reason
 
 
+def test_words_of_when_do_not_tie_a_follow_up_to_the_reminder() -> None:
+    # Both halves say "tomorrow": the interview is still the rest's.
+    user = "Remind me tomorrow morning at 8 to print my CV, I have an interview at 10"
+    interview = candidate(
+        reason="user has an interview tomorrow morning at 10",
+        suggestedText="How did the interview go tomorrow?",
+        dedupeKey="interview tomorrow",
+    )
+    accepted, rejected = run_rules(answer(interview), user=user, reply="Will do!")
+    assert [n.dedupe_key for n in accepted] == ["interview tomorrow"] and rejected == []
+
+
 def test_a_reminder_request_with_nothing_else_keeps_nothing() -> None:
     text = answer(candidate(reason="the user has to be somewhere", dedupeKey="somewhere"))
     accepted, rejected = run_rules(text, user="wake me up at 7 please", reply="Alarm set for 7.")
