@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,10 @@ from typing import Any
 import click
 
 from bot.context import config_option, fail, resolve_config_path
+from bot.pairing_notify import NotTold, tell_approved
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
+from core.config import KeptConfig
 from core.pairing import PairedUser, Pairing, PairingRequest, normalize_code
 
 
@@ -111,9 +114,11 @@ def list_cmd(as_json: bool, config_path: Path | None) -> None:
 @pairing_group.command("approve")
 @click.argument("code")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@click.option("--silent", is_flag=True, help="Do not tell the user they were approved.")
 @config_option
-def approve_cmd(code: str, as_json: bool, config_path: Path | None) -> None:
-    """Approve the user who was given CODE: the bot answers them from their next message."""
+def approve_cmd(code: str, as_json: bool, silent: bool, config_path: Path | None) -> None:
+    """Approve the user who was given CODE: the bot answers them from their next
+    message, and tells them so in their DM (not with --silent)."""
     wanted = normalize_code(code)
     if not wanted:
         fail(f"{code!r} is not a pairing code (see `kept pairing list`)")
@@ -132,11 +137,23 @@ def approve_cmd(code: str, as_json: bool, config_path: Path | None) -> None:
             f"no pending pairing request has the code {wanted} "
             "(codes expire after an hour; see `kept pairing list`)"
         )
+    not_told = "--silent" if silent else asyncio.run(_tell(config, user))
     if as_json:
-        click.echo(json.dumps(_paired_json(user), ensure_ascii=False, indent=2))
+        document = {**_paired_json(user), "told": not_told is None, "notTold": not_told}
+        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return
     who = _who(user.platform, user.user_id, user.username)
-    click.echo(f"approved {who}: the bot answers them from their next message")
+    told = "told them so" if not_told is None else f"not told ({not_told})"
+    click.echo(f"approved {who}: the bot answers them from their next message; {told}")
+
+
+async def _tell(config: KeptConfig, user: PairedUser) -> str | None:
+    """None when the user was told, else why not (the approval stands either way)."""
+    try:
+        await tell_approved(config, os.environ, user)
+    except NotTold as exc:
+        return str(exc)
+    return None
 
 
 @pairing_group.command("revoke")

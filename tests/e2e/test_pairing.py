@@ -20,8 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.pairing_notify import APPROVED_TEXT
 from core.pairing import CODE_ALPHABET, CODE_LENGTH
 from tests.channels.telegram.test_storage_faults import until
+from tests.fakes.discord_server import TOKEN as DISCORD_TOKEN
+from tests.fakes.telegram_server import TOKEN as TELEGRAM_TOKEN
 from tests.support.discord_harness import discord_harness
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 
@@ -38,11 +41,23 @@ def code_in(text: str) -> str:
     return found.group(1)
 
 
-async def kept(tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    """The real CLI in a subprocess (the worktree's code), on the harness's database."""
+async def kept(
+    tmp_path: Path,
+    *args: str,
+    telegram: dict[str, object] | None = None,
+    discord: dict[str, object] | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[int, str, str]:
+    """The real CLI in a subprocess (the worktree's code), on the harness's
+    database; with `telegram` / `discord`, that channel's settings (to tell
+    an approved user)."""
     config = tmp_path / "cli.json"
-    config.write_text(json.dumps({"storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"}}))
-    env = {**os.environ, "KEPT_CONFIG": "", "PYTHONPATH": str(ROOT)}
+    document: dict[str, object] = {"storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"}}
+    channels = {k: v for k, v in (("telegram", telegram), ("discord", discord)) if v}
+    if channels:
+        document["channels"] = channels
+    config.write_text(json.dumps(document))
+    env = {**os.environ, "KEPT_CONFIG": "", "PYTHONPATH": str(ROOT), **(env or {})}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", *args, "--config", str(config),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT, env=env,
@@ -99,6 +114,49 @@ async def test_an_unknown_user_gets_a_code_and_is_answered_once_approved_by_the_
     listed = json.loads(out)
     assert listed["pending"] == []
     assert [(u["platform"], u["userId"]) for u in listed["approved"]] == [("telegram", "42")]
+
+
+async def test_the_approved_telegram_user_is_told_once_in_their_chat(
+    tg: TelegramHarness, tmp_path: Path
+) -> None:
+    await tg.clock.advance((datetime.now(UTC) - tg.clock.now()).total_seconds())
+    await tg.start()
+    await tg.fake.push_message("hello", chat_id=42, username="ana")
+    await tg.fake.wait_for(lambda: tg.fake.sent)
+    code = code_in(tg.fake.texts()[0])
+    telegram = {"enabled": True, "baseUrl": tg.fake.root}
+    env = {"TELEGRAM_BOT_TOKEN": TELEGRAM_TOKEN}
+
+    status, out, err = await kept(tmp_path, "pairing", "approve", code, telegram=telegram, env=env)
+
+    assert status == 0, err
+    assert out.strip().endswith("told them so")
+    assert tg.fake.texts() == [tg.fake.texts()[0], APPROVED_TEXT]
+    assert [m.chat_id for m in tg.fake.sent] == [42, 42]
+
+
+async def test_an_approved_user_who_cannot_be_told_is_still_approved(
+    tg: TelegramHarness, tmp_path: Path
+) -> None:
+    await tg.clock.advance((datetime.now(UTC) - tg.clock.now()).total_seconds())
+    await tg.start()
+    await tg.fake.push_message("hello", chat_id=42, username="ana")
+    await tg.fake.wait_for(lambda: tg.fake.sent)
+    code = code_in(tg.fake.texts()[0])
+    telegram = {"enabled": True, "baseUrl": tg.fake.root}
+    env = {"TELEGRAM_BOT_TOKEN": "1:not-the-token"}
+
+    status, out, err = await kept(
+        tmp_path, "pairing", "approve", code, "--json", telegram=telegram, env=env
+    )
+
+    assert status == 0, err
+    approved = json.loads(out)
+    assert approved["userId"] == "42" and approved["told"] is False
+    assert "refused" in approved["notTold"] and "not-the-token" not in out + err
+    assert len(tg.fake.sent) == 1  # the code only
+    status, out, _ = await kept(tmp_path, "pairing", "list", "--json")
+    assert [u["userId"] for u in json.loads(out)["approved"]] == ["42"]
 
 
 async def test_a_used_or_unknown_code_is_one_line_and_a_failure(tmp_path: Path) -> None:
@@ -202,6 +260,33 @@ async def test_discord_unknown_dm_gets_a_code_and_is_answered_once_approved(
             ("user", "hello again"),
             ("assistant", "echo: hello again"),
         ]
+
+
+async def test_the_approved_discord_user_is_told_in_their_dm(tmp_path: Path) -> None:
+    async with discord_harness(tmp_path, **PAIRING) as harness:
+        fake, clock = harness.fake, harness.clock
+        # The CLI reads the system clock: codes are made at the same time.
+        await clock.advance((datetime.now(UTC) - clock.now()).total_seconds())
+        await harness.start()
+        await fake.say("hello there")
+        await fake.wait_for(lambda: fake.texts())
+        dm = fake.dm(fake.ana)
+        code = code_in(fake.texts(dm)[0])
+        discord = {"enabled": True, "apiBaseUrl": fake.root}
+
+        status, out, err = await kept(
+            tmp_path,
+            "pairing",
+            "approve",
+            code,
+            discord=discord,
+            env={"DISCORD_TOKEN": DISCORD_TOKEN},
+        )
+
+        assert status == 0, err
+        assert out.strip().endswith("told them so")
+        await fake.wait_for(lambda: len(fake.texts(dm)) >= 2)
+        assert fake.texts(dm)[1] == APPROVED_TEXT
 
 
 async def test_discord_unknown_users_slash_command_in_a_dm_gets_their_code(

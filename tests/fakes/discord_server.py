@@ -53,6 +53,7 @@ MAX_CONTENT = 2000  # characters in a message's content
 _ROUTES = [
     ("GET", r"gateway/bot", "gateway_bot"),
     ("GET", r"users/@me", "me"),
+    ("POST", r"users/@me/channels", "open_dm"),
     ("GET", r"(?:oauth2/)?applications/@me", "application"),
     ("GET", r"channels/(\d+)", "channel"),
     ("GET", r"channels/(\d+)/messages", "history"),
@@ -430,6 +431,12 @@ class FakeDiscord:
             "verify_key": "x",
             "flags": 0,
         }
+
+    async def _api_open_dm(self, _: list[str], __: Any, body: JSON) -> JSON | web.Response:
+        known = [u for u in (self.ana, self.ben) if u["id"] == str(body.get("recipient_id"))]
+        if not known:
+            return _error(400, "Invalid Recipient(s)", 50033)
+        return self._channels[self.dm(known[0])]
 
     async def _api_channel(self, args: list[str], *_: Any) -> JSON | web.Response:
         channel = self._channels.get(int(args[0]))
