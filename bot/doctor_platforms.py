@@ -102,6 +102,10 @@ def _no_token(platform: str, variable: str, where: str) -> str:
 
 
 def _unreachable(root: str, exc: httpx.HTTPError, token: str, key: str) -> str:
-    # httpx names the URL in some errors, and Telegram's URL holds the token.
-    reason = (str(exc) or type(exc).__name__).replace(token, "***")
-    return f"cannot reach {root}: {reason}; check the network (or {key})"
+    return f"cannot reach {root}: {error_text(exc, token)}; check the network (or {key})"
+
+
+def error_text(exc: httpx.HTTPError, token: str) -> str:
+    """An HTTP error for a line: httpx names the URL in some errors, and
+    Telegram's URL holds the token."""
+    return (str(exc) or type(exc).__name__).replace(token, "***")

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from bot.doctor_platforms import DISCORD_ROOT, TELEGRAM_ROOT, TIMEOUT_SECONDS
+from bot.doctor_platforms import DISCORD_ROOT, TELEGRAM_ROOT, TIMEOUT_SECONDS, error_text
 from core.config import KeptConfig
 from core.config_file import secret_from_env
 from core.pairing import PairedUser
@@ -71,9 +71,7 @@ async def _post(url: str, body: dict[str, Any], headers: dict[str, str], token: 
         async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
             response = await client.post(url, json=body, headers=headers)
     except httpx.HTTPError as exc:
-        # httpx may name the URL, and Telegram's URL holds the token.
-        reason = (str(exc) or type(exc).__name__).replace(token, "***")
-        raise NotTold(f"the platform could not be reached ({reason})") from None
+        raise NotTold(f"the platform could not be reached ({error_text(exc, token)})") from None
     if response.status_code >= 300:
         raise NotTold(f"the platform refused (HTTP {response.status_code})")
     try:

@@ -40,8 +40,11 @@ class Lane:
 
     def next_ready(self, quiet: timedelta, longest: timedelta) -> datetime | None:
         """When the first waiting session becomes ready; None when none waits."""
-        times = [min(self.last[s] + quiet, self.first[s] + longest) for s in self.first]
-        return min(times, default=None)
+        return min((self._ready_at(s, quiet, longest) for s in self.first), default=None)
+
+    def _ready_at(self, scope: Scope, quiet: timedelta, longest: timedelta) -> datetime:
+        """Quiet for `quiet` since its newest exchange, or waiting `longest` since its oldest."""
+        return min(self.last[scope] + quiet, self.first[scope] + longest)
 
     def take(
         self,
@@ -61,7 +64,7 @@ class Lane:
         ready = [
             s
             for s in sorted(self.first, key=self.first.__getitem__)
-            if every or min(self.last[s] + quiet, self.first[s] + longest) <= now
+            if every or self._ready_at(s, quiet, longest) <= now
         ][:sessions]
         by_scope: dict[Scope, list[ExtractionJob]] = {s: [] for s in ready}
         for job in self.items:

@@ -116,14 +116,19 @@ async def test_an_unknown_user_gets_a_code_and_is_answered_once_approved_by_the_
     assert [(u["platform"], u["userId"]) for u in listed["approved"]] == [("telegram", "42")]
 
 
-async def test_the_approved_telegram_user_is_told_once_in_their_chat(
-    tg: TelegramHarness, tmp_path: Path
-) -> None:
+async def offered_code(tg: TelegramHarness) -> str:
+    """Ana (chat 42) writes and gets her code, on the system clock the CLI reads."""
     await tg.clock.advance((datetime.now(UTC) - tg.clock.now()).total_seconds())
     await tg.start()
     await tg.fake.push_message("hello", chat_id=42, username="ana")
     await tg.fake.wait_for(lambda: tg.fake.sent)
-    code = code_in(tg.fake.texts()[0])
+    return code_in(tg.fake.texts()[0])
+
+
+async def test_the_approved_telegram_user_is_told_once_in_their_chat(
+    tg: TelegramHarness, tmp_path: Path
+) -> None:
+    code = await offered_code(tg)
     telegram = {"enabled": True, "baseUrl": tg.fake.root}
     env = {"TELEGRAM_BOT_TOKEN": TELEGRAM_TOKEN}
 
@@ -138,11 +143,7 @@ async def test_the_approved_telegram_user_is_told_once_in_their_chat(
 async def test_an_approved_user_who_cannot_be_told_is_still_approved(
     tg: TelegramHarness, tmp_path: Path
 ) -> None:
-    await tg.clock.advance((datetime.now(UTC) - tg.clock.now()).total_seconds())
-    await tg.start()
-    await tg.fake.push_message("hello", chat_id=42, username="ana")
-    await tg.fake.wait_for(lambda: tg.fake.sent)
-    code = code_in(tg.fake.texts()[0])
+    code = await offered_code(tg)
     telegram = {"enabled": True, "baseUrl": tg.fake.root}
     env = {"TELEGRAM_BOT_TOKEN": "1:not-the-token"}
 

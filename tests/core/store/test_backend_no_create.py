@@ -55,8 +55,11 @@ async def test_an_older_sqlite_schema_is_refused_and_left_as_it_is(tmp_path: Pat
     latest = len(load_sqlite_migrations())
     await _sqlite_at(path, latest - 1)
     backend = open_backend(f"sqlite:///{path}", create=False)
-    with pytest.raises(DatabaseOutdated, match=f"version {latest - 1} .* needs {latest}"):
-        await backend.open()
+    try:
+        with pytest.raises(DatabaseOutdated, match=f"version {latest - 1} .* needs {latest}"):
+            await backend.open()
+    finally:
+        await backend.close()  # a backend that did open (the guarantee broken) closes too
     assert _sqlite_version(path) == latest - 1
     async with open_backend(f"sqlite:///{path}") as started:  # `kept run` upgrades it
         assert await started.store.schema_version() == latest
@@ -71,8 +74,11 @@ async def test_an_older_postgres_schema_is_refused_and_left_as_it_is(
         await older.open()
         await older.close()
         backend = open_backend(url, create=False)
-        with pytest.raises(DatabaseOutdated, match=f"version {latest - 1} .* needs {latest}"):
-            await backend.open()
+        try:
+            with pytest.raises(DatabaseOutdated, match=f"version {latest - 1} .* needs {latest}"):
+                await backend.open()
+        finally:
+            await backend.close()  # else its pool outlives the database dropped below
         with psycopg.connect(url) as conn:
             row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
         assert row == (latest - 1,)
