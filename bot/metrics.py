@@ -85,6 +85,14 @@ class PrometheusMetrics:
             "kept_send_rate_limited", "429 answers (flood control) to a send", ["platform"],
             registry=r,
         )  # fmt: skip
+        self._refused = Counter(
+            "kept_messages_refused", "User messages the store can never take (confirmed, "
+            "the sender told)", ["platform"], registry=r,
+        )  # fmt: skip
+        self._parked = Counter(
+            "kept_updates_parked", "Updates parked after failing while others were stored "
+            "(see `kept doctor`, `kept updates retry`)", ["platform"], registry=r,
+        )  # fmt: skip
         self._commitments = Gauge(
             "kept_commitments", "Commitments by status (read at scrape time)", ["status"],
             registry=r,
@@ -124,6 +132,12 @@ class PrometheusMetrics:
 
     def extraction_skipped(self, exchanges: int) -> None:
         self._skipped.inc(exchanges)
+
+    def message_refused(self, platform: str) -> None:
+        self._refused.labels(platform).inc()
+
+    def update_parked(self, platform: str) -> None:
+        self._parked.labels(platform).inc()
 
     # --- scrape time -----------------------------------------------------------
 

@@ -67,6 +67,7 @@ def services_context(
         users=services.users,
         pairing=services.pairing,
         web=web,
+        parked=services.backend.parked,
     )
 
 

@@ -40,6 +40,7 @@ from typing import Any, ClassVar, Generic, Protocol, cast
 from typing_extensions import TypeVar
 
 from channels.access import Access, Admission, announce_access, pairing_notice
+from channels.media import REFUSED_NOTICE
 from channels.split import split_plain
 from core.clock import Clock, SystemClock
 from core.commitments.service import CommitmentService
@@ -49,10 +50,13 @@ from core.errors import KeptError
 from core.locks import SessionGuard
 from core.logs import event
 from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target
+from core.metrics import recorder
 from core.pairing import Pairing
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
 from core.store.app_state import AppStateStore
+from core.store.errors import root_cause
+from core.store.parked import ParkedUpdates
 from core.store.updates import UpdateQueue
 from core.users import UserZones
 
@@ -137,6 +141,9 @@ class ChannelContext:
     pairing: Pairing | None = None
     # The shared HTTP listener; None: `http.listen` is not set.
     web: WebRoutes | None = None
+    # Where an update that keeps failing while others are stored is parked
+    # (and replayed from); None: such an update is held.
+    parked: ParkedUpdates | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,7 +384,9 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         """Steps 3-5: typing once stored, the manager, error capture. A turn
         that fails after its message was stored is logged (the manager
         answered model failures itself); MessageNotStored is raised, so the
-        platform holds the message and offers it again."""
+        platform holds the message and offers it again, unless the store
+        refused the message for good (`refused`): then it returns, and the
+        message is confirmed."""
         typing: asyncio.Task[None] | None = None
 
         def stored() -> None:
@@ -392,8 +401,10 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
 
         try:
             await self._handler(inbound, on_stored=stored)
-        except MessageNotStored:
-            raise
+        except MessageNotStored as exc:
+            if not exc.deterministic:
+                raise
+            await self.refused(inbound, exc)
         except Exception as exc:
             event(
                 self._log,
@@ -408,6 +419,28 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         finally:
             if typing is not None:
                 typing.cancel()
+
+    async def refused(self, inbound: Inbound, exc: MessageNotStored) -> None:
+        """The store can never take this message (a value it refuses, not an
+        outage): it is not held or retried, so the platform confirms it; its
+        sender gets one short line instead of an answer, and the log names
+        the driver's error."""
+        cause = exc.__cause__ or exc
+        event(
+            self._log,
+            logging.ERROR,
+            f"{self.platform}_message_refused",
+            agent=inbound.agent_id,
+            session=inbound.session_key,
+            message=inbound.platform_message_id,
+            cause=root_cause(cause),
+            action=exc.action,
+        )
+        recorder().message_refused(self.platform)
+        quote = inbound.platform_message_id if inbound.chat_kind != "private" else None
+        await self.send(
+            Outbound(target=inbound.target, text=REFUSED_NOTICE, reply_to_platform_id=quote)
+        )
 
     async def send(self, outbound: Outbound) -> SendResult:
         """Send a message, as the platform's chunks, its buttons on the last one.

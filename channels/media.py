@@ -39,3 +39,8 @@ def unreadable_notice(kind: MediaKind) -> str:
         f"I can only read text, so I can't open {_NAMES[kind]}. "
         f"Write what you'd like me to know{hint} and I'll answer."
     )
+
+
+# The one reply to a message the store refused for good (a value the database
+# can never take): it was confirmed, never answered, and is not tried again.
+REFUSED_NOTICE = "Sorry, I could not read that message. Could you send it again in other words?"

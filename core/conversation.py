@@ -27,7 +27,7 @@ from core.errors import KeptError
 from core.llm import Completion, LLMError, Role
 from core.locks import SessionLocks
 from core.logs import event
-from core.messages import Inbound, Outbound, Sender, Target
+from core.messages import Inbound, Outbound, Sender, Target, storable
 from core.metrics import recorder
 from core.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.store.base import (
@@ -38,7 +38,7 @@ from core.store.base import (
     Store,
     UnknownSession,
 )
-from core.store.errors import storage_action
+from core.store.errors import refused_value, storage_action
 from core.tools import ToolContext, ToolRegistry
 from core.users import UserZones
 
@@ -62,6 +62,13 @@ class MessageNotStored(KeptError):
     def action(self) -> str:
         """What the operator should do, for the log line."""
         return storage_action(self.__cause__ or self)
+
+    @property
+    def deterministic(self) -> bool:
+        """The store refused a value it can never take (not an outage):
+        retrying cannot help, so the channel confirms the message instead of
+        holding it (core/store/errors.py)."""
+        return refused_value(self.__cause__ or self)
 
 
 class ChatModel(Protocol):
@@ -232,7 +239,7 @@ class ConversationManager:
                 platform=platform,
                 chat_id=chat_id,
                 platform_message_id=platform_message_id,
-                text=text,
+                text=storable(text),
             )
         except Exception as exc:
             raise MessageNotStored(

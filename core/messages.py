@@ -8,10 +8,31 @@ the platform accepted the message.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
+
+# A UTF-16 surrogate on its own (Python lets a str hold one; UTF-8 cannot
+# encode it) and NUL (PostgreSQL's text refuses it).
+_UNSTORABLE = re.compile("[\ud800-\udfff]|\x00")
+
+
+def storable(text: str) -> str:
+    """`text` as every store can keep it: each lone UTF-16 surrogate becomes
+    U+FFFD (a pair spelled as two surrogates becomes its character) and NUL
+    is removed; anything else is left exactly as it was. The
+    one place text from outside (a platform, an import, the model) is made
+    fit for the transcript, the search index and the model alike."""
+    if _UNSTORABLE.search(text) is None:
+        return text  # the common case costs one scan
+    # Through UTF-16: a high and a low surrogate side by side (text decoded
+    # with surrogatepass) join into the character they spell; a lone one
+    # becomes U+FFFD.
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return joined.replace("\x00", "")
+
 
 ChatKind = Literal["private", "group", "channel"]
 CHAT_KINDS: tuple[ChatKind, ...] = ("private", "group", "channel")
@@ -70,6 +91,11 @@ class Inbound:
     text: str
     ts: datetime
     platform_message_id: str | None = None
+
+    def __post_init__(self) -> None:
+        # Built here, made storable here: the transcript, the index and the
+        # model all see this one text.
+        object.__setattr__(self, "text", storable(self.text))
 
     @property
     def session_key(self) -> str:

@@ -47,6 +47,12 @@ class Metrics(Protocol):
     def extraction_skipped(self, exchanges: int) -> None:
         """The pre-filter kept `exchanges` without a cue from the extraction model."""
 
+    def message_refused(self, platform: str) -> None:
+        """The store refused a user's message for good (a value it can never take)."""
+
+    def update_parked(self, platform: str) -> None:
+        """An update that kept failing while others were stored was parked."""
+
 
 class NoMetrics:
     """The default: records nothing."""
@@ -76,6 +82,12 @@ class NoMetrics:
         pass
 
     def extraction_skipped(self, exchanges: int) -> None:
+        pass
+
+    def message_refused(self, platform: str) -> None:
+        pass
+
+    def update_parked(self, platform: str) -> None:
         pass
 
 

@@ -126,7 +126,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
             event(
                 log, logging.WARNING, "telegram_commands_menu_failed", error=scrub(str(exc), token)
             )
-        intake = UpdateIntake(self._process, self._ctx.clock, secret=token)
+        intake = UpdateIntake(self._process, self._ctx.clock, secret=token, parked=self._ctx.parked)
         try:
             mode = await self._start_intake(bot, intake, tg)
         except BaseException:

@@ -221,7 +221,8 @@ class UpdateHandoff:
         """Into the intake's lane of its chat; what resolves once the update
         is safe (None: nothing to wait for, it is safe already or unreadable)."""
         try:
-            update = Update.de_json(json.loads(row.payload), self._bot)
+            raw = json.loads(row.payload)
+            update = Update.de_json(raw, self._bot)
         except Exception as exc:
             event(
                 log,
@@ -231,7 +232,7 @@ class UpdateHandoff:
                 error=scrub(repr(exc), self._secret),
             )
             return None
-        job = self._intake.submit(update)
+        job = self._intake.submit(update, raw)
         return job.safe if job is not None else None
 
     async def _done(self, ids: list[int]) -> None:

@@ -20,6 +20,18 @@ update that is not safe yet. Other chats go on. An update id is remembered
 as seen only once it is safe, so a re-delivery of one that never was (after
 a restart, or a webhook retry) is processed.
 
+Two exceptions keep one bad update from holding its chat forever. A store
+error of the deterministic class (a value the database can never take,
+core/store/errors.py) is never retried: the update is confirmed, and a
+message's sender was told that kept could not read it (channels/base.py).
+And an update that still fails after PARK_AFTER tries while other chats'
+updates were stored meanwhile (so the store is up, and it is this update)
+is parked: written with its error into the parked updates
+(core/store/parked.py), then confirmed. `kept updates retry` asks for a
+replay; the intake looks for one every REPLAY_EVERY seconds and feeds it
+through the same processing (a parked update fails the same way after a
+restart, so the replay is the running bot's, not the command's).
+
 With several workers on PostgreSQL the poller has a sink instead
 (channels/telegram/handoff.py): a batch is safe once the sink wrote it to the
 queue every worker reads, and only then does the offset pass it. Those
@@ -31,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import warnings
 from collections import OrderedDict, deque
@@ -48,6 +61,9 @@ from channels.telegram.send import retry_after_seconds, scrub
 from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
 from core.logs import event
+from core.metrics import recorder
+from core.store.errors import root_cause
+from core.store.parked import ParkedUpdate, ParkedUpdates
 
 log = logging.getLogger("kept.telegram")
 
@@ -59,6 +75,11 @@ MAX_STORE_BACKOFF = 30.0
 # held update is still there), so other chats are polled at this pace.
 HELD_POLL_EVERY = 2.0
 SEEN_LIMIT = 10_000
+# Tries (about 30 s of backoff) before an update that keeps failing while
+# other chats' updates are stored is parked.
+PARK_AFTER = 5
+# How often the intake looks for parked updates `kept updates retry` asked to replay.
+REPLAY_EVERY = 5.0
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 MarkSafe = Callable[[], None]
@@ -78,6 +99,10 @@ class _Job:
     safe: asyncio.Future[None]
     on_safe: Callable[[_Job], None]
     held: bool = False
+    # The update as Telegram sent it (what a parked update keeps); None: read back from PTB.
+    raw: dict[str, Any] | None = None
+    # Made safe by being parked, not by being processed.
+    parked: bool = False
 
     def mark_safe(self) -> None:
         if not self.safe.done():
@@ -108,10 +133,24 @@ def lane_of(update: Update) -> str:
 class UpdateIntake:
     """Lanes per chat, plus the two ways updates arrive (polling, webhook)."""
 
-    def __init__(self, process: Processor, clock: Clock, *, secret: str = "") -> None:
+    def __init__(
+        self,
+        process: Processor,
+        clock: Clock,
+        *,
+        secret: str = "",
+        parked: ParkedUpdates | None = None,
+    ) -> None:
         self._process = process
         self._clock = clock
         self._secret = secret  # the bot token, scrubbed from logged errors
+        # Where an update that keeps failing alone is parked; None: it is held.
+        self._parked = parked
+        self._source = ""  # `telegram:<bot id>`, known once started
+        self._replayer: asyncio.Task[None] | None = None
+        # Updates the processor made safe (stored, handled): whether other
+        # chats get on while one update keeps failing.
+        self._progress = 0
         self._lanes: dict[str, _Lane] = {}
         # Updates taken in and not safe yet, by id: the polling offset never
         # passes the lowest of them.
@@ -133,15 +172,15 @@ class UpdateIntake:
         """Chats with updates in hand or waiting: an idle chat has no lane."""
         return len(self._lanes)
 
-    def submit(self, update: Update) -> _Job | None:
+    def submit(self, update: Update, raw: dict[str, Any] | None = None) -> _Job | None:
         """Queue an update (or find it already queued); None for an update
-        that is already safe."""
+        that is already safe. `raw` is the update as Telegram sent it."""
         uid = update.update_id
         if uid in self._seen:
             return None
         if (job := self._open.get(uid)) is not None:
             return job
-        job = _Job(update, asyncio.get_running_loop().create_future(), self._on_safe)
+        job = _Job(update, asyncio.get_running_loop().create_future(), self._on_safe, raw=raw)
         self._open[uid] = job
         key = lane_of(update)
         lane = self._lanes.setdefault(key, _Lane())
@@ -178,13 +217,31 @@ class UpdateIntake:
 
     async def _run(self, job: _Job) -> None:
         """Process one update; a message that cannot be stored is tried again
-        (with backoff, on the injected clock) until it is, holding the lane."""
+        (with backoff, on the injected clock) until it is, holding the lane;
+        unless the store refused it for good (confirmed at once), or it keeps
+        failing while other chats get on (parked, then confirmed)."""
         failures = 0
+        progress_before = self._progress
+
+        def made_safe() -> None:
+            if not job.safe.done():
+                self._progress += 1
+            job.mark_safe()
+
         while True:
             try:
-                await self._process(job.update, job.mark_safe)
+                await self._process(job.update, made_safe)
             except MessageNotStored as exc:
+                if exc.deterministic:
+                    self._refused(job, exc)
+                    break
                 failures += 1
+                if (
+                    failures >= PARK_AFTER
+                    and self._progress > progress_before
+                    and await self._park(job, exc, failures)
+                ):
+                    break
                 job.held = True
                 self._changed.set()
                 wait = min(MAX_STORE_BACKOFF, 2.0 ** (failures - 1))
@@ -220,8 +277,124 @@ class UpdateIntake:
                     chat=_chat_of(job.update),
                     failures=failures,
                 )
-                job.held = False
+            break
+        job.held = False
+
+    def _refused(self, job: _Job, exc: MessageNotStored) -> None:
+        """The store can never take what this update carries (an edit, say:
+        a message's own refusal was answered by the channel): confirmed, not
+        retried."""
+        event(
+            log,
+            logging.ERROR,
+            "telegram_update_refused",
+            update=job.update.update_id,
+            chat=_chat_of(job.update),
+            cause=scrub(root_cause(exc), self._secret),
+            action=exc.action,
+        )
+
+    async def _park(self, job: _Job, exc: MessageNotStored, tries: int) -> bool:
+        """Write the update and its error into the parked updates, so it can
+        be confirmed; False when there is nowhere to park it or that failed
+        too (it is held then, as before)."""
+        if self._parked is None or not self._source:
+            return False
+        raw = job.raw if job.raw is not None else job.update.to_dict()
+        cause = scrub(root_cause(exc), self._secret)
+        parked = ParkedUpdate(
+            source=self._source,
+            update_id=job.update.update_id,
+            lane=lane_of(job.update),
+            payload=json.dumps(raw),  # ASCII JSON: storable whatever the text holds
+            error=cause,
+            tries=tries,
+            parked_at=self._clock.now(),
+        )
+        try:
+            await self._parked.park(parked)
+        except Exception as park_exc:
+            event(
+                log,
+                logging.ERROR,
+                "telegram_park_failed",
+                update=job.update.update_id,
+                error=scrub(repr(park_exc), self._secret),
+                action=exc.action,
+            )
+            return False
+        job.parked = True
+        recorder().update_parked("telegram")
+        event(
+            log,
+            logging.ERROR,
+            "telegram_update_parked",
+            update=job.update.update_id,
+            chat=_chat_of(job.update),
+            tries=tries,
+            cause=cause,
+            action="other chats are stored, this update keeps failing: see `kept doctor`; "
+            "once the cause is fixed, `kept updates retry` replays it",
+        )
+        return True
+
+    # --- parked updates -------------------------------------------------------------
+
+    def _start_replays(self, bot: Bot) -> None:
+        """Look for replays `kept updates retry` asked for, while running."""
+        self._source = f"telegram:{bot.id}"
+        if self._parked is None or self._replayer is not None:
             return
+        self._replayer = asyncio.create_task(self._replays(bot), name="telegram-replays")
+
+    async def _replays(self, bot: Bot) -> None:
+        failures = 0
+        while True:
+            try:
+                await self.replay_parked(bot)
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                if failures == 1:  # one line per outage
+                    event(
+                        log,
+                        logging.WARNING,
+                        "telegram_replay_failed",
+                        error=scrub(repr(exc), self._secret),
+                        action="check the database; asked replays wait there meanwhile",
+                    )
+            await self._clock.sleep(REPLAY_EVERY)
+
+    async def replay_parked(self, bot: Bot) -> int:
+        """Feed the parked updates whose replay was asked for through the
+        lanes again, as if Telegram had sent them now; forget each once it
+        is safe (one that fails again is parked again). Returns how many
+        were replayed."""
+        assert self._parked is not None
+        taken = await self._parked.take_retries(self._source)
+        jobs: list[_Job] = []
+        for parked in taken:
+            raw = json.loads(parked.payload)
+            update = Update.de_json(raw, bot)
+            self._seen.pop(update.update_id, None)  # it was confirmed by parking it
+            job = self.submit(update, raw)
+            if job is not None:
+                jobs.append(job)
+        for job in jobs:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(job.safe)
+            if job.safe.done() and not job.safe.cancelled() and not job.parked:
+                await self._parked.resolve(self._source, job.update.update_id)
+                event(
+                    log,
+                    logging.INFO,
+                    "telegram_update_replayed",
+                    update=job.update.update_id,
+                    chat=_chat_of(job.update),
+                )
+        return len(jobs)
 
     async def _settled(self, jobs: Iterable[_Job]) -> None:
         """Wait until every job is safe or held for a retry."""
@@ -240,6 +413,7 @@ class UpdateIntake:
         returned (channels/telegram/handoff.py: several workers)."""
         poll = self._poll(bot, poll_seconds=timeout, read_seconds=read_timeout, sink=sink)
         self._poller = asyncio.create_task(poll, name="telegram-poll")
+        self._start_replays(bot)
 
     async def _fetch(
         self, bot: Bot, offset: int | None, poll_seconds: float, read_seconds: float
@@ -341,8 +515,8 @@ class UpdateIntake:
             await self._clock.sleep(wait)
 
     def _submit_all(self, polled: Iterable[Polled]) -> Iterable[_Job]:
-        for _, update in polled:
-            job = self.submit(update)
+        for raw, update in polled:
+            job = self.submit(update, raw)
             if job is not None:
                 yield job
 
@@ -389,6 +563,7 @@ class UpdateIntake:
         that address (one port for the webhook, /healthz and /metrics),
         else on a server of its own."""
         receive = self._webhook_handler(bot, secret_token)
+        self._start_replays(bot)
         if shared is not None and shared.serves(host, port):
             shared.mount(path, receive)
             self._unmount = lambda: shared.unmount(path)
@@ -410,11 +585,12 @@ class UpdateIntake:
                 event(log, logging.WARNING, "telegram_webhook_refused", remote=request.remote)
                 return web.Response(status=403)
             try:
-                update = Update.de_json(await request.json(), bot)
+                raw = await request.json()
+                update = Update.de_json(raw, bot)
             except Exception as exc:
                 event(log, logging.WARNING, "telegram_webhook_bad_body", error=repr(exc))
                 return web.Response(status=400)
-            job = self.submit(update)
+            job = self.submit(update, raw)
             if job is not None:
                 # Answering 200 is the confirmation: only once it is safe. A
                 # message held for a storage retry gets a 503 instead, so
@@ -446,6 +622,11 @@ class UpdateIntake:
         updates, then cancel them (those stay unconfirmed)."""
         self._closing = True
         await self.stop_polling()
+        if self._replayer is not None:
+            self._replayer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._replayer
+            self._replayer = None
         workers = [lane.worker for lane in self._lanes.values() if lane.worker is not None]
         if workers:
             await asyncio.wait(workers, timeout=grace)

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Literal, get_args
 
 from core.clock import iso_utc
+from core.messages import storable
 
 Status = Literal["pending", "snoozed", "sent", "dismissed", "resolved", "expired", "failed"]
 Kind = Literal["event_check_in", "deadline_check", "care_check_in", "open_loop"]
@@ -68,6 +69,11 @@ class NewCommitment:
     due_timezone: str
     source_message_id: int | None
     created_at: datetime
+
+    def __post_init__(self) -> None:
+        # The extraction model's words: made storable like every text (core.messages).
+        for name in ("reason", "suggested_text", "dedupe_key"):
+            object.__setattr__(self, name, storable(getattr(self, name)))
 
 
 @dataclass(frozen=True, slots=True)

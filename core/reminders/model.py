@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal, get_args
 
 from core.clock import iso_utc
-from core.messages import Target
+from core.messages import Target, storable
 
 ScheduleKind = Literal["at", "after", "cron"]
 Status = Literal["active", "done", "cancelled", "failed"]
@@ -45,6 +45,11 @@ class NewReminder:
     timezone: str  # IANA name: cron fields are read in it, and times shown in it
     next_fire_at: datetime
     created_at: datetime
+
+    def __post_init__(self) -> None:
+        # The model's words (schedule_reminder's arguments), stored as they
+        # are sent later: made storable like every text (core.messages).
+        object.__setattr__(self, "text", storable(self.text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,12 +22,14 @@ from core.reminders.store import ReminderStore
 from core.store.app_state import AppStateStore
 from core.store.base import Store
 from core.store.errors import DatabaseMissing, masked_url
+from core.store.parked import ParkedUpdates
 from core.store.sqlite import (
     SqliteAppStateStore,
     SqliteCommitmentStore,
     SqliteExtractionJobStore,
     SqliteHeartbeatStore,
     SqlitePairingStore,
+    SqliteParkedUpdates,
     SqlitePauseStore,
     SqliteReminderStore,
     SqliteStore,
@@ -59,6 +61,8 @@ class Backend:
     user_zones: UserZoneStore
     # Pairing codes and the users the operator approved (dmPolicy: pairing).
     pairing: PairingStore
+    # Updates parked after failing while other chats' were stored.
+    parked: ParkedUpdates
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
@@ -98,6 +102,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         app_state=SqliteAppStateStore(store),
         user_zones=SqliteUserZoneStore(store),
         pairing=SqlitePairingStore(store),
+        parked=SqliteParkedUpdates(store),
     )
 
 
@@ -113,6 +118,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         PostgresExtractionJobStore,
         PostgresHeartbeatStore,
         PostgresPairingStore,
+        PostgresParkedUpdates,
         PostgresPauseStore,
         PostgresReminderStore,
         PostgresSessionGuard,
@@ -133,6 +139,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         app_state=PostgresAppStateStore(connection),
         user_zones=PostgresUserZoneStore(connection),
         pairing=PostgresPairingStore(connection),
+        parked=PostgresParkedUpdates(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

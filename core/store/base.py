@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Self
 
 from core.errors import KeptError
-from core.messages import ChatKind
+from core.messages import ChatKind, storable
 
 if TYPE_CHECKING:
     from core.search.redact import Redactor
@@ -62,6 +62,14 @@ class NewMessage:
     in_reply_to: int | None = None
     # JSON for tool calls / tool results (the OpenAI message shape), else None.
     payload: str | None = None
+
+    def __post_init__(self) -> None:
+        # Every row of the transcript is built here: a model answer, a tool
+        # call's arguments, a check-in or a reminder's text is made storable
+        # like a user's message (core.messages.storable).
+        object.__setattr__(self, "text", storable(self.text))
+        if self.payload is not None:
+            object.__setattr__(self, "payload", storable(self.payload))
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +123,9 @@ class ImportRow:
     role: Role
     text: str
     ts: datetime
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", storable(self.text))
 
 
 # How far back a turn looks for earlier messages of its session still

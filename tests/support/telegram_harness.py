@@ -52,6 +52,7 @@ class TelegramHarness:
             environ=self.environ,
             users=self.services.users,
             pairing=self.services.pairing,
+            parked=self.services.backend.parked,
         )
 
     def adapter(self, **options: Any) -> TelegramAdapter:

@@ -19,6 +19,7 @@ updates.py      the UpdateQueue: polled updates handed to every worker
 app_state.py    the AppStateStore (small values the bot keeps about itself)
 users.py        the UserZoneStore (each user's own time zone)
 pairing.py      the PairingStore (pairing codes and approved users)
+parked.py       ParkedUpdates (updates parked after failing while others were stored)
 """
 
 from core.store.postgres.app_state import PostgresAppStateStore
@@ -29,6 +30,7 @@ from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
 from core.store.postgres.pairing import PostgresPairingStore
+from core.store.postgres.parked import PostgresParkedUpdates
 from core.store.postgres.reminders import PostgresReminderStore
 from core.store.postgres.updates import PostgresUpdateQueue
 from core.store.postgres.users import PostgresUserZoneStore
@@ -41,6 +43,7 @@ __all__ = [
     "PostgresExtractionJobStore",
     "PostgresHeartbeatStore",
     "PostgresPairingStore",
+    "PostgresParkedUpdates",
     "PostgresPauseStore",
     "PostgresReminderStore",
     "PostgresSessionGuard",

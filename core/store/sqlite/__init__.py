@@ -14,6 +14,7 @@ extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 app_state.py    the AppStateStore (small values the bot keeps about itself)
 users.py        the UserZoneStore (each user's own time zone)
 pairing.py      the PairingStore (pairing codes and approved users)
+parked.py       ParkedUpdates (updates parked after failing while others were stored)
 """
 
 from core.store.sqlite.app_state import SqliteAppStateStore
@@ -22,6 +23,7 @@ from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePa
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
 from core.store.sqlite.pairing import SqlitePairingStore
+from core.store.sqlite.parked import SqliteParkedUpdates
 from core.store.sqlite.reminders import SqliteReminderStore
 from core.store.sqlite.users import SqliteUserZoneStore
 
@@ -31,6 +33,7 @@ __all__ = [
     "SqliteExtractionJobStore",
     "SqliteHeartbeatStore",
     "SqlitePairingStore",
+    "SqliteParkedUpdates",
     "SqlitePauseStore",
     "SqliteReminderStore",
     "SqliteStore",
