@@ -24,6 +24,7 @@ from bot.reminders_cmd import reminders_group
 from bot.runtime import CHANNEL_HELP, Runtime, StartupError, channel_context, serve
 from bot.search_cmd import import_command, reindex_command, search_command
 from bot.store_access import check_storage_writable, load_or_fail
+from bot.updates_cmd import updates_group
 from bot.users_cmd import users_group
 from channels.console import ConsoleAdapter
 from core.config import ConfigError, KeptConfig
@@ -52,6 +53,7 @@ main.add_command(reminders_group, "reminders")
 main.add_command(users_group, "users")
 main.add_command(pairing_group, "pairing")
 main.add_command(eval_group, "eval")
+main.add_command(updates_group, "updates")
 
 
 def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, KeptConfig]:

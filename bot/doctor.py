@@ -18,6 +18,7 @@ from bot.doctor_platforms import Check, check_discord, check_telegram
 from bot.preflight import endpoint_problem
 from bot.services import open_storage
 from bot.store_access import MISSING_HINT, probe_write
+from bot.updates_cmd import parked_check
 from core.config import KeptConfig
 from core.config_file import ConfigError, config_source, load_config
 from core.llm import LLMClient, LLMError
@@ -81,6 +82,7 @@ async def _check_database(config: KeptConfig) -> list[Check]:
             checks.append(Check(True, "database write", "a test write succeeded"))
         except Exception as exc:
             checks.append(Check(False, "database write", f"{exc}; {storage_action(exc)}"))
+        checks.append(await parked_check(backend))
         return checks
     finally:
         await backend.close()
