@@ -41,3 +41,23 @@ class DiskFull:
 
     def _matches(self, session_key: str) -> bool:
         return self._sessions is None or session_key in self._sessions
+
+
+class Unstorable:
+    """Storing a user message of `sessions` hands the real store its text with
+    `poison` added after core made it storable: the backend's driver refuses
+    it as it refuses such text for real (SQLite: a lone surrogate cannot be
+    encoded; PostgreSQL: text cannot hold NUL). `attempts` counts the tries."""
+
+    def __init__(self, store: Store, *, sessions: Collection[str], poison: str) -> None:
+        self.attempts = 0
+        real = store.add_message
+
+        async def add_message(message: NewMessage) -> MessageRecord:
+            if message.role == "user" and message.session_key in sessions:
+                self.attempts += 1
+                # Past NewMessage's own cleaning, as text that skipped it would be.
+                object.__setattr__(message, "text", message.text + poison)
+            return await real(message)
+
+        store.add_message = add_message  # type: ignore[method-assign]
