@@ -202,3 +202,19 @@ async def test_an_update_failing_alone_is_parked_listed_and_replayed(tmp_path: P
             assert (code, out) == (0, "no parked updates\n")
     finally:
         uninstall(metrics)
+
+
+async def test_an_outage_of_every_chat_is_held_never_parked(tmp_path: Path) -> None:
+    async with telegram_harness(tmp_path) as tg:
+        full = DiskFull(tg.store)  # every chat's messages fail: the store is down
+        await tg.start()
+        first = await tg.fake.push_message("first", chat_id=BAD_CHAT)
+        await tg.fake.push_message("second", chat_id=OTHERS[0])
+        await until(tg, lambda: full.failures >= 4 * PARK_AFTER, within=20)
+        assert await tg.services.backend.parked.count() == 0
+        assert first["update_id"] not in tg.fake.confirmed
+        assert max(tg.fake.offsets()) <= first["update_id"]
+        full.active = False
+        await until(tg, lambda: tg.fake.texts(BAD_CHAT) and tg.fake.texts(OTHERS[0]), within=60)
+        assert tg.fake.texts(BAD_CHAT) == ["echo: first"]
+        assert tg.fake.texts(OTHERS[0]) == ["echo: second"]
