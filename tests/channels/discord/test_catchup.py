@@ -18,8 +18,10 @@ import pytest
 
 from channels.discord import DiscordAdapter
 from channels.discord.catchup import HISTORY_LIMIT, HISTORY_WINDOW
+from channels.media import REFUSED_NOTICE
 from core.store.base import NewMessage
 from tests.fakes.discord_server import Script
+from tests.fakes.store_faults import Unstorable
 from tests.support.discord_harness import DiscordHarness, discord_harness
 
 
@@ -457,3 +459,22 @@ async def test_a_channel_keeps_no_lane_once_nothing_is_in_it(harness: DiscordHar
     await answered(harness, 4)
     await settled(harness, adapter)
     await fake.wait_for(lambda: adapter.catchup.lanes == 0, within=1.0)
+
+
+async def test_a_message_the_store_refuses_is_told_once_and_holds_nothing(
+    harness: DiscordHarness,
+) -> None:
+    fake, clock = harness.fake, harness.clock
+    refuses = Unstorable(harness.store, sessions={harness.dm_key()}, poison="\ud800")
+    adapter = await harness.start()
+    await fake.say("a message the store refuses")
+    await fake.wait_for(lambda: fake.texts() == [REFUSED_NOTICE])
+    await settled(harness, adapter)
+    assert adapter.catchup.held == 0 and adapter.catchup.behind() == []
+    await fake.say("hello", author=fake.ben)
+    await answered(harness, 2)
+    for _ in range(30):  # no retry comes later
+        await clock.advance(1)
+        await asyncio.sleep(0)
+    assert refuses.attempts == 1
+    assert fake.texts() == [REFUSED_NOTICE, "echo: hello"]
