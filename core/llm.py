@@ -29,6 +29,7 @@ from core.clock import Clock, SystemClock
 from core.config import LlmConfig
 from core.errors import KeptError
 from core.logs import event
+from core.messages import storable
 from core.metrics import recorder
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,11 @@ class ToolCall:
     name: str
     arguments: str  # raw JSON text from the model, validated by the tool layer
 
+    def __post_init__(self) -> None:
+        # The model's words, made storable where they come in (core.messages):
+        # a tool's arguments reach the transcript and the tools' own rows.
+        object.__setattr__(self, "arguments", storable(self.arguments))
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -82,6 +88,11 @@ class Completion:
     finish_reason: str | None
     model: str
     usage: Usage | None = None
+
+    def __post_init__(self) -> None:
+        # A chat reply, a check-in, a reminder's words: what is sent is what
+        # is stored (core.messages.storable).
+        object.__setattr__(self, "text", storable(self.text))
 
 
 class LLMError(KeptError):

@@ -98,3 +98,12 @@ def test_an_outage_is_transient(error: BaseException) -> None:
     assert not _wrapped(error).deterministic
     assert not refused_value(error)
     assert storage_action(error) != REFUSED_ACTION
+
+
+def test_the_models_answers_are_storable_where_they_come_in() -> None:
+    from core.llm import Completion, ToolCall
+
+    call = ToolCall("c1", "schedule_reminder", '{"text": "pills \ud800\x00"}')
+    done = Completion("answer \udfff\x00", [call], "stop", "m")
+    assert done.text == "answer \ufffd"
+    assert done.tool_calls[0].arguments == '{"text": "pills \ufffd"}'
