@@ -153,7 +153,14 @@ def read_import_file(path: Path) -> tuple[list[ImportRow], list[str]]:
             if not line.strip():
                 continue
             try:
-                item = ImportLine.model_validate_json(line)
+                # The stdlib's JSON reads a lone surrogate escape ("\ud800", which
+                # pydantic's parser refuses); ImportRow makes the text storable.
+                item = ImportLine.model_validate(json.loads(line))
+            except json.JSONDecodeError as exc:
+                problems.append(
+                    f"{path}:{number}: line: invalid JSON: {exc.msg} at column {exc.colno}"
+                )
+                continue
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "line"

@@ -144,3 +144,20 @@ def test_truncated_when_more_matches_exist_than_the_limit(tmp_path):
     assert code == 0 and "more matches exist than shown" in out
     code, out, _ = run("search", "budget", "--limit", "4", "--config", str(config))
     assert code == 0 and "more matches" not in out
+
+
+def test_import_makes_surrogates_and_nul_storable(tmp_path):
+    odd = [
+        {"session": "agent:main:telegram:private:1", "role": "user",
+         "text": "broken \ud800 surrogate quokka", "ts": "2026-11-01T10:00:00Z"},
+        {"session": "agent:main:telegram:private:1", "role": "user",
+         "text": "nul\u0000byte quokka", "ts": "2026-11-01T10:00:01Z"},
+    ]  # fmt: skip
+    config, data = setup(tmp_path, odd)  # JSON escapes: \ud800 and \u0000 in the file
+    code, out, err = run("import", str(data), "--config", str(config))
+    assert code == 0, err
+    assert "imported 2 messages" in out
+    code, out, err = run("search", "quokka", "--json", "--config", str(config))
+    assert code == 0, err
+    snippets = sorted(r["snippet"] for r in json.loads(out)["results"])
+    assert snippets == ["broken \ufffd surrogate quokka", "nulbyte quokka"]
