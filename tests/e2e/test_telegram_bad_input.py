@@ -105,6 +105,8 @@ def refused_once(tg: Any) -> bool:
 async def test_a_message_the_store_refuses_is_confirmed_and_its_sender_told_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    metrics = PrometheusMetrics()
+    install(metrics)
     async with telegram_harness(tmp_path) as tg:
         refuses = Unstorable(tg.store, sessions={BAD}, poison="\ud800")
         await tg.start()
@@ -124,6 +126,8 @@ async def test_a_message_the_store_refuses_is_confirmed_and_its_sender_told_once
         ]
         assert len(logged) == 1 and "UnicodeEncodeError" in logged[0]
         assert not [r for r in caplog.records if "telegram_store_failed" in r.getMessage()]
+    uninstall(metrics)
+    assert 'kept_messages_refused_total{platform="telegram"} 1.0' in metrics.exposition().decode()
 
 
 async def test_a_nul_postgres_refuses_is_confirmed_and_its_sender_told_once(
