@@ -24,7 +24,7 @@ import click
 from bot.context import config_option, resolve_config_path
 from bot.doctor_platforms import Check
 from bot.store_access import load_or_fail, opened_backend
-from channels.telegram.intake import REPLAY_EVERY
+from channels.telegram.parking import REPLAY_EVERY
 from core.clock import SystemClock, iso_utc
 from core.store.parked import ParkedUpdate
 

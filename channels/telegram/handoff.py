@@ -38,6 +38,7 @@ from functools import partial
 from telegram import Bot, Update
 
 from channels.telegram.intake import Polled, UpdateIntake, lane_of
+from channels.telegram.parking import source_of
 from channels.telegram.send import scrub
 from core.clock import Clock, sleep_or_until_set
 from core.locks import SessionGuard
@@ -59,11 +60,6 @@ MAX_BACKOFF = 30.0
 # How often a worker that does not poll Telegram looks whether the poller is
 # gone (a dead worker's role is free at once; this bounds the takeover).
 LEADER_CHECK = 2.0
-
-
-def source_of(bot: Bot) -> str:
-    """Whose updates: the platform and the bot (one token, one queue)."""
-    return f"telegram:{bot.id}"
 
 
 class UpdateHandoff:

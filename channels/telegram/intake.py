@@ -26,11 +26,8 @@ core/store/errors.py) is never retried: the update is confirmed, and a
 message's sender was told that kept could not read it (channels/base.py).
 And an update that still fails after PARK_AFTER tries while other chats'
 updates were stored meanwhile (so the store is up, and it is this update)
-is parked: written with its error into the parked updates
-(core/store/parked.py), then confirmed. `kept updates retry` asks for a
-replay; the intake looks for one every REPLAY_EVERY seconds and feeds it
-through the same processing (a parked update fails the same way after a
-restart, so the replay is the running bot's, not the command's).
+is parked (parking.py), then confirmed; `kept updates retry` has the
+running bot replay it through the same lanes.
 
 With several workers on PostgreSQL the poller has a sink instead
 (channels/telegram/handoff.py): a batch is safe once the sink wrote it to the
@@ -43,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 import warnings
 from collections import OrderedDict, deque
@@ -57,13 +53,13 @@ from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter,
 from telegram.warnings import PTBUserWarning
 
 from channels.base import WebRoutes
+from channels.telegram.parking import PARK_AFTER, UpdateParking
 from channels.telegram.send import retry_after_seconds, scrub
 from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
 from core.logs import event
-from core.metrics import recorder
 from core.store.errors import root_cause
-from core.store.parked import ParkedUpdate, ParkedUpdates
+from core.store.parked import ParkedUpdates
 
 log = logging.getLogger("kept.telegram")
 
@@ -75,11 +71,6 @@ MAX_STORE_BACKOFF = 30.0
 # held update is still there), so other chats are polled at this pace.
 HELD_POLL_EVERY = 2.0
 SEEN_LIMIT = 10_000
-# Tries (about 30 s of backoff) before an update that keeps failing while
-# other chats' updates are stored is parked.
-PARK_AFTER = 5
-# How often the intake looks for parked updates `kept updates retry` asked to replay.
-REPLAY_EVERY = 5.0
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 MarkSafe = Callable[[], None]
@@ -145,9 +136,7 @@ class UpdateIntake:
         self._clock = clock
         self._secret = secret  # the bot token, scrubbed from logged errors
         # Where an update that keeps failing alone is parked; None: it is held.
-        self._parked = parked
-        self._source = ""  # `telegram:<bot id>`, known once started
-        self._replayer: asyncio.Task[None] | None = None
+        self._parking = UpdateParking(parked, clock, secret=secret) if parked is not None else None
         # Updates the processor made safe (stored, handled): whether other
         # chats get on while one update keeps failing.
         self._progress = 0
@@ -295,106 +284,22 @@ class UpdateIntake:
         )
 
     async def _park(self, job: _Job, exc: MessageNotStored, tries: int) -> bool:
-        """Write the update and its error into the parked updates, so it can
-        be confirmed; False when there is nowhere to park it or that failed
-        too (it is held then, as before)."""
-        if self._parked is None or not self._source:
+        """Parked (so it may be confirmed), or False: nowhere to park it, or
+        that failed too (it is held then, as before)."""
+        if self._parking is None:
             return False
-        raw = job.raw if job.raw is not None else job.update.to_dict()
-        cause = scrub(root_cause(exc), self._secret)
-        parked = ParkedUpdate(
-            source=self._source,
-            update_id=job.update.update_id,
-            lane=lane_of(job.update),
-            payload=json.dumps(raw),  # ASCII JSON: storable whatever the text holds
-            error=cause,
-            tries=tries,
-            parked_at=self._clock.now(),
-        )
-        try:
-            await self._parked.park(parked)
-        except Exception as park_exc:
-            event(
-                log,
-                logging.ERROR,
-                "telegram_park_failed",
-                update=job.update.update_id,
-                error=scrub(repr(park_exc), self._secret),
-                action=exc.action,
-            )
-            return False
-        job.parked = True
-        recorder().update_parked("telegram")
-        event(
-            log,
-            logging.ERROR,
-            "telegram_update_parked",
-            update=job.update.update_id,
-            chat=_chat_of(job.update),
-            tries=tries,
-            cause=cause,
-            action="other chats are stored, this update keeps failing: see `kept doctor`; "
-            "once the cause is fixed, `kept updates retry` replays it",
-        )
-        return True
+        lane = lane_of(job.update)
+        job.parked = await self._parking.park(job.update, job.raw, lane, exc, tries)
+        return job.parked
 
-    # --- parked updates -------------------------------------------------------------
+    def _resubmit(self, update: Update, raw: dict[str, Any]) -> _Job | None:
+        """A parked update, confirmed when it was parked, into its lane again."""
+        self._seen.pop(update.update_id, None)
+        return self.submit(update, raw)
 
-    def _start_replays(self, bot: Bot) -> None:
-        """Look for replays `kept updates retry` asked for, while running."""
-        self._source = f"telegram:{bot.id}"
-        if self._parked is None or self._replayer is not None:
-            return
-        self._replayer = asyncio.create_task(self._replays(bot), name="telegram-replays")
-
-    async def _replays(self, bot: Bot) -> None:
-        failures = 0
-        while True:
-            try:
-                await self.replay_parked(bot)
-                failures = 0
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                failures += 1
-                if failures == 1:  # one line per outage
-                    event(
-                        log,
-                        logging.WARNING,
-                        "telegram_replay_failed",
-                        error=scrub(repr(exc), self._secret),
-                        action="check the database; asked replays wait there meanwhile",
-                    )
-            await self._clock.sleep(REPLAY_EVERY)
-
-    async def replay_parked(self, bot: Bot) -> int:
-        """Feed the parked updates whose replay was asked for through the
-        lanes again, as if Telegram had sent them now; forget each once it
-        is safe (one that fails again is parked again). Returns how many
-        were replayed."""
-        assert self._parked is not None
-        taken = await self._parked.take_retries(self._source)
-        jobs: list[_Job] = []
-        for parked in taken:
-            raw = json.loads(parked.payload)
-            update = Update.de_json(raw, bot)
-            self._seen.pop(update.update_id, None)  # it was confirmed by parking it
-            job = self.submit(update, raw)
-            if job is not None:
-                jobs.append(job)
-        for job in jobs:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(job.safe)
-            if job.safe.done() and not job.safe.cancelled() and not job.parked:
-                await self._parked.resolve(self._source, job.update.update_id)
-                event(
-                    log,
-                    logging.INFO,
-                    "telegram_update_replayed",
-                    update=job.update.update_id,
-                    chat=_chat_of(job.update),
-                )
-        return len(jobs)
+    def _start_parking(self, bot: Bot) -> None:
+        if self._parking is not None:
+            self._parking.start(bot, self._resubmit)
 
     async def _settled(self, jobs: Iterable[_Job]) -> None:
         """Wait until every job is safe or held for a retry."""
@@ -413,7 +318,7 @@ class UpdateIntake:
         returned (channels/telegram/handoff.py: several workers)."""
         poll = self._poll(bot, poll_seconds=timeout, read_seconds=read_timeout, sink=sink)
         self._poller = asyncio.create_task(poll, name="telegram-poll")
-        self._start_replays(bot)
+        self._start_parking(bot)
 
     async def _fetch(
         self, bot: Bot, offset: int | None, poll_seconds: float, read_seconds: float
@@ -563,7 +468,7 @@ class UpdateIntake:
         that address (one port for the webhook, /healthz and /metrics),
         else on a server of its own."""
         receive = self._webhook_handler(bot, secret_token)
-        self._start_replays(bot)
+        self._start_parking(bot)
         if shared is not None and shared.serves(host, port):
             shared.mount(path, receive)
             self._unmount = lambda: shared.unmount(path)
@@ -622,11 +527,8 @@ class UpdateIntake:
         updates, then cancel them (those stay unconfirmed)."""
         self._closing = True
         await self.stop_polling()
-        if self._replayer is not None:
-            self._replayer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._replayer
-            self._replayer = None
+        if self._parking is not None:
+            await self._parking.stop()
         workers = [lane.worker for lane in self._lanes.values() if lane.worker is not None]
         if workers:
             await asyncio.wait(workers, timeout=grace)

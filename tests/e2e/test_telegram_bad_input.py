@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from bot.cli import main
 from bot.metrics import PrometheusMetrics
 from channels.media import REFUSED_NOTICE
-from channels.telegram.intake import PARK_AFTER
+from channels.telegram.parking import PARK_AFTER
 from core.metrics import install, uninstall
 from core.search.redact import Redactor
 from core.store.base import SearchScope
