@@ -105,6 +105,8 @@ class UpdateHandoff:
     # --- the consuming side ----------------------------------------------------------
 
     def start(self) -> None:
+        # Every worker consumes, so every worker may park (the leader polls too).
+        self._intake.start_parking(self._bot)
         self._loops = [
             asyncio.create_task(self._consume(), name="telegram-handoff"),
             asyncio.create_task(self._listen(), name="telegram-handoff-listen"),

@@ -297,7 +297,10 @@ class UpdateIntake:
         self._seen.pop(update.update_id, None)
         return self.submit(update, raw)
 
-    def _start_parking(self, bot: Bot) -> None:
+    def start_parking(self, bot: Bot) -> None:
+        """Park under `bot`'s name from now on, and replay what `kept
+        updates retry` asks for (also for a worker that only consumes the
+        update queue: handoff.py)."""
         if self._parking is not None:
             self._parking.start(bot, self._resubmit)
 
@@ -318,7 +321,7 @@ class UpdateIntake:
         returned (channels/telegram/handoff.py: several workers)."""
         poll = self._poll(bot, poll_seconds=timeout, read_seconds=read_timeout, sink=sink)
         self._poller = asyncio.create_task(poll, name="telegram-poll")
-        self._start_parking(bot)
+        self.start_parking(bot)
 
     async def _fetch(
         self, bot: Bot, offset: int | None, poll_seconds: float, read_seconds: float
@@ -468,7 +471,7 @@ class UpdateIntake:
         that address (one port for the webhook, /healthz and /metrics),
         else on a server of its own."""
         receive = self._webhook_handler(bot, secret_token)
-        self._start_parking(bot)
+        self.start_parking(bot)
         if shared is not None and shared.serves(host, port):
             shared.mount(path, receive)
             self._unmount = lambda: shared.unmount(path)

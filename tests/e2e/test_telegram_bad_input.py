@@ -222,3 +222,38 @@ async def test_an_outage_of_every_chat_is_held_never_parked(tmp_path: Path) -> N
         await until(tg, lambda: tg.fake.texts(BAD_CHAT) and tg.fake.texts(OTHERS[0]), within=60)
         assert tg.fake.texts(BAD_CHAT) == ["echo: first"]
         assert tg.fake.texts(OTHERS[0]) == ["echo: second"]
+
+
+async def test_an_update_failing_alone_on_a_postgres_worker_is_parked_and_replayed(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    async with telegram_workers(postgres_url) as w:
+        worker = await w.add("only")
+        full = DiskFull(worker.backend.store, sessions={BAD})
+        await w.until(lambda: w.fake.calls_to("getUpdates"))
+        stuck = await w.fake.push_message("stuck for a while", chat_id=BAD_CHAT)
+        await w.until(lambda: full.failures >= 1, within=20)
+        await push_others(w)
+        await w.until(lambda: others_answered(w), within=20)
+        # With a queue the poller confirmed it once it was queued; the row
+        # is what a worker holds, until it is parked.
+        deadline = time.monotonic() + 30
+        while not (await w.queue_rows([stuck["update_id"]]))[stuck["update_id"]][1]:
+            assert time.monotonic() < deadline, "never parked"
+            await asyncio.sleep(0.02)
+            await w.clock.advance(1.0)
+        assert full.failures == PARK_AFTER and w.fake.texts(BAD_CHAT) == []
+        assert [p.update_id for p in await worker.backend.parked.listing()] == [stuck["update_id"]]
+
+        full.active = False
+        config = tmp_path / "kept.json"
+        config.write_text(json.dumps({"storage": {"url": postgres_url}}))
+        code, out, _ = await asyncio.to_thread(kept, "updates", "retry", "--config", str(config))
+        assert code == 0 and out.startswith("1 parked update marked for retry")
+        await w.until(lambda: w.fake.texts(BAD_CHAT), within=20)
+        assert w.fake.texts(BAD_CHAT) == ["echo: stuck for a while"]
+        for _ in range(100):
+            if await worker.backend.parked.count() == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert await worker.backend.parked.count() == 0
