@@ -27,6 +27,8 @@ _DEFAULT = "check the database at storage.url and its disk; kept retries on its 
 
 
 def storage_action(error: BaseException) -> str:
+    if isinstance(error, StoreUnavailable):
+        return error.action
     text = str(error).lower()
     for words, hint in _HINTS:
         if any(word in text for word in words):
@@ -89,8 +91,14 @@ class StoreUnavailable(KeptError, ConnectionError):
     write may be confirmed; the work is held and retried, never dropped."""
 
     transient = True
+    action = "kept retries on its own"
 
 
 class DatabaseReplaced(StoreUnavailable):
     """The SQLite file was deleted or replaced while kept had it open: a
     write now would go into a file that is gone at the restart."""
+
+    action = (
+        "put the database file back where storage.url points (move it back, or restore a "
+        "backup and restart kept); until then no update is confirmed, and they arrive again"
+    )
