@@ -25,7 +25,8 @@ RUN python -m venv /opt/kept \
 # A non-root user owns the data volume, and nothing else.
 RUN useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin kept \
     && mkdir -p /data \
-    && chown kept:kept /data
+    && chown kept:kept /data \
+    && chmod 0700 /data
 
 ENV PATH=/opt/kept/bin:$PATH \
     KEPT_STORAGE__URL=sqlite:////data/kept.sqlite \
@@ -44,4 +45,8 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
 # SIGTERM (docker stop) stops kept in order; give it more than
 # shutdown.graceSeconds: `docker stop --time 30`.
 STOPSIGNAL SIGTERM
+# Docker has no umask setting: the entrypoint sets it, then execs the command
+# (any `docker run kept kept ...` too), so every file kept writes under /data
+# is readable by kept alone; exec keeps kept as PID 1, receiving SIGTERM.
+ENTRYPOINT ["/bin/sh", "-c", "umask 0077 && exec \"$@\"", "kept"]
 CMD ["kept", "run"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from bot.doctor_files import check_file_privacy
 from bot.doctor_platforms import Check, check_discord, check_telegram
 from bot.preflight import endpoint_problem
 from bot.services import open_storage
@@ -49,6 +50,7 @@ async def run_doctor(
         checks.append(Check(False, "config", "; ".join(exc.problems)))
         return _report(checks, as_json)
     checks.extend(await _check_database(config))
+    checks.extend(check_file_privacy(sqlite_file(config.storage.url)))
     checks.append(_check_disk(config))
     checks.append(await check_telegram(config.channels.telegram, env))
     checks.append(await check_discord(config.channels.discord, env))

@@ -31,6 +31,7 @@ from core.llm import LLMClient
 from core.logs import event
 from core.metrics import install, uninstall
 from core.store import Store
+from core.store.errors import StoreUnavailable
 
 log = logging.getLogger("kept.runtime")
 
@@ -141,7 +142,7 @@ class Runtime:
 
     async def start_core(self) -> None:
         await self.start_http()
-        backend = open_storage(self.config.storage.url)
+        backend = open_storage(self.config.storage.url, clock=self.clock)
         await backend.open()
         self._store = backend.store
         self._llm = LLMClient(self.config.llm, environ=self.environ, clock=self.clock)
@@ -305,6 +306,8 @@ async def readiness_checks(runtime: Runtime) -> dict[str, str]:
             async with asyncio.timeout(STORE_CHECK_TIMEOUT):
                 await services.backend.store.schema_version()
             checks["store"] = "ok"
+        except StoreUnavailable as exc:  # what happened, and what to do
+            checks["store"] = str(exc)
         except Exception as exc:
             checks["store"] = f"unreachable: {type(exc).__name__}"
     for name in ("telegram", "discord"):

@@ -66,11 +66,12 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
-def open_storage(url: str, *, create: bool = True) -> Backend:
+def open_storage(url: str, *, create: bool = True, clock: Clock | None = None) -> Backend:
     """Every store for `storage.url` (not yet opened); ValueError for a URL
     no backend accepts. `create=False`: a missing SQLite file raises
-    core.store.errors.DatabaseMissing instead of being created."""
-    return open_backend(url, create=create)
+    core.store.errors.DatabaseMissing instead of being created. `clock`
+    paces the check that a SQLite file is still the one opened."""
+    return open_backend(url, create=create, clock=clock)
 
 
 def build_services(

@@ -20,6 +20,7 @@ from core.clock import SystemClock
 from core.commands.timezone import TimezoneCommands, ZoneAnswer, ZoneOutcome
 from core.config import KeptConfig
 from core.store import MigrationError
+from core.store.errors import masked_url
 from core.users import UserZones
 
 PLATFORMS = ("telegram", "discord", "console")
@@ -66,8 +67,10 @@ def timezone_cmd(
     agent_id = _agent(config, platform)
 
     async def main() -> ZoneAnswer:
+        # Never create=True: like every command but run, chat and import, a
+        # mistyped storage.url is "no database at ...", not a fresh database.
         try:
-            async with opened_backend(config, create=True) as backend:
+            async with opened_backend(config) as backend:
                 zones = UserZones(
                     backend.user_zones, lambda agent: config.agent_or_default(agent).timezone
                 )
@@ -80,7 +83,7 @@ def timezone_cmd(
                     return await commands.set(zone)
                 return await commands.show()
         except (OSError, sqlite3.Error, MigrationError) as exc:
-            fail(f"cannot use the database {config.storage.url}: {exc}")
+            fail(f"cannot use the database {masked_url(config.storage.url)}: {exc}")
 
     answer = asyncio.run(main())
     if answer.outcome is ZoneOutcome.INVALID:

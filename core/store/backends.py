@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
+from core.clock import Clock
 from core.commitments.jobs import ExtractionJobStore
 from core.commitments.pause import PauseStore
 from core.commitments.store import CommitmentStore
@@ -35,6 +36,7 @@ from core.store.sqlite import (
     SqliteStore,
     SqliteUserZoneStore,
 )
+from core.store.sqlite.files import make_private_dirs
 from core.store.updates import UpdateQueue
 from core.users.store import UserZoneStore
 from core.wake import WakeChannel
@@ -162,7 +164,9 @@ def _check_postgres_url(url: str) -> None:
         ) from None
 
 
-def open_backend(url: str, *, base_dir: Path | None = None, create: bool = True) -> Backend:
+def open_backend(
+    url: str, *, base_dir: Path | None = None, create: bool = True, clock: Clock | None = None
+) -> Backend:
     """Build the backend for `url` (not yet opened).
 
     `sqlite:///data/kept.sqlite` is relative to `base_dir` (default: the
@@ -174,6 +178,8 @@ def open_backend(url: str, *, base_dir: Path | None = None, create: bool = True)
     older than the code raises DatabaseOutdated.
     `postgresql://user@host/database` (or `postgres://`) is a PostgreSQL
     server, shared by several workers.
+    A SQLite directory kept creates is 0700 and the file 0600; `clock` paces
+    the check that the file is still the one opened (default: system time).
     """
     scheme = url.split(":", 1)[0] if ":" in url else url
     if scheme in _POSTGRES_SCHEMES:
@@ -200,5 +206,5 @@ def open_backend(url: str, *, base_dir: Path | None = None, create: bool = True)
         if not path.is_file():
             raise DatabaseMissing(f"no database at {path} (storage.url is {url!r})")
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    return sqlite_backend(SqliteStore(path, migrate=create))
+        make_private_dirs(path.parent)
+    return sqlite_backend(SqliteStore(path, migrate=create, clock=clock))

@@ -100,6 +100,8 @@ REFUSED_ACTION = (
 
 
 def storage_action(error: BaseException) -> str:
+    if isinstance(error, StoreUnavailable):
+        return error.action
     if refused_value(error):
         return REFUSED_ACTION
     text = str(error).lower()
@@ -156,3 +158,22 @@ _PASSWORD = re.compile(r"^([A-Za-z][\w+.-]*://[^:/@]*):[^@/]*@")
 def masked_url(url: str) -> str:
     """`url` fit for a message or a log line: its password masked."""
     return _PASSWORD.sub(r"\1:***@", url, count=1)
+
+
+class StoreUnavailable(KeptError, ConnectionError):
+    """Transient: the store cannot take writes now, and may again later
+    (after an operator's fix or a restart). Nothing that depends on the
+    write may be confirmed; the work is held and retried, never dropped."""
+
+    transient = True
+    action = "kept retries on its own"
+
+
+class DatabaseReplaced(StoreUnavailable):
+    """The SQLite file was deleted or replaced while kept had it open: a
+    write now would go into a file that is gone at the restart."""
+
+    action = (
+        "put the database file back where storage.url points (move it back, or restore a "
+        "backup and restart kept); until then no update is confirmed, and they arrive again"
+    )

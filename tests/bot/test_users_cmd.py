@@ -12,22 +12,28 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
+from tests.support.store_helpers import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def cfg(tmp_path: Path) -> Path:
-    path = tmp_path / "kept.json"
+def write_config(path: Path, url: str) -> Path:
     path.write_text(
         json.dumps(
-            {
-                "storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"},
-                "agents": [{"id": "main", "timezone": "Europe/Berlin"}],
-            }
+            {"storage": {"url": url}, "agents": [{"id": "main", "timezone": "Europe/Berlin"}]}
         )
     )
     return path
+
+
+@pytest.fixture
+async def cfg(tmp_path: Path) -> Path:
+    """A config whose database exists, as the bot's first start leaves it."""
+    url = f"sqlite:///{tmp_path}/kept.sqlite"
+    store = open_store(url)
+    await store.open()
+    await store.close()
+    return write_config(tmp_path / "kept.json", url)
 
 
 def kept(cfg: Path, *args: str) -> tuple[int, str, str]:
@@ -60,6 +66,22 @@ def test_set_show_and_clear_a_users_zone(cfg: Path) -> None:
     code, out, _ = kept(cfg, "telegram:42", "--clear", "--json")
     assert json.loads(out)["timezone"] is None and json.loads(out)["changed"] is True
     assert kept(cfg, "telegram:42")[1].startswith("telegram:42: none set")
+
+
+@pytest.mark.parametrize(
+    "args", [["telegram:42"], ["telegram:42", "--json"], ["telegram:42", "Europe/Paris"]]
+)
+def test_a_mistyped_storage_url_is_no_database_and_creates_nothing(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """Showing or setting a zone never creates the database (nor its
+    directory) where a mistyped storage.url points."""
+    typo = tmp_path / "typo" / "data" / "kept.sqlite"
+    cfg = write_config(tmp_path / "kept.json", f"sqlite:///{typo}")
+    code, out, err = kept(cfg, *args)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"kept: no database at {typo}") and err.count("\n") == 1
+    assert not (tmp_path / "typo").exists()
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,11 @@ interleave on the shared connection. The asyncio lock additionally keeps
 transactions and reads in arrival order, and still guards any multi-trip
 transaction. The transcript, commitment, heartbeat and reminder stores all
 run on one SqliteConnection, so their writes never interleave either.
+
+The file is created private and watched (files.py): a database deleted or
+replaced under the running store makes every write raise DatabaseReplaced
+(transient: nothing is confirmed), and no connection ever creates a file
+once the store is open (they open with SQLite's mode=rw).
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from core.store.errors import check_schema
+from core.clock import Clock, SystemClock
+from core.store.errors import DatabaseReplaced, check_schema
+from core.store.sqlite.files import FileWatch, create_private_file, match_companions
 from core.store.sqlite.migrations import (
     Migration,
     apply_migrations,
@@ -121,9 +128,14 @@ class SqliteConnection:
         wal_autocheckpoint: int = WAL_AUTOCHECKPOINT_PAGES,
         journal_size_limit: int = JOURNAL_SIZE_LIMIT,
         migrate: bool = True,
+        clock: Clock | None = None,
     ) -> None:
         self._path = str(path)
         self._migrate = migrate
+        # None for an in-memory database, which has no file to lose.
+        self._watch = (
+            None if self._path == ":memory:" else FileWatch(Path(path), clock or SystemClock())
+        )
         self._busy_timeout_ms = int(busy_timeout * 1000)
         self._wal_pragmas = (
             f"PRAGMA wal_autocheckpoint = {int(wal_autocheckpoint)}",
@@ -135,6 +147,8 @@ class SqliteConnection:
         # Bulk jobs' own connection, opened on first use (see _bulk_write).
         self._bulk: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
+        # This store's WAL was emptied after its file went (see _guard).
+        self._sealed = False
 
     @property
     def path(self) -> str:
@@ -147,7 +161,14 @@ class SqliteConnection:
             raise RuntimeError(
                 "this aiosqlite has no Connection._execute; see SqliteConnection._write"
             )
+        if self._migrate and self._watch is not None:
+            # Created here, 0600, so SQLite (which would create it under the
+            # umask, 0644 as a rule) only ever opens an existing file.
+            create_private_file(self._watch.path)
         db = await self._connect()
+        if self._watch is not None:
+            match_companions(self._watch.path)
+            self._watch.opened()
         try:
             if self._migrate:
                 await apply_migrations(db, self._migrations)
@@ -158,8 +179,17 @@ class SqliteConnection:
             raise
         self._db = db
 
+    def _target(self) -> tuple[str, bool]:
+        """What to hand sqlite3.connect, and whether it is a URI: a file is
+        opened read-write without create, so a missing one is an error and
+        never a fresh, empty database."""
+        if self._watch is None:
+            return self._path, False
+        return f"{self._watch.path.absolute().as_uri()}?mode=rw", True
+
     async def _connect(self) -> aiosqlite.Connection:
-        connecting = aiosqlite.connect(self._path, isolation_level=None)
+        target, uri = self._target()
+        connecting = aiosqlite.connect(target, isolation_level=None, uri=uri)
         try:
             db = await connecting
         except Exception:
@@ -194,6 +224,40 @@ class SqliteConnection:
             raise RuntimeError("store is not open; call open() first")
         return self._db
 
+    async def _guard(self, *, force: bool = False, error: Exception | None = None) -> None:
+        """Under the lock, before SQLite work (or after its `error`): raise
+        DatabaseReplaced when the path no longer names the file this store
+        opened (looked at once a second on the store's clock; at once with
+        `force` or after an error). The first time, this store's WAL is
+        emptied into the file it has open: left at the path's `-wal`, SQLite
+        would read it over the replacement, or over the fresh database of
+        the next start."""
+        if self._watch is None:
+            return
+        try:
+            self._watch.check(force=force or error is not None)
+        except DatabaseReplaced as replaced:
+            if not self._sealed and self._db is not None:
+                self._sealed = True
+                db = self._db
+                with suppress(sqlite3.Error):
+                    await db._execute(_truncate_wal, db._conn, self._busy_timeout_ms)
+            if error is not None:
+                raise replaced from error
+            raise
+        self._sealed = False
+
+    async def _run(self, db: aiosqlite.Connection, runner: Callable[..., T], *args: Any) -> T:
+        """`runner(conn, *args)` on the worker thread, the file guarded."""
+        await self._guard()
+        try:
+            # aiosqlite has no public "run this on your thread" call; _execute
+            # is that mechanism (its presence is checked in open()).
+            return await db._execute(runner, db._conn, *args)
+        except sqlite3.Error as exc:
+            await self._guard(error=exc)
+            raise
+
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` in one BEGIN IMMEDIATE … COMMIT on the worker thread.
 
@@ -203,10 +267,7 @@ class SqliteConnection:
         leave it half-open: it still commits or rolls back.
         """
         async with self._lock:
-            db = self._conn()
-            # aiosqlite has no public "run this on your thread" call; _execute
-            # is that mechanism (its presence is checked in open()).
-            return await db._execute(_transact, db._conn, work)
+            return await self._run(self._conn(), _transact, work)
 
     async def _bulk_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`_write` for bulk jobs (imports, reindexing, index compaction,
@@ -223,9 +284,12 @@ class SqliteConnection:
         async with self._lock:
             self._conn()  # raises when the store is closed
             if self._bulk is None:
+                # The path must still be the open database: a replacement
+                # file would take bulk writes the live connection never sees.
+                await self._guard(force=True)
                 self._bulk = await self._connect()
             db = self._bulk
-            return await db._execute(_transact, db._conn, work)
+            return await self._run(db, _transact, work)
 
     def _writer_for(self, text: str) -> Callable[[Callable[[sqlite3.Connection], T]], Awaitable[T]]:
         """A message this long would grow the live connection's FTS5 table
@@ -237,7 +301,7 @@ class SqliteConnection:
         statements see one snapshot, and cost one trip."""
         async with self._lock:
             db = self._conn()
-            return await db._execute(_snapshot, db._conn, work)
+            return await self._run(db, _snapshot, work)
 
     def wal_bytes(self) -> int:
         """Size of the database's WAL file now (0 when there is none)."""
@@ -255,15 +319,25 @@ class SqliteConnection:
             return True
         async with self._lock:
             db = self._conn()
-            return await db._execute(_truncate_wal, db._conn, self._busy_timeout_ms)
+            return await self._run(db, _truncate_wal, self._busy_timeout_ms)
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         async with self._lock:
-            return list(await self._conn().execute_fetchall(sql, params))
+            db = self._conn()
+            await self._guard()
+            try:
+                return list(await db.execute_fetchall(sql, params))
+            except sqlite3.Error as exc:
+                await self._guard(error=exc)
+                raise
 
     async def schema_version(self) -> int:
+        """The schema version; DatabaseReplaced when the file is gone (the
+        readiness check asks this)."""
         async with self._lock:
-            return await current_version(self._conn())
+            db = self._conn()
+            await self._guard(force=True)
+            return await current_version(db)
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         """Run a query under the store's lock, outside any transaction.
