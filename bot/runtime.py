@@ -139,7 +139,9 @@ class Runtime:
         return self.services.manager
 
     async def start_core(self) -> None:
-        await self.start_http()
+        """The store, the model client and every service; no listener
+        (`kept chat` runs beside `kept run` and must not take its port:
+        `serve` starts the listener first)."""
         backend = open_storage(self.config.storage.url)
         await backend.open()
         self._store = backend.store
@@ -365,6 +367,7 @@ async def serve(runtime: Runtime) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         event(log, logging.INFO, "starting", **startup_fields(runtime))
+        await runtime.start_http()
         await runtime.start_core()
         adapters = runtime.build_channel_adapters()
         await runtime.start_adapters(adapters)
