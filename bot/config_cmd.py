@@ -28,6 +28,7 @@ from core.config_file import (
     parse_raw_value,
     set_value,
 )
+from core.secrets import mask_secrets
 
 
 def _dumps(value: Any) -> str:
@@ -38,7 +39,7 @@ def _dumps(value: Any) -> str:
 
 def _report(exc: ConfigError, path: Path, *, after: str | None = None) -> NoReturn:
     for line in exc.problems:
-        click.echo(line, err=True)
+        click.echo(mask_secrets(line), err=True)
     missing = not path.exists() and f"{path}: no such file" in exc.problems
     if missing and config_variables(os.environ):
         click.echo(

@@ -30,6 +30,7 @@ from core.errors import KeptError
 from core.llm import LLMClient
 from core.logs import event
 from core.metrics import install, uninstall
+from core.secrets import remember as remember_secrets
 from core.store import Store
 
 log = logging.getLogger("kept.runtime")
@@ -112,6 +113,7 @@ class Runtime:
         self.config = config
         self.clock = clock or SystemClock()
         self.environ = environ if environ is not None else os.environ
+        remember_secrets(config, self.environ)  # masked in every log line from here on
         self.router = AdapterRouter()
         self.adapters: list[ChannelAdapter] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -199,6 +201,7 @@ class Runtime:
             )
 
     def _apply_config(self, new: KeptConfig) -> None:
+        remember_secrets(new, self.environ)
         self.config = new
         if self._llm is not None:
             self._llm.update_config(new.llm)

@@ -7,9 +7,10 @@ out a storage outage log this hint with them instead of a traceback.
 
 from __future__ import annotations
 
-import re
-
 from core.errors import KeptError
+
+# Re-exported for the store's callers: masking lives in core/secrets.py.
+from core.secrets import masked_url as masked_url
 
 _HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (
@@ -72,12 +73,3 @@ def check_schema(version: int, migrations: int) -> None:
 class DatabaseMissing(KeptError, FileNotFoundError):
     """A command that only reads found no database where storage.url points
     (it never creates one: a mistyped path must not leave an empty database)."""
-
-
-# scheme://user:password@ — a password in a URL cannot hold "@" unencoded.
-_PASSWORD = re.compile(r"^([A-Za-z][\w+.-]*://[^:/@]*):[^@/]*@")
-
-
-def masked_url(url: str) -> str:
-    """`url` fit for a message or a log line: its password masked."""
-    return _PASSWORD.sub(r"\1:***@", url, count=1)
