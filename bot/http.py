@@ -9,16 +9,24 @@
 It is an aiohttp application, the same server library as Telegram's
 webhook intake, so a webhook can be served on this port too (`app` takes
 more routes before `start`).
+
+Slow clients cannot take it down: a request's headers must arrive within
+`header_timeout` (10 s; aiohttp's keep-alive timer, which also runs from the
+moment a connection opens), a mounted route's body within the same time, and
+connections are capped below the descriptor limit by channels/listener.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from bot.metrics import CONTENT_TYPE, PrometheusMetrics
+from channels.listener import GuardedListener, connection_cap, descriptor_limit
+from core.clock import Clock, SystemClock
 from core.logs import event
 
 log = logging.getLogger("kept.http")
@@ -28,6 +36,9 @@ Readiness = Callable[[], Awaitable[dict[str, str]]]
 # Reads the scrape-time gauges before /metrics answers.
 Refresh = Callable[[], Awaitable[None]]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# Seconds a client has to send a request's headers (and a mounted route's body).
+HEADER_TIMEOUT = 10.0
 
 
 class HttpListener:
@@ -39,8 +50,14 @@ class HttpListener:
         readiness: Readiness,
         metrics: PrometheusMetrics,
         refresh: Refresh,
+        clock: Clock | None = None,
+        header_timeout: float = HEADER_TIMEOUT,
+        max_connections: int | None = None,
     ) -> None:
         self.host = host
+        self._clock = clock or SystemClock()
+        self.header_timeout = header_timeout
+        self._max_connections = max_connections
         self.port = port
         self._readiness = readiness
         self._metrics = metrics
@@ -54,19 +71,50 @@ class HttpListener:
         self.app.router.add_post("/{path:.*}", self._mounted_route)
         self._mounted: dict[str, Handler] = {}
         self._runner: web.AppRunner | None = None
+        self._listener: GuardedListener | None = None
 
     async def start(self) -> None:
         """Bind and serve; OSError when the address cannot be bound (the
         runtime turns it into a start-up error naming http.listen)."""
-        runner = web.AppRunner(self.app, access_log=None)
+        # aiohttp closes a connection idle this long, counted from its
+        # opening too: a half-sent request's headers are cut at this time.
+        # The rest of a body left unread (a stalled one) is drained for at
+        # most a second, not aiohttp's ten, before the connection closes.
+        runner = web.AppRunner(
+            self.app,
+            access_log=None,
+            keepalive_timeout=self.header_timeout,
+            lingering_time=min(1.0, self.header_timeout),
+        )
         await runner.setup()
+        assert runner.server is not None
+        limit = descriptor_limit()
+        cap = self._max_connections or connection_cap(limit)
+        listener = GuardedListener(
+            runner.server, self.host, self.port, max_connections=cap, clock=self._clock
+        )
         try:
-            await web.TCPSite(runner, self.host, self.port).start()
+            await listener.start()
         except BaseException:
             await runner.cleanup()
             raise
         self._runner = runner
-        event(log, logging.INFO, "http_listening", host=self.host, port=self.port)
+        self._listener = listener
+        self.port = listener.port
+        event(
+            log,
+            logging.INFO,
+            "http_listening",
+            host=self.host,
+            port=self.port,
+            max_connections=cap,
+            descriptor_limit=limit,
+        )
+
+    @property
+    def connections(self) -> int:
+        """Connections open now."""
+        return 0 if self._listener is None else self._listener.connections
 
     def serves(self, host: str, port: int) -> bool:
         """Whether this listener is the one at host:port."""
@@ -83,9 +131,18 @@ class HttpListener:
         handler = self._mounted.get(request.path)
         if handler is None:
             raise web.HTTPNotFound()
+        try:
+            # Read here, under the timeout; the handler's request.json() reuses it.
+            async with asyncio.timeout(self.header_timeout):
+                await request.read()
+        except TimeoutError:
+            raise web.HTTPRequestTimeout() from None
         return await handler(request)
 
     async def stop(self) -> None:
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

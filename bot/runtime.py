@@ -173,7 +173,11 @@ class Runtime:
             return
         self.metrics = PrometheusMetrics()
         listener = HttpListener(
-            *address, readiness=self.readiness, metrics=self.metrics, refresh=self._refresh_metrics
+            *address,
+            readiness=self.readiness,
+            metrics=self.metrics,
+            refresh=self._refresh_metrics,
+            clock=self.clock,
         )
         try:
             await listener.start()
