@@ -24,6 +24,12 @@ from channels.base import (
 )
 from core.clock import Clock, SystemClock
 from core.config import ConfigError, KeptConfig
+from core.config_changes import (
+    announce_restart_needed,
+    announce_search_visibility,
+    changed_keys,
+    restart_only_changes,
+)
 from core.config_file import ConfigWatcher, config_source
 from core.conversation import ConversationManager
 from core.errors import KeptError
@@ -206,12 +212,22 @@ class Runtime:
 
     def _apply_config(self, new: KeptConfig) -> None:
         remember_secrets(new, self.environ)
+        old = self.config
+        before = {a.platform: a.access() for a in self.adapters}
         self.config = new
         if self._llm is not None:
             self._llm.update_config(new.llm)
         if self.services is not None:
             self.services.heartbeat.wake(reset=True)
-        event(log, logging.INFO, "config_reloaded", path=self.config_path)
+        changed = changed_keys(old, new)
+        event(
+            log, logging.INFO, "config_reloaded", path=self.config_path, changed=",".join(changed)
+        )
+        # The warnings a start gives, for what this reload widened.
+        for adapter in self.adapters:
+            adapter.announce_access(before=before[adapter.platform])
+        announce_search_visibility(log, new, before=old)
+        announce_restart_needed(log, restart_only_changes(old, new))
 
     def build_channel_adapters(self) -> list[ChannelAdapter]:
         enabled = [
@@ -374,6 +390,7 @@ async def serve(runtime: Runtime) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         event(log, logging.INFO, "starting", **startup_fields(runtime))
+        announce_search_visibility(log, runtime.config)
         await runtime.start_http()
         await runtime.start_core()
         adapters = runtime.build_channel_adapters()
