@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from bot.metrics import CONTENT_TYPE, PrometheusMetrics
-from channels.listener import GuardedListener, connection_cap, descriptor_limit
+from channels.listener import HEADER_TIMEOUT, ServedApp, serve_app
 from core.clock import Clock, SystemClock
 from core.logs import event
 
@@ -36,9 +36,6 @@ Readiness = Callable[[], Awaitable[dict[str, str]]]
 # Reads the scrape-time gauges before /metrics answers.
 Refresh = Callable[[], Awaitable[None]]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-# Seconds a client has to send a request's headers (and a mounted route's body).
-HEADER_TIMEOUT = 10.0
 
 
 class HttpListener:
@@ -70,51 +67,35 @@ class HttpListener:
         # later (Telegram's webhook) mounts its POST path here instead.
         self.app.router.add_post("/{path:.*}", self._mounted_route)
         self._mounted: dict[str, Handler] = {}
-        self._runner: web.AppRunner | None = None
-        self._listener: GuardedListener | None = None
+        self._served: ServedApp | None = None
 
     async def start(self) -> None:
         """Bind and serve; OSError when the address cannot be bound (the
         runtime turns it into a start-up error naming http.listen)."""
-        # aiohttp closes a connection idle this long, counted from its
-        # opening too: a half-sent request's headers are cut at this time.
-        # The rest of a body left unread (a stalled one) is drained for at
-        # most a second, not aiohttp's ten, before the connection closes.
-        runner = web.AppRunner(
+        served = await serve_app(
             self.app,
-            access_log=None,
-            keepalive_timeout=self.header_timeout,
-            lingering_time=min(1.0, self.header_timeout),
+            self.host,
+            self.port,
+            clock=self._clock,
+            header_timeout=self.header_timeout,
+            max_connections=self._max_connections,
         )
-        await runner.setup()
-        assert runner.server is not None
-        limit = descriptor_limit()
-        cap = self._max_connections or connection_cap(limit)
-        listener = GuardedListener(
-            runner.server, self.host, self.port, max_connections=cap, clock=self._clock
-        )
-        try:
-            await listener.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self._listener = listener
-        self.port = listener.port
+        self._served = served
+        self.port = served.port
         event(
             log,
             logging.INFO,
             "http_listening",
             host=self.host,
             port=self.port,
-            max_connections=cap,
-            descriptor_limit=limit,
+            max_connections=served.max_connections,
+            descriptor_limit=served.descriptor_limit,
         )
 
     @property
     def connections(self) -> int:
         """Connections open now."""
-        return 0 if self._listener is None else self._listener.connections
+        return 0 if self._served is None else self._served.connections
 
     def serves(self, host: str, port: int) -> bool:
         """Whether this listener is the one at host:port."""
@@ -140,12 +121,9 @@ class HttpListener:
         return await handler(request)
 
     async def stop(self) -> None:
-        if self._listener is not None:
-            await self._listener.close()
-            self._listener = None
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._served is not None:
+            await self._served.stop()
+            self._served = None
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})

@@ -23,6 +23,8 @@ import socket
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
+from aiohttp import web
+
 from core.clock import Clock
 from core.logs import event
 
@@ -243,3 +245,66 @@ class GuardedListener:
             return
         self._reported[key] = now
         event(log, logging.WARNING, name, host=self.host, port=self.port, **fields)
+
+
+# Seconds a client has to send a request's headers (aiohttp's keep-alive
+# timer, which also runs from the moment a connection opens).
+HEADER_TIMEOUT = 10.0
+
+
+class ServedApp:
+    """An aiohttp application on a GuardedListener: what `serve_app` returns."""
+
+    def __init__(self, runner: web.AppRunner, listener: GuardedListener, limit: int) -> None:
+        self._runner = runner
+        self._listener = listener
+        self.descriptor_limit = limit
+
+    @property
+    def port(self) -> int:
+        return self._listener.port
+
+    @property
+    def max_connections(self) -> int:
+        return self._listener.max_connections
+
+    @property
+    def connections(self) -> int:
+        return self._listener.connections
+
+    async def stop(self) -> None:
+        """Stop accepting, then let aiohttp close the open connections."""
+        await self._listener.close()
+        await self._runner.cleanup()
+
+
+async def serve_app(
+    app: web.Application,
+    host: str,
+    port: int,
+    *,
+    clock: Clock,
+    header_timeout: float = HEADER_TIMEOUT,
+    max_connections: int | None = None,
+) -> ServedApp:
+    """Serve `app` on host:port with a header timeout and a connection cap
+    (from the descriptor limit unless given); OSError when it cannot bind."""
+    # The rest of a body left unread (a stalled one) is drained for at most
+    # a second, not aiohttp's ten, before the connection closes.
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        keepalive_timeout=header_timeout,
+        lingering_time=min(1.0, header_timeout),
+    )
+    await runner.setup()
+    assert runner.server is not None
+    limit = descriptor_limit()
+    cap = max_connections or connection_cap(limit)
+    listener = GuardedListener(runner.server, host, port, max_connections=cap, clock=clock)
+    try:
+        await listener.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return ServedApp(runner, listener, limit)

@@ -44,6 +44,7 @@ from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter,
 from telegram.warnings import PTBUserWarning
 
 from channels.base import WebRoutes
+from channels.listener import ServedApp, serve_app
 from channels.telegram.send import retry_after_seconds, scrub
 from core.clock import Clock, sleep_or_until_set
 from core.conversation import MessageNotStored
@@ -122,7 +123,7 @@ class UpdateIntake:
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._changed = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
-        self._runner: web.AppRunner | None = None
+        self._served: ServedApp | None = None
         self._unmount: Callable[[], None] | None = None
         self._closing = False
 
@@ -395,9 +396,8 @@ class UpdateIntake:
             return
         app = web.Application()
         app.router.add_post(path, receive)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
+        # Header timeout and connection cap: the webhook's port faces the internet.
+        self._served = await serve_app(app, host, port, clock=self._clock)
 
     def _webhook_handler(
         self, bot: Bot, secret_token: str
@@ -457,9 +457,9 @@ class UpdateIntake:
         self._open.clear()
         self._lanes.clear()
         self._changed.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._served is not None:
+            await self._served.stop()
+            self._served = None
         if self._unmount is not None:
             self._unmount()
             self._unmount = None
