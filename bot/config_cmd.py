@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import click
 
 from bot.context import EXAMPLE_CONFIG, config_option, resolve_config_path
+from core.config_changes import restart_only
 from core.config_env import config_variables
 from core.config_file import (
     ConfigError,
@@ -28,6 +29,7 @@ from core.config_file import (
     parse_raw_value,
     set_value,
 )
+from core.secrets import mask_secrets
 
 
 def _dumps(value: Any) -> str:
@@ -38,7 +40,7 @@ def _dumps(value: Any) -> str:
 
 def _report(exc: ConfigError, path: Path, *, after: str | None = None) -> NoReturn:
     for line in exc.problems:
-        click.echo(line, err=True)
+        click.echo(mask_secrets(line), err=True)
     missing = not path.exists() and f"{path}: no such file" in exc.problems
     if missing and config_variables(os.environ):
         click.echo(
@@ -127,6 +129,8 @@ def show_cmd(config_path: Path | None, as_json: bool) -> None:
 
     Secrets are never printed: next to each `...Env` key (the variable's
     name) the output says whether that variable is set (`...Set` in --json).
+    Keys a running bot reads only at start end with `(restart)`
+    (`restartOnly` in --json): a change to them waits for the next start.
     """
     path = resolve_config_path(config_path)
     try:
@@ -134,13 +138,30 @@ def show_cmd(config_path: Path | None, as_json: bool) -> None:
     except ConfigError as exc:
         _report(exc, path)
     values = masked_view(loaded.config)
+    origins = loaded.origins()
+    # A running bot's config is not known here: every key it reads only at
+    # start is marked, since its value here may not be the one in force.
+    restart = [key for key in origins if restart_only(key) is not None]
     if as_json:
-        answer = {"source": _source_json(loaded), "values": values, "origins": loaded.origins()}
+        answer = {
+            "source": _source_json(loaded),
+            "values": values,
+            "origins": origins,
+            "restartOnly": restart,
+        }
         click.echo(json.dumps(answer, indent=2, ensure_ascii=False))
         return
     click.echo(f"# source: {loaded.source}")
-    for key, origin in loaded.origins().items():
-        click.echo(_show_line(key, _at(values, key), origin, values))
+    click.echo(f"# {RESTART_NOTE}")
+    for key, origin in origins.items():
+        line = _show_line(key, _at(values, key), origin, values)
+        click.echo(f"{line} (restart)" if key in restart else line)
+
+
+RESTART_NOTE = (
+    "(restart): read at start; a running kept keeps the value it started with "
+    "until it is restarted, whatever this shows"
+)
 
 
 def _source_json(loaded: LoadedConfig) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from core.secrets import mask_secrets
+
 DEFAULT_CONFIG = Path("config/kept.json")
 EXAMPLE_CONFIG = Path("config/kept.example.json")
 
@@ -38,5 +40,5 @@ def resolve_config_path(config_path: Path | None) -> Path:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """One clear line on stderr, non-zero exit."""
-    click.echo(f"kept: {message}", err=True)
+    click.echo(f"kept: {mask_secrets(message)}", err=True)
     sys.exit(code)

@@ -23,7 +23,8 @@ from bot.updates_cmd import parked_check
 from core.config import KeptConfig
 from core.config_file import ConfigError, config_source, load_config
 from core.llm import LLMClient, LLMError
-from core.store.errors import DatabaseMissing, DatabaseOutdated, masked_url, storage_action
+from core.secrets import mask_secrets, masked_url, remember
+from core.store.errors import DatabaseMissing, DatabaseOutdated, storage_action
 
 # Below this much free space where the SQLite file lives, the check fails:
 # a full disk stops every write, messages included.
@@ -45,6 +46,7 @@ async def run_doctor(
     checks: list[Check] = []
     try:
         config = load_config(path, env)
+        remember(config, env)
         checks.append(Check(True, "config", f"{config_source(path, env)} is valid"))
     except ConfigError as exc:
         checks.append(Check(False, "config", "; ".join(exc.problems)))
@@ -222,6 +224,9 @@ async def _completion(client: LLMClient, model: str) -> Check:
 
 
 def _report(checks: list[Check], as_json: bool) -> int:
+    # Every detail, whichever check wrote it, on its way out: a URL's
+    # password, a secret query parameter or a token never reaches the terminal.
+    checks = [Check(c.ok, c.name, mask_secrets(c.detail)) for c in checks]
     ok = all(c.ok for c in checks)
     if as_json:
         click.echo(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, indent=2))

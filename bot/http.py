@@ -9,16 +9,24 @@
 It is an aiohttp application, the same server library as Telegram's
 webhook intake, so a webhook can be served on this port too (`app` takes
 more routes before `start`).
+
+Slow clients cannot take it down: a request's headers must arrive within
+`header_timeout` (10 s; aiohttp's keep-alive timer, which also runs from the
+moment a connection opens), a mounted route's body within the same time, and
+connections are capped below the descriptor limit by channels/listener.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from bot.metrics import CONTENT_TYPE, PrometheusMetrics
+from channels.listener import HEADER_TIMEOUT, ServedApp, serve_app
+from core.clock import Clock, SystemClock
 from core.logs import event
 
 log = logging.getLogger("kept.http")
@@ -39,8 +47,14 @@ class HttpListener:
         readiness: Readiness,
         metrics: PrometheusMetrics,
         refresh: Refresh,
+        clock: Clock | None = None,
+        header_timeout: float = HEADER_TIMEOUT,
+        max_connections: int | None = None,
     ) -> None:
         self.host = host
+        self._clock = clock or SystemClock()
+        self.header_timeout = header_timeout
+        self._max_connections = max_connections
         self.port = port
         self._readiness = readiness
         self._metrics = metrics
@@ -53,20 +67,35 @@ class HttpListener:
         # later (Telegram's webhook) mounts its POST path here instead.
         self.app.router.add_post("/{path:.*}", self._mounted_route)
         self._mounted: dict[str, Handler] = {}
-        self._runner: web.AppRunner | None = None
+        self._served: ServedApp | None = None
 
     async def start(self) -> None:
         """Bind and serve; OSError when the address cannot be bound (the
         runtime turns it into a start-up error naming http.listen)."""
-        runner = web.AppRunner(self.app, access_log=None)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self.host, self.port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        event(log, logging.INFO, "http_listening", host=self.host, port=self.port)
+        served = await serve_app(
+            self.app,
+            self.host,
+            self.port,
+            clock=self._clock,
+            header_timeout=self.header_timeout,
+            max_connections=self._max_connections,
+        )
+        self._served = served
+        self.port = served.port
+        event(
+            log,
+            logging.INFO,
+            "http_listening",
+            host=self.host,
+            port=self.port,
+            max_connections=served.max_connections,
+            descriptor_limit=served.descriptor_limit,
+        )
+
+    @property
+    def connections(self) -> int:
+        """Connections open now."""
+        return 0 if self._served is None else self._served.connections
 
     def serves(self, host: str, port: int) -> bool:
         """Whether this listener is the one at host:port."""
@@ -83,12 +112,18 @@ class HttpListener:
         handler = self._mounted.get(request.path)
         if handler is None:
             raise web.HTTPNotFound()
+        try:
+            # Read here, under the timeout; the handler's request.json() reuses it.
+            async with asyncio.timeout(self.header_timeout):
+                await request.read()
+        except TimeoutError:
+            raise web.HTTPRequestTimeout() from None
         return await handler(request)
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._served is not None:
+            await self._served.stop()
+            self._served = None
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})

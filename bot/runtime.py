@@ -24,12 +24,19 @@ from channels.base import (
 )
 from core.clock import Clock, SystemClock
 from core.config import ConfigError, KeptConfig
+from core.config_changes import (
+    announce_restart_needed,
+    announce_search_visibility,
+    changed_keys,
+    restart_only_changes,
+)
 from core.config_file import ConfigWatcher, config_source
 from core.conversation import ConversationManager
 from core.errors import KeptError
 from core.llm import LLMClient
 from core.logs import event
 from core.metrics import install, uninstall
+from core.secrets import remember as remember_secrets
 from core.store import Store
 from core.store.errors import StoreUnavailable
 
@@ -114,6 +121,7 @@ class Runtime:
         self.config = config
         self.clock = clock or SystemClock()
         self.environ = environ if environ is not None else os.environ
+        remember_secrets(config, self.environ)  # masked in every log line from here on
         self.router = AdapterRouter()
         self.adapters: list[ChannelAdapter] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -141,7 +149,9 @@ class Runtime:
         return self.services.manager
 
     async def start_core(self) -> None:
-        await self.start_http()
+        """The store, the model client and every service; no listener
+        (`kept chat` runs beside `kept run` and must not take its port:
+        `serve` starts the listener first)."""
         backend = open_storage(self.config.storage.url, clock=self.clock)
         await backend.open()
         self._store = backend.store
@@ -171,7 +181,11 @@ class Runtime:
             return
         self.metrics = PrometheusMetrics()
         listener = HttpListener(
-            *address, readiness=self.readiness, metrics=self.metrics, refresh=self._refresh_metrics
+            *address,
+            readiness=self.readiness,
+            metrics=self.metrics,
+            refresh=self._refresh_metrics,
+            clock=self.clock,
         )
         try:
             await listener.start()
@@ -199,12 +213,23 @@ class Runtime:
             )
 
     def _apply_config(self, new: KeptConfig) -> None:
+        remember_secrets(new, self.environ)
+        old = self.config
+        before = {a.platform: a.access() for a in self.adapters}
         self.config = new
         if self._llm is not None:
             self._llm.update_config(new.llm)
         if self.services is not None:
             self.services.heartbeat.wake(reset=True)
-        event(log, logging.INFO, "config_reloaded", path=self.config_path)
+        changed = changed_keys(old, new)
+        event(
+            log, logging.INFO, "config_reloaded", path=self.config_path, changed=",".join(changed)
+        )
+        # The warnings a start gives, for what this reload widened.
+        for adapter in self.adapters:
+            adapter.announce_access(before=before[adapter.platform])
+        announce_search_visibility(log, new, before=old)
+        announce_restart_needed(log, restart_only_changes(old, new))
 
     def build_channel_adapters(self) -> list[ChannelAdapter]:
         enabled = [
@@ -369,6 +394,8 @@ async def serve(runtime: Runtime) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         event(log, logging.INFO, "starting", **startup_fields(runtime))
+        announce_search_visibility(log, runtime.config)
+        await runtime.start_http()
         await runtime.start_core()
         adapters = runtime.build_channel_adapters()
         await runtime.start_adapters(adapters)

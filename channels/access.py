@@ -60,12 +60,18 @@ def pairing_notice(request: PairingRequest, clock: Clock) -> str:
     )
 
 
-def announce_access(log: logging.Logger, platform: str, access: Access) -> None:
+def announce_access(
+    log: logging.Logger, platform: str, access: Access, before: Access | None = None
+) -> None:
     """One warning per setting an operator should know about: a renamed
     key still in use, and anyone on the internet being answered on the
-    operator's API key."""
+    operator's API key. At start `before` is None; a reload passes the
+    access in force until then, and the same warnings are given for what
+    it widened (a policy opened; users or groups added)."""
     key = f"channels.{platform}"
     for old, new in access.renamed:
+        if before is not None and (old, new) in before.renamed:
+            continue
         event(
             log,
             logging.WARNING,
@@ -73,7 +79,7 @@ def announce_access(log: logging.Logger, platform: str, access: Access) -> None:
             key=f"{key}.{old}",
             action=f"rename it to {key}.{new} (the old name is still read)",
         )
-    if access.dm_policy == "open":
+    if access.dm_policy == "open" and (before is None or before.dm_policy != "open"):
         event(
             log,
             logging.WARNING,
@@ -82,7 +88,7 @@ def announce_access(log: logging.Logger, platform: str, access: Access) -> None:
             action=f"anyone who finds the bot is answered on your API key; set "
             f"{key}.dmPolicy to pairing or allowlist unless that is what you want",
         )
-    if access.group_policy == "open":
+    if access.group_policy == "open" and (before is None or before.group_policy != "open"):
         event(
             log,
             logging.WARNING,
@@ -91,3 +97,26 @@ def announce_access(log: logging.Logger, platform: str, access: Access) -> None:
             action=f"every group the bot is added to is answered; set "
             f"{key}.groupPolicy to allowlist and list them in {key}.groups to limit it",
         )
+    if before is None:
+        return
+    if before.dm_policy == "allowlist" and access.dm_policy == "pairing":
+        event(
+            log,
+            logging.WARNING,
+            f"{platform}_dms_pairing",
+            dm_policy="pairing",
+            action="unknown users now get a pairing code; approve only those you know",
+        )
+    added_users = sorted(set(access.allow_from) - set(before.allow_from))
+    added_groups = sorted(access.groups - before.groups)
+    for name, added in (("allowFrom", added_users), ("groups", added_groups)):
+        if added:
+            event(
+                log,
+                logging.WARNING,
+                f"{platform}_access_widened",
+                key=f"{key}.{name}",
+                added=",".join(added),
+                action=f"these are answered from now on; remove them from {key}.{name} "
+                "if that is not what you want",
+            )

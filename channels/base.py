@@ -356,10 +356,11 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         )
         return pairing_notice(request, self._clock)
 
-    def announce_access(self) -> None:
+    def announce_access(self, before: Access | None = None) -> None:
         """At start: a warning for each access setting an operator should
-        know about (channels/access.py)."""
-        announce_access(self._log, self.platform, self.access())
+        know about; after a reload (`before`: the access until then), the
+        same warnings for what it widened (channels/access.py)."""
+        announce_access(self._log, self.platform, self.access(), before)
 
     def inbound(self, said: Said) -> Inbound:
         """Step 2: the turn for core, for the agent the config names now."""

@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from core.clock import Clock
 from core.config import ConfigError, KeptConfig, validate_document
@@ -34,6 +33,8 @@ from core.config_env import (
 )
 from core.config_errors import did_you_mean
 from core.logs import event
+from core.secrets import mask_secrets
+from core.secrets import remember as remember_secrets
 
 log = logging.getLogger("kept.config")
 
@@ -337,32 +338,29 @@ def masked_view(config: KeptConfig, environ: Mapping[str, str] | None = None) ->
 
     Each `<name>Env` key (`apiKeyEnv`, `tokenEnv`) gets a sibling `<name>Set`
     (`apiKeySet`, `tokenSet`): true when that variable holds a non-blank value.
-    Secret values never appear; a password in a URL (`user:pass@host`) is
-    shown as `***`. The result is for reading, not for writing back.
+    Secret values never appear: every string goes through core/secrets.py
+    (a URL's password, secret-looking query parameters, the configured
+    tokens' values show as `***`). The result is for reading, not for
+    writing back.
     """
-    return _mask(config.model_dump(mode="json", by_alias=True), environ)
+    env = os.environ if environ is None else environ
+    remember_secrets(config, env)
+    return _mask(config.model_dump(mode="json", by_alias=True), env)
 
 
-def _mask(node: Any, environ: Mapping[str, str] | None) -> Any:
+def _mask(node: Any, environ: Mapping[str, str]) -> Any:
+    if isinstance(node, str):
+        return mask_secrets(node)
     if isinstance(node, list):
         return [_mask(item, environ) for item in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
-        is_url = key == "url" or key.endswith("Url")
-        out[key] = _mask_url(value) if is_url and isinstance(value, str) else _mask(value, environ)
+        out[key] = _mask(value, environ)
         if key.endswith("Env") and isinstance(value, str):
             out[key.removesuffix("Env") + "Set"] = secret_from_env(value, environ) is not None
     return out
-
-
-def _mask_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 # --- live reload ---

@@ -3,8 +3,9 @@
 Two formats (`logging.format` in the config): `text`, `event key=value ...`
 with values quoted when they hold spaces, so a line stays greppable; and
 `json`, one object per line with the event's fields, for a log shipper.
-Callers pass agent, session key and ids as fields; secrets are never passed
-here in the first place.
+Callers pass agent, session key and ids as fields and never pass a secret;
+as a last guard every event, its fields and every formatted line (library
+records and tracebacks included) go through core/secrets.py's mask.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import logging
 import sys
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
+
+from core.secrets import mask_secrets
 
 LogFormat = Literal["text", "json"]
 
@@ -34,9 +37,12 @@ def event(logger: logging.Logger, level: int, name: str, /, **fields: Any) -> No
     """Log `name k=v ...`; fields that are None are left out."""
     if not logger.isEnabledFor(level):
         return
-    kept = {k: v for k, v in fields.items() if v is not None}
+    kept = {
+        k: mask_secrets(v) if isinstance(v, str) else v for k, v in fields.items() if v is not None
+    }
     parts = [name] + [f"{k}={_fmt(v)}" for k, v in kept.items()]
-    logger.log(level, " ".join(parts), extra={_EVENT: name, _FIELDS: kept})
+    line = mask_secrets(" ".join(parts))  # a path or an error's repr may hold one too
+    logger.log(level, line, extra={_EVENT: name, _FIELDS: kept})
 
 
 def _json_value(value: Any) -> Any:
@@ -65,7 +71,15 @@ class JsonFormatter(logging.Formatter):
                 line[f"field_{key}" if key in line else key] = _json_value(value)
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False)
+        return mask_secrets(json.dumps(line, ensure_ascii=False))
+
+
+class TextFormatter(logging.Formatter):
+    """`time LEVEL logger message`, secrets masked (library records and
+    tracebacks are not events, and may quote a URL with its token)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_secrets(super().format(record))
 
 
 def log_handler(fmt: LogFormat = "text", stream: TextIO | None = None) -> logging.Handler:
@@ -75,9 +89,7 @@ def log_handler(fmt: LogFormat = "text", stream: TextIO | None = None) -> loggin
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(
-            logging.Formatter(
-                "%(asctime)s %(levelname)s %(name)s %(message)s", "%Y-%m-%dT%H:%M:%S%z"
-            )
+            TextFormatter("%(asctime)s %(levelname)s %(name)s %(message)s", "%Y-%m-%dT%H:%M:%S%z")
         )
     return handler
 

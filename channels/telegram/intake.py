@@ -53,6 +53,7 @@ from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter,
 from telegram.warnings import PTBUserWarning
 
 from channels.base import WebRoutes
+from channels.listener import ServedApp, serve_app
 from channels.telegram.parking import PARK_AFTER, UpdateParking
 from channels.telegram.send import retry_after_seconds, scrub
 from core.clock import Clock, sleep_or_until_set
@@ -150,7 +151,7 @@ class UpdateIntake:
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._changed = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
-        self._runner: web.AppRunner | None = None
+        self._served: ServedApp | None = None
         self._unmount: Callable[[], None] | None = None
         self._closing = False
 
@@ -478,9 +479,8 @@ class UpdateIntake:
             return
         app = web.Application()
         app.router.add_post(path, receive)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
+        # Header timeout and connection cap: the webhook's port faces the internet.
+        self._served = await serve_app(app, host, port, clock=self._clock)
 
     def _webhook_handler(
         self, bot: Bot, secret_token: str
@@ -543,9 +543,9 @@ class UpdateIntake:
         self._open.clear()
         self._lanes.clear()
         self._changed.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._served is not None:
+            await self._served.stop()
+            self._served = None
         if self._unmount is not None:
             self._unmount()
             self._unmount = None

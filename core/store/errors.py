@@ -15,11 +15,13 @@ retrying can only fail the same way, so the caller gives up at once.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Literal
 
 from core.errors import KeptError
+
+# Re-exported for the store's callers: masking lives in core/secrets.py.
+from core.secrets import masked_url as masked_url
 
 StoreErrorClass = Literal["transient", "deterministic"]
 
@@ -149,15 +151,6 @@ def check_schema(version: int, migrations: int) -> None:
 class DatabaseMissing(KeptError, FileNotFoundError):
     """A command that only reads found no database where storage.url points
     (it never creates one: a mistyped path must not leave an empty database)."""
-
-
-# scheme://user:password@ — a password in a URL cannot hold "@" unencoded.
-_PASSWORD = re.compile(r"^([A-Za-z][\w+.-]*://[^:/@]*):[^@/]*@")
-
-
-def masked_url(url: str) -> str:
-    """`url` fit for a message or a log line: its password masked."""
-    return _PASSWORD.sub(r"\1:***@", url, count=1)
 
 
 class StoreUnavailable(KeptError, ConnectionError):

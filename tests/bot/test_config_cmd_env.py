@@ -41,7 +41,7 @@ def test_show_says_where_each_value_came_from(cfg: Path, monkeypatch: pytest.Mon
     assert 'agents.0.timezone = "Europe/Paris"  # env KEPT_AGENTS' in lines
     assert "commitments.maxPerDay = 5  # file" in lines
     assert "commitments.enabled = true  # default" in lines
-    assert 'logging.format = "text"  # default' in lines
+    assert 'logging.format = "text"  # default (restart)' in lines
     assert "sk-FAKE-secret-0001" not in result.output
 
 
@@ -121,7 +121,7 @@ def test_config_show_and_validate_work_with_only_the_environment(tmp_path: Path)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert lines[0] == "# source: environment (" + ", ".join(sorted(ENV_ONLY)) + ")"
-    assert 'storage.url = "sqlite:///state/kept.sqlite"  # env KEPT_STORAGE__URL' in lines
+    assert 'storage.url = "sqlite:///state/kept.sqlite"  # env KEPT_STORAGE__URL (restart)' in lines
     assert 'channels.telegram.allowFrom = ["12345"]  # env KEPT_CHANNELS__TELEGRAM__ALLOWFROM' in (
         lines
     )

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import sqlite3
 import sys
 from contextlib import closing
@@ -120,6 +121,24 @@ async def test_model_timeout_gives_apology_and_loses_nothing(tmp_path: Path):
         rows = transcript(tmp_path)
         assert [r[2] for r in rows if r[0] == "user"] == ["first question", "second question"]
         assert rows[1][1] == "error"
+
+
+async def test_chat_never_listens_on_http_listen_while_kept_run_holds_the_port(tmp_path: Path):
+    # The Docker image sets http.listen; `kept run` in the same container
+    # holds the port. Only `kept run` listens: `kept chat` answers as usual.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        async with FakeOpenAI() as fake:
+            config = write_config(tmp_path, fake.base_url)
+            doc = json.loads(config.read_text())
+            doc["http"] = {"listen": f"127.0.0.1:{port}"}
+            config.write_text(json.dumps(doc))
+            fake.push(reply("hello from chat"))
+            code, out, err = await kept("chat", "--config", str(config), stdin="hi\n")
+    assert (code, out) == (0, "hello from chat\n"), err
+    assert "Traceback" not in err and "http.listen" not in err
 
 
 async def test_chat_creates_config_from_example(tmp_path: Path):

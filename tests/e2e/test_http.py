@@ -17,12 +17,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot import runtime as runtime_module
 from bot.runtime import Runtime, StartupError, channel_context, serve
 from bot.services import Services
+from channels.listener import GuardedListener
 from channels.telegram import TelegramAdapter
 from core import metrics as core_metrics
 from core.clock import TestClock
@@ -226,15 +226,15 @@ async def test_no_listener_is_opened_when_http_listen_is_not_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sites: list[object] = []
-    real_site = web.TCPSite
+    real_start = GuardedListener.start
 
-    def recording_site(*args: Any, **kwargs: Any) -> web.TCPSite:
-        sites.append(args)
-        return real_site(*args, **kwargs)
+    async def recording_start(self: GuardedListener) -> None:
+        sites.append((self.host, self.port))
+        await real_start(self)
 
     async with FakeOpenAI() as llm, FakeTelegram() as tg:
         # After the fakes opened their own ports: from here on, kept's only.
-        monkeypatch.setattr(web, "TCPSite", recording_site)
+        monkeypatch.setattr(GuardedListener, "start", recording_start)
         path = write_config(tmp_path, llm.base_url, tg.root)
         runtime = Runtime(path, load_config(path), clock=TestClock(), environ=ENVIRON)
         task = asyncio.create_task(serve(runtime))
