@@ -11,7 +11,7 @@ from typing import Literal
 from core.clock import Clock
 from core.config import ChannelAccess, DmPolicy, GroupPolicy
 from core.logs import event
-from core.pairing import PairingRequest
+from core.pairing import PairingRequest, same_username
 
 # What `admission` decides for a sender in a chat: answer, offer a pairing
 # code (an unknown user in a DM under dmPolicy `pairing`), or ignore.
@@ -41,11 +41,28 @@ class Access:
         )
 
     def lists(self, user_id: str, username: str | None = None) -> bool:
-        """Whether `allowFrom` names the user, by id or @username."""
-        allow = {a.strip().lower().lstrip("@") for a in self.allow_from if a.strip()}
-        if user_id.lower() in allow:
-            return True
-        return username is not None and username.lower().lstrip("@") in allow
+        """Whether `allowFrom` names the user. An entry of digits is an id
+        and matches only the id (a Discord username may be all digits: it
+        must not pass for someone's id); `@name` matches only the username;
+        any other entry either."""
+        for raw in self.allow_from:
+            entry = raw.strip()
+            if not entry:
+                continue
+            if _is_id(entry):
+                if entry == user_id.strip():
+                    return True
+            elif entry.startswith("@"):
+                if same_username(username, entry):
+                    return True
+            elif entry.lower() == user_id.lower() or same_username(username, entry):
+                return True
+        return False
+
+
+def _is_id(entry: str) -> bool:
+    digits = entry.removeprefix("-")
+    return digits.isascii() and digits.isdigit()
 
 
 def pairing_notice(request: PairingRequest, clock: Clock) -> str:
@@ -56,7 +73,8 @@ def pairing_notice(request: PairingRequest, clock: Clock) -> str:
         "I only talk to people my owner has approved.\n"
         f"Your pairing code: {request.code}\n"
         f"Send it to the owner of this bot; they approve it with "
-        f"`kept pairing approve {request.code}`. The code expires in {lasts}."
+        f"`kept pairing approve {request.code}`. The code expires in {lasts}; "
+        "until it is approved, what you write here is not read."
     )
 
 

@@ -272,24 +272,29 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
 
         A direct message follows dmPolicy: `open` answers anyone, `allowlist`
         only `allowFrom`, `pairing` also the users the operator approved and
-        offers a code to anyone else. A group (`group_id`: the Telegram chat,
-        the Discord server) is answered only when listed in `groups` or with
-        groupPolicy `open`, and then for every member. A pairing store that
-        cannot be read raises MessageNotStored: the platform holds the message
-        and offers it again, as when the transcript cannot be written."""
+        offers a code to anyone else; a user the operator blocked (`kept
+        pairing block`) is answered under none of them. A group (`group_id`:
+        the Telegram chat, the Discord server) is answered only when listed
+        in `groups` or with groupPolicy `open`, and then for every member. A
+        pairing store that cannot be read raises MessageNotStored: the
+        platform holds the message and offers it again, as when the
+        transcript cannot be written."""
         access = self.access()
         if chat_kind != "private":
             listed = group_id is not None and group_id in access.groups
             return "yes" if access.group_policy == "open" or listed else "no"
-        if access.dm_policy == "open" or access.lists(sender_id, username):
-            return "yes"
-        if access.dm_policy != "pairing" or self._pairing is None:
+        answered = access.dm_policy == "open" or access.lists(sender_id, username)
+        if not answered and access.dm_policy != "pairing":
             return "no"
+        if self._pairing is None:
+            return "yes" if answered else "no"
         try:
-            paired = await self._pairing.is_paired(self.platform, sender_id)
+            standing = await self._pairing.standing(self.platform, sender_id)
         except Exception as exc:
             raise MessageNotStored("the pairing store cannot be read") from exc
-        return "yes" if paired else "pair"
+        if standing == "blocked":
+            return "no"
+        return "yes" if answered or standing == "approved" else "pair"
 
     async def admit(self, said: Said, *, offer_code: bool = True) -> bool:
         """Step 1: whether the message is answered (`admission`). A refusal
@@ -300,8 +305,9 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         verdict = await self.admission(said.chat_kind, said.sender_id, said.username, group)
         if verdict == "yes":
             return True
-        if verdict == "pair" and offer_code:
-            await self.offer_code(said)
+        if verdict == "pair":
+            if offer_code:
+                await self.offer_code(said)
             return False
         event(
             self._log,
@@ -316,34 +322,41 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         return False
 
     async def offer_code(self, said: Said) -> None:
-        """Send an unknown user their pairing code (the pending one again,
-        while it lasts): the only answer they get. Nothing is stored in the
-        transcript. When too many codes are pending, nothing is sent."""
-        text = await self.pairing_text(said.sender_id, said.username)
-        if text is not None:
-            await self.send(Outbound(target=said.target, text=text))
+        """Send an unknown user the notice with their pairing code: the only
+        answer they get, once per code and again at most once an hour
+        (`Pairing.notice_every`) while they keep writing, whichever worker
+        reads their message. Any other message of theirs costs one read and
+        nothing else: it never reaches the send budget the served users'
+        answers use. Nothing is stored in the transcript."""
+        assert self._pairing is not None  # admission said "pair"
+        try:
+            offer = await self._pairing.offer(self.platform, said.sender_id, said.username)
+        except Exception as exc:
+            raise MessageNotStored("the pairing request cannot be stored") from exc
+        if offer is None or not offer.notify:
+            return
+        self._log_offered(said.sender_id, said.username)
+        await self.send(
+            Outbound(target=said.target, text=pairing_notice(offer.request, self._clock))
+        )
 
     async def pairing_text(self, sender_id: str, username: str | None) -> str | None:
         """The notice with an unknown user's pairing code (the pending one
-        again, while it lasts), for a message or a slash command in a DM;
-        None when too many codes are pending. Raises MessageNotStored when
-        the request cannot be stored."""
+        again, while it lasts), for an answer the platform gives anyway (a
+        slash command in a DM): it does not count as the notice a message
+        gets. None for a blocked user. Raises MessageNotStored when the
+        request cannot be stored."""
         assert self._pairing is not None  # admission said "pair"
         try:
             request = await self._pairing.code_for(self.platform, sender_id, username)
         except Exception as exc:
             raise MessageNotStored("the pairing request cannot be stored") from exc
         if request is None:
-            event(
-                self._log,
-                logging.WARNING,
-                "pairing_requests_full",
-                platform=self.platform,
-                user=sender_id,
-                action="see `kept pairing list`: approve the codes you expect; "
-                "the others expire within the hour",
-            )
             return None
+        self._log_offered(sender_id, username)
+        return pairing_notice(request, self._clock)
+
+    def _log_offered(self, sender_id: str, username: str | None) -> None:
         event(
             self._log,
             logging.INFO,
@@ -351,10 +364,9 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
             platform=self.platform,
             user=sender_id,
             username=username,
-            action="if you know this user, ask them for the code; "
-            "then run `kept pairing approve CODE`",
+            action="if you know this user, ask them for the code; then run "
+            "`kept pairing approve CODE` (`kept pairing block PLATFORM:USER` if you do not)",
         )
-        return pairing_notice(request, self._clock)
 
     def announce_access(self, before: Access | None = None) -> None:
         """At start: a warning for each access setting an operator should

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from bot.pairing_notify import APPROVED_TEXT
-from core.pairing import CODE_ALPHABET, CODE_LENGTH
+from core.pairing import CODE_ALPHABET, CODE_LENGTH, Standing
 from tests.channels.telegram.test_storage_faults import until
 from tests.fakes.discord_server import TOKEN as DISCORD_TOKEN
 from tests.fakes.telegram_server import TOKEN as TELEGRAM_TOKEN
@@ -86,10 +86,11 @@ async def test_an_unknown_user_gets_a_code_and_is_answered_once_approved_by_the_
     await tg.fake.wait_for(lambda: tg.fake.sent)
     code = code_in(tg.fake.texts()[0])
     assert f"kept pairing approve {code}" in tg.fake.texts()[0]
-    # The same code again while it is pending, for a command too.
-    await tg.fake.push_message("/help", chat_id=42, username="ana")
-    await tg.fake.wait_for(lambda: len(tg.fake.sent) >= 2)
-    assert code_in(tg.fake.texts()[1]) == code
+    # Told once: a command (or anything else) while the code is pending is
+    # not answered again.
+    again = await tg.fake.push_message("/help", chat_id=42, username="ana")
+    await tg.fake.wait_for(lambda: again["update_id"] in tg.fake.confirmed)
+    assert len(tg.fake.sent) == 1
     await tg.fake.wait_for(lambda: first["update_id"] in tg.fake.confirmed)
     # Nothing stored, nothing asked of the model.
     assert tg.model.requests == []
@@ -106,8 +107,8 @@ async def test_an_unknown_user_gets_a_code_and_is_answered_once_approved_by_the_
     assert "telegram:42" in out
 
     await tg.fake.push_message("hello again", chat_id=42, username="ana")
-    await tg.fake.wait_for(lambda: len(tg.fake.sent) >= 3)
-    assert tg.fake.texts()[2] == "echo: hello again"
+    await tg.fake.wait_for(lambda: len(tg.fake.sent) >= 2)
+    assert tg.fake.texts()[1] == "echo: hello again"
     assert [t for role, _, t in await tg.transcript(PRIVATE) if role == "user"] == ["hello again"]
 
     status, out, err = await kept(tmp_path, "pairing", "list", "--json")
@@ -367,16 +368,16 @@ async def test_a_pairing_store_that_cannot_be_read_holds_the_message(
     """Never dropped: the update stays unconfirmed until the store answers,
     then the user gets their code once."""
     store = tg.services.pairing.store
-    real = store.is_paired
+    real = store.standing
     failures: list[str] = []
 
-    async def is_paired(platform: str, user_id: str) -> bool:
+    async def standing(platform: str, user_id: str) -> Standing:
         if len(failures) < 3:
             failures.append(user_id)
             raise sqlite3.OperationalError("disk I/O error")
         return await real(platform, user_id)
 
-    monkeypatch.setattr(store, "is_paired", is_paired)
+    monkeypatch.setattr(store, "standing", standing)
     await tg.start()
     update = await tg.fake.push_message("hello?", chat_id=42)
     await until(tg, lambda: len(failures) >= 2)

@@ -1,5 +1,7 @@
 """The PairingStore contract and the Pairing service, on every backend
-(`storage_url`), with expiry on the injected clock."""
+(`storage_url`), with expiry on the injected clock. Flood behaviour (a
+full list, the notice's pace, a waiting stranger's cost, two workers) is in
+test_flood.py."""
 
 from __future__ import annotations
 
@@ -87,21 +89,6 @@ async def test_codes_expire_and_an_expired_code_approves_nobody(
     assert await pairing.approve(fresh.code) is not None
 
 
-async def test_pending_requests_are_bounded_per_platform(
-    pairing: Pairing, clock: TestClock
-) -> None:
-    codes = [await pairing.code_for("telegram", str(n)) for n in range(pairing.max_pending)]
-    assert all(code is not None for code in codes)
-    assert await pairing.code_for("telegram", "stranger") is None
-    # Those already pending still get their code; another platform has its own room.
-    assert await pairing.code_for("telegram", "0") == codes[0]
-    assert await pairing.code_for("discord", "stranger") is not None
-    # Once the old requests expire there is room again.
-    await clock.advance(pairing.ttl.total_seconds())
-    assert await pairing.code_for("telegram", "stranger") is not None
-    assert len([r for r in await pairing.pending() if r.platform == "telegram"]) == 1
-
-
 async def test_revoking_forgets_the_user_and_a_new_request_gets_a_new_code(
     pairing: Pairing,
 ) -> None:
@@ -112,3 +99,15 @@ async def test_revoking_forgets_the_user_and_a_new_request_gets_a_new_code(
     assert await pairing.revoke("telegram", "42") is False
     fresh = await pairing.code_for("telegram", "42")
     assert fresh is not None and fresh.code != request.code
+
+
+async def test_the_same_user_id_and_username_rules_hold_for_a_revoked_then_blocked_user(
+    pairing: Pairing,
+) -> None:
+    request = await pairing.code_for("telegram", "42", "Ann")
+    assert request is not None and await pairing.approve(request.code) is not None
+    assert await pairing.standing("telegram", "42") == "approved"
+    assert await pairing.standing("telegram", "43") == "unknown"
+    assert await pairing.known_as("@ann") == {("telegram", "42")}
+    assert await pairing.known_as("ANN", "discord") == set()
+    assert await pairing.known_as("@") == set()
