@@ -14,6 +14,7 @@ extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 app_state.py    the AppStateStore (small values the bot keeps about itself)
 users.py        the UserZoneStore (each user's own time zone)
 pairing.py      the PairingStore (pairing codes and approved users)
+wake.py         the WakeChannel: another process's commit (the CLI) wakes the heartbeat
 """
 
 from core.store.sqlite.app_state import SqliteAppStateStore
@@ -24,6 +25,7 @@ from core.store.sqlite.messages import SqliteStore
 from core.store.sqlite.pairing import SqlitePairingStore
 from core.store.sqlite.reminders import SqliteReminderStore
 from core.store.sqlite.users import SqliteUserZoneStore
+from core.store.sqlite.wake import SqliteWakeChannel
 
 __all__ = [
     "SqliteAppStateStore",
@@ -35,4 +37,5 @@ __all__ = [
     "SqliteReminderStore",
     "SqliteStore",
     "SqliteUserZoneStore",
+    "SqliteWakeChannel",
 ]
