@@ -14,7 +14,7 @@ import click
 
 from bot.commitments_cmd import commitments_group
 from bot.config_cmd import config_group
-from bot.context import EXAMPLE_CONFIG, config_option, fail, resolve_config_path
+from bot.context import EXAMPLE_CONFIG, config_option, fail, require_agent, resolve_config_path
 from bot.cpu import pin_to_one_cpu
 from bot.doctor import run_doctor
 from bot.eval_cmd import eval_group
@@ -127,9 +127,8 @@ def chat(config_path: Path | None, agent_id: str | None, user: str | None) -> No
     $XDG_STATE_HOME/kept/chat-history (~/.local/state/kept/chat-history)."""
     setup_logging(logging.WARNING)
     path, config = _load(config_path, create=True)
+    require_agent(config, agent_id)
     agent = agent_id or config.agents[0].id
-    if agent not in {a.id for a in config.agents}:
-        fail(f"--agent: no agent with id {agent!r} in {path}")
     _refuse_to_start(config, channels=False)
     _pin_cpu(config)
     # Ctrl-C while starting or stopping: leaving is what was asked.

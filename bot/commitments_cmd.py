@@ -20,7 +20,7 @@ import click
 from rich import box
 from rich.table import Table
 
-from bot.context import config_option, fail, resolve_config_path
+from bot.context import config_option, fail, require_agent, resolve_config_path
 from bot.output import member_label, print_table, scope_label
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock, iso_utc
@@ -37,8 +37,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @asynccontextmanager
-async def _opened(config_path: Path | None) -> AsyncIterator[Backend]:
+async def _opened(config_path: Path | None, agent_id: str | None) -> AsyncIterator[Backend]:
     config = load_or_fail(resolve_config_path(config_path))
+    require_agent(config, agent_id)
     async with opened_backend(config) as backend:
         yield backend
 
@@ -48,14 +49,19 @@ def _commands(backend: Backend) -> FollowUpCommands:
     return FollowUpCommands(CommitmentService(backend.commitments, SystemClock()))
 
 
-def _run(config_path: Path | None, work: Callable[[Backend], Awaitable[T]]) -> T:
+def _run(
+    config_path: Path | None,
+    work: Callable[[Backend], Awaitable[T]],
+    *,
+    agent_id: str | None = None,
+) -> T:
     if config_path is None:
         # `kept commitments --config X dismiss ID`: the option went to the group.
         parent = click.get_current_context().parent
         config_path = parent.params.get("config_path") if parent is not None else None
 
     async def main() -> T:
-        async with _opened(config_path) as backend:
+        async with _opened(config_path, agent_id) as backend:
             return await work(backend)
 
     return asyncio.run(main())
@@ -140,7 +146,11 @@ def _list(
     if unknown:
         fail(f"unknown status {unknown[0]!r}; valid statuses: {', '.join(STATUSES)}")
     wanted = tuple(statuses) if statuses else (STATUSES if show_all else ACTIVE_STATUSES)
-    listing = _run(config_path, lambda s: _commands(s).list(statuses=wanted, agent_id=agent_id))
+    listing = _run(
+        config_path,
+        lambda b: _commands(b).list(statuses=wanted, agent_id=agent_id),
+        agent_id=agent_id,
+    )
     found = [item.record for item in listing.items if isinstance(item.record, Commitment)]
     if as_json:
         _echo_json({"commitments": [to_json(c) for c in found]})

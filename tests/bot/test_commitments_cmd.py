@@ -68,7 +68,10 @@ def new(scope: Scope, key: str, offset: int = 0) -> NewCommitment:
 @pytest.fixture
 def cfg(tmp_path: Path) -> Path:
     path = tmp_path / "kept.json"
-    path.write_text(json.dumps({"storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"}}))
+    # Both agents the seeded follow-ups belong to (--agent names a configured one).
+    agents = [{"id": "main"}, {"id": "helper"}]
+    url = f"sqlite:///{tmp_path}/kept.sqlite"
+    path.write_text(json.dumps({"storage": {"url": url}, "agents": agents}))
     return path
 
 
