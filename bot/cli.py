@@ -131,12 +131,17 @@ def chat(config_path: Path | None, agent_id: str | None, user: str | None) -> No
     agent = agent_id or config.agents[0].id
     _refuse_to_start(config, channels=False)
     _pin_cpu(config)
+    failed = False
     # Ctrl-C while starting or stopping: leaving is what was asked.
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_chat(path, config, agent, user))
+        failed = asyncio.run(_chat(path, config, agent, user))
+    if failed:
+        # A script piping into `kept chat` must see that its answer is missing.
+        fail("the last message was not answered; see the warning above")
 
 
-async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None) -> None:
+async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None) -> bool:
+    """Run the REPL; True when its last message went unanswered."""
     runtime = Runtime(path, config)
     await runtime.start_core()
     try:
@@ -151,6 +156,7 @@ async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None)
         await console.run()
     finally:
         await runtime.stop()
+    return console.last_turn_failed
 
 
 @main.command()

@@ -27,7 +27,7 @@ from core.commands.times import local_time
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config import KeptConfig
 from core.conversation import WITHDRAWN
-from core.llm import Completion, ToolCall
+from core.llm import Completion, LLMError, ToolCall
 from core.messages import Outbound, Target, followup_actions
 from core.reminders import parse_schedule
 from core.store.backends import sqlite_backend
@@ -438,3 +438,20 @@ async def test_a_message_that_cannot_be_stored_gets_one_line_and_the_repl_goes_o
     await chat.until(lambda: "echo: hello again" in chat.out.getvalue(), "the answer")
     chat.stdin.close()
     await chat.finished()
+
+
+async def test_the_console_knows_whether_its_last_message_was_answered(chat: Chat) -> None:
+    """`kept chat` exits 1 on it (tests/e2e/test_cli_chat.py)."""
+    chat.model.steps.append(LLMError("fake outage", kind="server", status=500))
+    chat.start()
+    chat.stdin.send("hello")
+    await chat.until(lambda: "Sorry" in chat.out.getvalue(), "the apology")
+    assert chat.console.last_turn_failed
+    chat.stdin.send("/help")  # a command is not a message to answer
+    await chat.until(lambda: "/dismiss" in chat.out.getvalue(), "the help")
+    assert chat.console.last_turn_failed
+    chat.stdin.send("hello again")
+    chat.stdin.close()
+    await chat.finished()
+    assert "echo: hello again" in chat.out.getvalue()
+    assert not chat.console.last_turn_failed
