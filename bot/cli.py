@@ -14,7 +14,7 @@ import click
 
 from bot.commitments_cmd import commitments_group
 from bot.config_cmd import config_group
-from bot.context import EXAMPLE_CONFIG, config_option, fail, resolve_config_path
+from bot.context import EXAMPLE_CONFIG, config_option, fail, require_agent, resolve_config_path
 from bot.cpu import pin_to_one_cpu
 from bot.doctor import run_doctor
 from bot.eval_cmd import eval_group
@@ -129,17 +129,21 @@ def chat(config_path: Path | None, agent_id: str | None, user: str | None) -> No
     $XDG_STATE_HOME/kept/chat-history (~/.local/state/kept/chat-history)."""
     setup_logging(logging.WARNING)
     path, config = _load(config_path, create=True)
+    require_agent(config, agent_id)
     agent = agent_id or config.agents[0].id
-    if agent not in {a.id for a in config.agents}:
-        fail(f"--agent: no agent with id {agent!r} in {path}")
     _refuse_to_start(config, channels=False)
     _pin_cpu(config)
+    failed = False
     # Ctrl-C while starting or stopping: leaving is what was asked.
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_chat(path, config, agent, user))
+        failed = asyncio.run(_chat(path, config, agent, user))
+    if failed:
+        # A script piping into `kept chat` must see that its answer is missing.
+        fail("the last message was not answered; see the warning above")
 
 
-async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None) -> None:
+async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None) -> bool:
+    """Run the REPL; True when its last message went unanswered."""
     runtime = Runtime(path, config)
     await runtime.start_core()
     try:
@@ -154,6 +158,7 @@ async def _chat(path: Path, config: KeptConfig, agent_id: str, user: str | None)
         await console.run()
     finally:
         await runtime.stop()
+    return console.last_turn_failed
 
 
 @main.command()

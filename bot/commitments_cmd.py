@@ -14,49 +14,70 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich import box
 from rich.table import Table
 
-from bot.context import config_option, fail, resolve_config_path
+from bot.context import config_option, fail, require_agent, resolve_config_path
 from bot.output import member_label, print_table, scope_label
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock, iso_utc
-from core.commands import FollowUpCommands
+from core.commands import Change, FollowUpCommands
+from core.commands.times import snooze_duration
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
 from core.commitments.service import CommitmentService
-from core.commitments.store import CommitmentStore
-from core.config import parse_duration
+
+if TYPE_CHECKING:
+    from core.store.backends import Backend
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @asynccontextmanager
-async def _opened(config_path: Path | None) -> AsyncIterator[CommitmentStore]:
+async def _opened(config_path: Path | None, agent_id: str | None) -> AsyncIterator[Backend]:
     config = load_or_fail(resolve_config_path(config_path))
+    require_agent(config, agent_id)
     async with opened_backend(config) as backend:
-        yield backend.commitments
+        yield backend
 
 
-def _commands(store: CommitmentStore) -> FollowUpCommands:
+def _commands(backend: Backend) -> FollowUpCommands:
     """The operator's commands: every agent and chat (core/commands)."""
-    return FollowUpCommands(CommitmentService(store, SystemClock()))
+    return FollowUpCommands(CommitmentService(backend.commitments, SystemClock()))
 
 
-def _run(config_path: Path | None, work: Callable[[CommitmentStore], Awaitable[T]]) -> T:
+def _run(
+    config_path: Path | None,
+    work: Callable[[Backend], Awaitable[T]],
+    *,
+    agent_id: str | None = None,
+) -> T:
     if config_path is None:
         # `kept commitments --config X dismiss ID`: the option went to the group.
         parent = click.get_current_context().parent
         config_path = parent.params.get("config_path") if parent is not None else None
 
     async def main() -> T:
-        async with _opened(config_path) as store:
-            return await work(store)
+        async with _opened(config_path, agent_id) as backend:
+            return await work(backend)
 
     return asyncio.run(main())
+
+
+async def _snooze_and_wake(
+    backend: Backend, commitment_id: str, duration: timedelta | None, until: datetime | None
+) -> Change:
+    """Snooze, then tell a running bot to look at its due times again: a
+    reopened `sent` follow-up may be due before the time its heartbeat
+    sleeps until. PostgreSQL carries the nudge by NOTIFY; on SQLite the
+    bot's wake channel notices this process's commit by itself."""
+    change = await _commands(backend).snooze(commitment_id, duration=duration, until=until)
+    if change.done and backend.wake_channel is not None:
+        await backend.wake_channel.publish()
+    return change
 
 
 def _echo_json(document: dict[str, Any]) -> None:
@@ -125,7 +146,11 @@ def _list(
     if unknown:
         fail(f"unknown status {unknown[0]!r}; valid statuses: {', '.join(STATUSES)}")
     wanted = tuple(statuses) if statuses else (STATUSES if show_all else ACTIVE_STATUSES)
-    listing = _run(config_path, lambda s: _commands(s).list(statuses=wanted, agent_id=agent_id))
+    listing = _run(
+        config_path,
+        lambda b: _commands(b).list(statuses=wanted, agent_id=agent_id),
+        agent_id=agent_id,
+    )
     found = [item.record for item in listing.items if isinstance(item.record, Commitment)]
     if as_json:
         _echo_json({"commitments": [to_json(c) for c in found]})
@@ -187,7 +212,8 @@ def _table(found: list[Commitment], *, detailed: bool) -> Table:
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @config_option
 def dismiss_cmd(ids: tuple[str, ...], as_json: bool, config_path: Path | None) -> None:
-    """Dismiss active commitments by id; exit 1 if any could not be dismissed."""
+    """Dismiss commitments by id (active ones, or a delivered check-in's);
+    exit 1 if any could not be dismissed."""
     changes = _run(config_path, lambda s: _commands(s).dismiss(ids))
     failed = [c for c in changes if not c.done]
     if as_json:
@@ -219,7 +245,7 @@ def _parse_until(text: str) -> datetime:
 
 @commitments_group.command("snooze")
 @click.argument("commitment_id", metavar="ID")
-@click.option("--for", "duration", default=None, help="How long, e.g. 2h, 30m, 1d.")
+@click.option("--for", "duration", default=None, help="How long, with a unit: 2h, 30m, 1d.")
 @click.option(
     "--until",
     "until",
@@ -235,20 +261,19 @@ def snooze_cmd(
     as_json: bool,
     config_path: Path | None,
 ) -> None:
-    """Move a commitment's due window to start later, and mark it snoozed."""
+    """Move a commitment's due window to start later, and mark it snoozed
+    (a delivered check-in's comes up again then). Never sooner than it is due."""
     if (duration is None) == (until is None):
         fail("give exactly one of --for DURATION or --until TIME")
     delta: timedelta | None = None
     if duration is not None:
         try:
-            delta = timedelta(seconds=parse_duration(duration))
+            delta = snooze_duration(duration)
         except ValueError as exc:
             fail(f"--for: {exc}")
     when = _parse_until(until) if until is not None else None
 
-    change = _run(
-        config_path, lambda s: _commands(s).snooze(commitment_id, duration=delta, until=when)
-    )
+    change = _run(config_path, lambda b: _snooze_and_wake(b, commitment_id, delta, when))
     if not change.done or change.item is None or not isinstance(change.item.record, Commitment):
         fail(f"cannot snooze {change.id}: {change.reason}")
     done = change.item.record

@@ -1,4 +1,5 @@
-"""What every `kept` command shares: the --config option and error reporting."""
+"""What every `kept` command shares: the --config option, the --agent
+check and error reporting."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from core.secrets import mask_secrets
+
+if TYPE_CHECKING:
+    from core.config import KeptConfig
 
 DEFAULT_CONFIG = Path("config/kept.json")
 EXAMPLE_CONFIG = Path("config/kept.example.json")
@@ -42,3 +46,14 @@ def fail(message: str, code: int = 1) -> NoReturn:
     """One clear line on stderr, non-zero exit."""
     click.echo(f"kept: {mask_secrets(message)}", err=True)
     sys.exit(code)
+
+
+def require_agent(config: KeptConfig, agent_id: str | None) -> None:
+    """Every command taking `--agent`: an id the config does not have is an
+    error naming the agents it has (an unknown one would list nothing and
+    look like an empty answer). Checked before any database is opened."""
+    if agent_id is None:
+        return
+    known = [a.id for a in config.agents]
+    if agent_id not in known:
+        fail(f"--agent: no agent {agent_id!r}; the configured agents: {', '.join(known)}")

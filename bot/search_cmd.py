@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from bot.context import config_option, fail, resolve_config_path
+from bot.context import config_option, fail, require_agent, resolve_config_path
 from bot.output import print_table
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
@@ -59,6 +59,7 @@ def search_command(
     strength; equal matches share a value. The query's words are
     highlighted in the snippets."""
     config = load_or_fail(resolve_config_path(config_path))
+    require_agent(config, agent_id)
     if session_key is not None:
         try:
             parse_session_key(session_key)

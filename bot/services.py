@@ -158,7 +158,7 @@ def build_services(
         llm=llm,
         manager=manager,
         search=search,
-        commitments=CommitmentService(commitment_store, clock),
+        commitments=CommitmentService(commitment_store, clock, on_snoozed=wake),
         extraction=extraction,
         reminders=reminders,
         users=users,

@@ -217,6 +217,13 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         """The agent this channel's messages go to, as the settings say now."""
         return self.agent_setting()
 
+    @property
+    def accepts_sends(self) -> bool:
+        """Hook: whether the platform can be sent to now. False (an adapter
+        still connecting in the background) keeps its platform out of
+        AdapterRouter.platforms, so the heartbeat and recovery wait for it."""
+        return True
+
     @abc.abstractmethod
     async def start(self) -> None: ...
 
@@ -512,7 +519,8 @@ class AdapterRouter:
 
     @property
     def platforms(self) -> set[str]:
-        return set(self._adapters)
+        """The platforms that can be sent to now."""
+        return {name for name, adapter in self._adapters.items() if adapter.accepts_sends}
 
     async def send(self, outbound: Outbound) -> SendResult:
         adapter = self._adapters.get(outbound.target.platform)

@@ -153,7 +153,7 @@ class ActiveHours(Model):
             raise KeyedValueError([(("start",), "24:00 is only allowed as the end")])
         if self.start == self.end:
             raise KeyedValueError(
-                [(("end",), "equals start; omit activeHours to be active all day")]
+                [(("end",), "equals start; set activeHours to null to be active all day")]
             )
         return self
 
@@ -170,10 +170,15 @@ def _to_time(hhmm: str) -> time:
     return time(int(h), int(m))
 
 
+# Check-ins wait for the day: the same default whether the agent comes from
+# the file, the environment (KEPT_AGENTS) or nowhere. null: always active.
+DEFAULT_ACTIVE_HOURS = ActiveHours(start="08:00", end="22:00")
+
+
 class HeartbeatConfig(Model):
     every: str = "30m"
     target: Literal["origin", "none"] = "origin"
-    active_hours: ActiveHours | None = None
+    active_hours: ActiveHours | None = DEFAULT_ACTIVE_HOURS
 
     @field_validator("every")
     @classmethod

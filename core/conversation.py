@@ -501,6 +501,7 @@ def _operator_hint(exc: LLMError) -> str:
     return {
         "auth": "check the API key in the environment variable named by llm.apiKeyEnv",
         "not_found": "check llm.models in the config: the endpoint does not know this model",
+        "no_api_path": "set llm.baseUrl to the API root, usually ending in /v1",
         "timeout": "the model endpoint is slow; raise llm.timeoutSeconds or check the endpoint",
         "connection": "check llm.baseUrl and that the endpoint is up",
     }.get(exc.kind, "check the model endpoint's health")

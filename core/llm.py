@@ -36,7 +36,15 @@ log = logging.getLogger(__name__)
 
 Role = Literal["chat", "extraction", "heartbeat"]
 ErrorKind = Literal[
-    "timeout", "connection", "rate_limit", "server", "auth", "not_found", "bad_request", "malformed"
+    "timeout",
+    "connection",
+    "rate_limit",
+    "server",
+    "auth",
+    "not_found",
+    "no_api_path",
+    "bad_request",
+    "malformed",
 ]
 
 # Local servers (Ollama, llama.cpp, vLLM) usually ignore auth, but the SDK
@@ -49,11 +57,13 @@ _JITTER = 0.2  # +-20%: enough to de-synchronise workers that failed together
 # A server may ask for long waits; beyond this the user is better served by an error.
 _RETRY_AFTER_CAP_SECONDS = 20.0
 _ERROR_TEXT_LIMIT = 300
+# An API root names its version: /v1, /v1beta/openai, /api/v2.
+_VERSION_SEGMENT = re.compile(r"v\d+\w*")
 
 _STATUS_KINDS: dict[int, ErrorKind] = {
     401: "auth",
     403: "auth",
-    404: "not_found",  # usually an unknown model name
+    404: "not_found",  # usually an unknown model name (see _no_api_path)
     408: "timeout",
     429: "rate_limit",
 }
@@ -337,8 +347,25 @@ class LLMClient:
                 detail = f"{detail}: {exc.body}"
             kind = _STATUS_KINDS.get(status) or ("server" if status >= 500 else "bad_request")
             retry_after = _retry_after(exc.response.headers, self._clock) if status == 429 else None
+            if status == 404 and (hint := self._no_api_path()) is not None:
+                return LLMError(self._scrub(f"{hint} ({detail})"), kind="no_api_path", status=404)
             return LLMError(self._scrub(detail), kind=kind, status=status, retry_after=retry_after)
         return LLMError(self._scrub(str(exc)), kind="bad_request")
+
+    def _no_api_path(self) -> str | None:
+        """For a 404 from a base URL with no version segment: the likelier
+        cause is the path (`http://host:11434` for `.../v1`), not the model."""
+        base = self._config.base_url or self._environ.get("OPENAI_BASE_URL")
+        if not base:
+            return None
+        path = urlsplit(base).path
+        if any(_VERSION_SEGMENT.fullmatch(part) for part in path.split("/")):
+            return None
+        shown = _redact_url(base).rstrip("/")
+        return (
+            f"{shown} answered 404 (no such path): llm.baseUrl is the API root, "
+            f"usually ending in /v1; try {shown}/v1"
+        )
 
     def _scrub(self, text: str) -> str:
         """Error text for logs: bounded, one line, and never the API key."""

@@ -6,9 +6,10 @@ constructor argument, so no service is patched after it is built.
 
 With several workers on one database, a follow-up stored by one worker may
 belong to a chat another worker delivers first: a `WakeChannel` (the
-backend's, e.g. LISTEN/NOTIFY on PostgreSQL) carries the nudge to every
-worker. Losing a nudge delays a delivery to the sleeper's next look (its
-sleep is capped), never loses it: the due rows are in the database.
+backend's: LISTEN/NOTIFY on PostgreSQL; on SQLite another process's commit,
+such as a `kept commitments snooze`) carries the nudge to every worker.
+Losing a nudge delays a delivery to the sleeper's next look (its sleep is
+capped), never loses it: the due rows are in the database.
 """
 
 from __future__ import annotations

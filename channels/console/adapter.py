@@ -99,7 +99,10 @@ class ConsoleAdapter(ChannelAdapter[str]):
             if context is None:
                 raise TypeError("ConsoleAdapter needs a handler or a context")
             handler = context.conversation.handle
-        super().__init__(agent_id=agent_id, allow_from=allow_from, handler=handler, clock=clock)
+        self._answer_with = handler
+        super().__init__(
+            agent_id=agent_id, allow_from=allow_from, handler=self._answered, clock=clock
+        )
         stdin = stdin or sys.stdin
         stdout = stdout or sys.stdout
         self._reader = reader or _default_reader(stdin, stdout, history)
@@ -125,6 +128,19 @@ class ConsoleAdapter(ChannelAdapter[str]):
         # A zone the chat model proposed (set_timezone), asked as y / n: the
         # next line answers it, or, being anything else, lets it lapse.
         self._question: ZoneChoice | None = None
+        # Whether the latest message went unanswered (the model failed and
+        # an apology was sent, the turn failed, or it could not be stored):
+        # `kept chat` fed by a pipe exits non-zero then.
+        self.last_turn_failed = False
+        self._model_answered = False
+
+    async def _answered(
+        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
+    ) -> object:
+        """The conversation's answer, noting whether it was an apology."""
+        reply = await self._answer_with(inbound, on_stored=on_stored)
+        self._model_answered = getattr(reply, "kind", None) != "error"
+        return reply
 
     @property
     def target(self) -> Target:
@@ -256,6 +272,10 @@ class ConsoleAdapter(ChannelAdapter[str]):
             stored = True
 
         self._replied = False
+        # Until the handler returns an answer, the turn counts as failed
+        # (take_turn logs and swallows what else goes wrong).
+        self._model_answered = False
+        self.last_turn_failed = True
         turn = asyncio.create_task(self.take_turn(inbound, on_stored=on_stored))
         self._turn = turn
         try:
@@ -267,8 +287,11 @@ class ConsoleAdapter(ChannelAdapter[str]):
             self._turn = None
             self._out.stop_thinking()
         if turn.cancelled():
+            # Cancelled on request: nothing failed.
+            self.last_turn_failed = False
             await self._cancelled(inbound, stored)
             return True
+        self.last_turn_failed = not self._model_answered
         error = turn.exception()
         if isinstance(error, MessageNotStored):
             event(

@@ -117,7 +117,7 @@ class ConsoleCommands:
         commitment_id, duration = args
         change = await self._followups().snooze(commitment_id, duration=duration)
         if change.outcome is Outcome.INVALID_DURATION:
-            return Text(f"{duration!r} is not a duration; try 30m, 2h or 3d.")
+            return Text(f"{change.reason}.")
         if not change.done or change.item is None:
             return Text(f"{change.id}: {change.reason}")
         until = local_time(change.item.due, await self._zone())

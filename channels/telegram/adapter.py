@@ -32,9 +32,10 @@ from telegram import (
 )
 from telegram.constants import ChatAction, ChatMemberStatus
 from telegram.error import TelegramError
+from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
-from channels.base import Access, ChannelAdapter, ChannelContext, Said
+from channels.base import Access, ChannelAdapter, ChannelContext, ChannelStartError, Said
 from channels.media import MediaKind, unreadable_notice
 from channels.telegram.commands import (
     BOT_COMMANDS,
@@ -44,7 +45,7 @@ from channels.telegram.commands import (
     Where,
     command_of,
 )
-from channels.telegram.connect import connect, start_webhook
+from channels.telegram.connect import TelegramUnreachable, connect, start_webhook
 from channels.telegram.format import MAX_UTF16, TelegramChunk, telegram_chunks
 from channels.telegram.handoff import MAX_LANES, UpdateHandoff, poll_while_leader
 from channels.telegram.intake import MarkSafe, UpdateIntake
@@ -68,6 +69,11 @@ from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult,
 log = logging.getLogger("kept.telegram")
 
 TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 s per chat action
+# Retrying a Bot API that did not answer at start: 1, 2, 4 … seconds, at most this.
+MAX_CONNECT_BACKOFF = 60.0
+# getUpdates failures in a row that make the adapter not ready (one or two
+# are a blip; the loop backs off 1, 2, 4 … seconds between them).
+POLL_FAILURES_NOT_READY = 3
 ADMIN_STATUSES = {ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR}
 
 
@@ -96,6 +102,8 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         self._token = ""
         self.username = ""
         self._intake: UpdateIntake | None = None
+        # Retrying the first connection in the background (network down at start).
+        self._connecting: asyncio.Task[None] | None = None
         self._leading: asyncio.Task[None] | None = None
         self._handoff_lanes = handoff_lanes
         self._pace = pace
@@ -117,8 +125,58 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
     # --- lifecycle --------------------------------------------------------------
 
     async def start(self) -> None:
+        """Connect and take updates. A token the Bot API rejects (or any
+        other fixable problem) fails at once, as one line; an API that does
+        not answer (network, 5xx) does not: the adapter starts unconnected
+        (/readyz says so, nothing is sent through it) and keeps trying, with
+        backoff on the injected clock, in the background."""
         tg = self._config()
-        bot, token = await connect(tg, self._ctx.environ, request=self._request, pace=self._pace)
+        try:
+            bot, token = await connect(
+                tg, self._ctx.environ, request=self._request, pace=self._pace
+            )
+        except TelegramUnreachable as exc:
+            self._connecting = asyncio.create_task(
+                self._connect_later(exc), name="telegram-connect"
+            )
+            return
+        await self._started(bot, token, tg)
+
+    async def _connect_later(self, first: TelegramUnreachable) -> None:
+        failures, error = 1, first
+        while True:
+            wait = error.retry_after or min(MAX_CONNECT_BACKOFF, 2.0 ** (failures - 1))
+            event(
+                log,
+                logging.WARNING if failures < 5 else logging.ERROR,
+                "telegram_unreachable",
+                error=str(error),
+                failures=failures,
+                retry_in_s=wait,
+                action="kept keeps trying and is not ready until it connects; check the "
+                "network or channels.telegram.baseUrl",
+            )
+            await self._ctx.clock.sleep(wait)
+            tg = self._config()
+            try:
+                bot, token = await connect(
+                    tg, self._ctx.environ, request=self._request, pace=self._pace
+                )
+                await self._started(bot, token, tg)
+                return
+            except TelegramUnreachable as exc:
+                failures, error = failures + 1, exc
+            except ChannelStartError as exc:  # e.g. the token, rejected once it answered
+                event(
+                    log,
+                    logging.ERROR,
+                    "telegram_start_failed",
+                    error=str(exc),
+                    action="fix it and restart kept; Telegram stays off (not ready) until then",
+                )
+                return
+
+    async def _started(self, bot: ExtBot[None], token: str, tg: TelegramConfig) -> None:
         self._bot, self._token, self.username = bot, token, bot.username
         try:
             await bot.set_my_commands(BOT_COMMANDS)
@@ -201,8 +259,20 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
 
     @property
     def connected(self) -> bool:
-        """Token accepted and updates coming in (polling, webhook or queue): /readyz."""
-        return self._bot is not None and self._intake is not None
+        """Token accepted and updates coming in (polling, webhook or queue),
+        and polling not failing again and again: /readyz."""
+        intake = self._intake
+        return (
+            self._bot is not None
+            and intake is not None
+            and intake.poll_failures < POLL_FAILURES_NOT_READY
+        )
+
+    @property
+    def accepts_sends(self) -> bool:
+        """Connected to the Bot API (getMe answered): until then the
+        heartbeat and recovery wait instead of spending their attempts."""
+        return self._bot is not None
 
     @property
     def polling(self) -> bool:
@@ -216,6 +286,11 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         """Stop taking updates, let running work finish for the grace period
         seconds, then cancel it: a cancelled turn's message is stored and is
         answered after the restart; an unprocessed update is not confirmed."""
+        connecting, self._connecting = self._connecting, None
+        if connecting is not None:
+            connecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await connecting
         loop = asyncio.get_running_loop()
         grace = self._stop_grace
         if grace is None:

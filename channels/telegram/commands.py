@@ -149,7 +149,7 @@ class TelegramCommands:
         commitment_id, duration_text = args
         change = await self._followups(where).snooze(commitment_id, duration=duration_text)
         if change.outcome is Outcome.INVALID_DURATION:
-            return f"{duration_text!r} is not a duration; try 30m, 2h or 3d."
+            return f"{change.reason}."  # e.g. a bare number, which has no unit
         if not change.done or change.item is None:
             return f"{change.id}: {change.reason}"
         until = local_time(change.item.due, await self._timezone(where))

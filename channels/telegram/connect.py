@@ -1,6 +1,8 @@
 """Connecting to the Bot API: the token, the bot kept sends through, and a
 webhook's registration. Each failure a user can fix is one line saying what
-to fix (a ChannelStartError), never the token."""
+to fix (a ChannelStartError), never the token. A network failure or a 5xx
+is not one of those: TelegramUnreachable says to try again later (the
+adapter does, with backoff)."""
 
 from __future__ import annotations
 
@@ -8,18 +10,27 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from telegram import Bot
-from telegram.error import InvalidToken, TelegramError
+from telegram.error import InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
 from channels.base import ChannelStartError, WebRoutes
 from channels.telegram.intake import ALLOWED_UPDATES, UpdateIntake
 from channels.telegram.pace import Pace, PacedSends
-from channels.telegram.send import scrub
+from channels.telegram.send import retry_after_seconds, scrub
 from core.config import TelegramConfig, TelegramWebhookConfig
 from core.config_file import secret_from_env
 
 DEFAULT_ROOT = "https://api.telegram.org"
+
+
+class TelegramUnreachable(ChannelStartError):
+    """The Bot API did not answer, or answered 5xx / 429: worth retrying
+    (a network outage at boot must not leave the service failed)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 async def connect(
@@ -56,10 +67,17 @@ async def connect(
             f"Telegram rejected the token in ${tg.token_env} (401 Unauthorized): "
             f"copy it again from @BotFather"
         ) from None
+    except (NetworkError, RetryAfter) as exc:  # NetworkError: also timeouts and 5xx
+        await bot.shutdown()
+        raise TelegramUnreachable(
+            f"cannot reach the Telegram Bot API at {root} (channels.telegram.baseUrl): "
+            f"{scrub(str(exc), token)}",
+            retry_after=retry_after_seconds(exc) if isinstance(exc, RetryAfter) else None,
+        ) from None
     except TelegramError as exc:
         await bot.shutdown()
         raise ChannelStartError(
-            f"cannot reach the Telegram Bot API at {root} (channels.telegram.baseUrl): "
+            f"the Telegram Bot API at {root} (channels.telegram.baseUrl) refused getMe: "
             f"{scrub(str(exc), token)}"
         ) from None
     return bot, token

@@ -152,6 +152,8 @@ class UpdateIntake:
         self._changed = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
         self._served: ServedApp | None = None
+        # getUpdates failures in a row now (0 after an answer): readiness.
+        self.poll_failures = 0
         self._unmount: Callable[[], None] | None = None
         self._closing = False
 
@@ -394,7 +396,7 @@ class UpdateIntake:
             except Exception as exc:
                 error = scrub(str(exc) or repr(exc), self._secret)
             else:
-                failures = 0
+                failures = self.poll_failures = 0
                 if sink is not None and polled:
                     sink_failures = await self._hand_off(sink, polled, sink_failures)
                     if sink_failures:
@@ -412,6 +414,7 @@ class UpdateIntake:
                     await sleep_or_until_set(self._clock, HELD_POLL_EVERY, self._changed)
                 continue
             failures += 1
+            self.poll_failures = failures
             wait = wait if wait is not None else min(MAX_POLL_BACKOFF, 2.0 ** (failures - 1))
             event(
                 log,

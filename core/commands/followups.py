@@ -14,11 +14,11 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from core.commands.results import Change, Item, Listing, Outcome, Press
+from core.commands.times import snooze_duration
 from core.commitments.model import Commitment, Status
 from core.commitments.service import CommitmentService, SnoozeError
 from core.commitments.store import Filter
 from core.commitments.visibility import ChatAccess
-from core.config import parse_duration
 from core.messages import Action, FollowUpVerb
 
 # What the "Snooze 1 day" button under a check-in postpones it by.
@@ -53,18 +53,18 @@ class FollowUpCommands:
     async def dismiss(self, ids: Sequence[str]) -> list[Change]:
         """One answer per id, in request order (the operator's once per id)."""
         if self._access is None:
-            outcome = await self._service.dismiss(ids)
+            outcome = await self._service.followup_dismiss(ids)
             answers = {c.id: _done(c) for c in outcome.dismissed}
             answers |= {i: _refused(i, why) for i, why in outcome.failed}
             return [answers[i] for i in dict.fromkeys(i.strip() for i in ids)]
         return [await self._dismiss_one(commitment_id.strip()) for commitment_id in ids]
 
     async def _dismiss_one(self, commitment_id: str) -> Change:
-        found = await self._find_active(commitment_id)
+        found = await self._find_offered(commitment_id)
         if isinstance(found, Change):
             return found
         current, where = found
-        outcome = await self._service.dismiss([current.id], where)
+        outcome = await self._service.followup_dismiss([current.id], where)
         if outcome.dismissed:
             return _done(outcome.dismissed[0])
         return _refused(current.id, outcome.failed[0][1])
@@ -77,16 +77,17 @@ class FollowUpCommands:
         until: datetime | None = None,
     ) -> Change:
         """Postpone one follow-up by `duration` ("2h" or a timedelta) or to
-        `until` (a time without offset is read in the follow-up's zone)."""
+        `until` (a time without offset is read in the follow-up's zone).
+        Never sooner than it is due: see CommitmentService.snooze."""
         commitment_id = commitment_id.strip()
         if isinstance(duration, str):
             try:
-                duration = timedelta(seconds=parse_duration(duration))
+                duration = snooze_duration(duration)
             except ValueError as exc:
                 return Change(Outcome.INVALID_DURATION, commitment_id, reason=str(exc))
         where: Filter | None = None
         if self._access is not None:
-            found = await self._find_active(commitment_id)
+            found = await self._find_offered(commitment_id)
             if isinstance(found, Change):
                 return found
             where = found[1]
@@ -145,15 +146,16 @@ class FollowUpCommands:
         outcome = Outcome.DONE if changed else unchanged[0].outcome
         return Press(verb, outcome, changed, unchanged)
 
-    async def _find_active(self, commitment_id: str) -> tuple[Commitment, Filter] | Change:
-        """The asker's active follow-up and the filter to change it through,
-        or the answer to give instead."""
+    async def _find_offered(self, commitment_id: str) -> tuple[Commitment, Filter] | Change:
+        """The asker's follow-up and the filter to change it through, or the
+        answer to give instead. Active ones and `sent` ones: a delivered
+        check-in offers its ids to dismiss or snooze, as its buttons do."""
         assert self._access is not None
         found = await self._service.find(self._access, commitment_id)
         if found is None:
             return Change(Outcome.NOT_FOUND, commitment_id, reason="not found")
         current = found[0]
-        if not current.active:
+        if not current.active and current.status != "sent":
             item = Item.of_commitment(current)
             return Change(Outcome.ALREADY_CLOSED, current.id, item, f"already {current.status}")
         return found

@@ -26,6 +26,7 @@ PAUSING_KINDS: dict[str, str] = {
     "auth": "check the API key in the environment variable named by llm.apiKeyEnv",
     "not_found": "check llm.models.extraction (or llm.models.chat): the endpoint "
     "does not know this model",
+    "no_api_path": "set llm.baseUrl to the API root, usually ending in /v1",
 }
 # How long a worker trusts "not paused" before it reads the pauses again.
 PAUSE_LOOK = timedelta(seconds=5)

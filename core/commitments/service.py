@@ -12,11 +12,11 @@ Nothing here reveals that it exists elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from core.clock import Clock
+from core.clock import Clock, iso_utc
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, Status
 from core.commitments.rules import MAX_HORIZON, MAX_WINDOW
 from core.commitments.store import CommitmentStore, Filter
@@ -47,9 +47,18 @@ class SnoozeError(KeptError, ValueError):
 
 
 class CommitmentService:
-    def __init__(self, store: CommitmentStore, clock: Clock) -> None:
+    def __init__(
+        self,
+        store: CommitmentStore,
+        clock: Clock,
+        *,
+        on_snoozed: Callable[[], None] | None = None,
+    ) -> None:
+        """`on_snoozed`: wakes the heartbeat after a snooze (a reopened `sent`
+        follow-up may be due before the time the scheduler sleeps until)."""
         self._store = store
         self._clock = clock
+        self._on_snoozed = on_snoozed
 
     async def list(
         self, where: Filter | None = None, *, limit: int | None = None
@@ -103,7 +112,11 @@ class CommitmentService:
         where: Filter | None = None,
     ) -> Commitment:
         """Move the due window to start at `until` (or now + `duration`) and
-        mark the commitment snoozed; raises SnoozeError saying why not."""
+        mark the commitment snoozed; raises SnoozeError saying why not.
+
+        Like the Snooze button, this also reopens a `sent` one (a delivered
+        check-in offers its ids for typing). A snooze never makes anything
+        due sooner: an active one already due later is refused."""
         now = self._clock.now()
         if (until is None) == (duration is None):
             raise SnoozeError("give either a duration or a time to snooze until")
@@ -119,26 +132,19 @@ class CommitmentService:
         if until > now + MAX_HORIZON:
             raise SnoozeError(f"snooze at most {MAX_HORIZON.days} days ahead")
         commitment_id = commitment_id.strip()
-        current = await self._store.get(commitment_id, where)
-        if current is None:
-            raise SnoozeError(f"{commitment_id}: not found")
-        if not current.active:
-            raise SnoozeError(f"{commitment_id}: already {current.status}")
-        width = min(max(current.due_latest - current.due_earliest, MIN_SNOOZE_WINDOW), MAX_WINDOW)
-        done = await self._store.snooze(
-            commitment_id, until=until, latest=until + width, now=now, where=where
-        )
-        if done is None:  # changed between the two statements (sent, dismissed)
-            raise SnoozeError(f"{commitment_id}: {await self._why_not(commitment_id, where)}")
+        done, why = await self._snooze_one(commitment_id, until, where)
+        if done is None:
+            raise SnoozeError(f"{commitment_id}: {why}")
         return done
 
     # --- the follow-up buttons -----------------------------------------------
     #
     # By the time anyone presses a button under a heartbeat follow-up, the
     # heartbeat has marked its commitments `sent`. The buttons still mean
-    # something then, so unlike `dismiss` / `snooze` these also act on `sent`
-    # ones. core/commands calls these for both platforms' buttons, after its
-    # scope and permission checks (`where` is the chat's filter).
+    # something then, so they (and the typed commands a check-in offers)
+    # also act on `sent` ones. core/commands calls these for both platforms'
+    # buttons, after its scope and permission checks (`where` is the chat's
+    # filter).
 
     async def followup_dismiss(
         self, ids: Sequence[str], where: Filter | None = None
@@ -168,30 +174,35 @@ class CommitmentService:
         MIN_SNOOZE_WINDOW, at most MAX_WINDOW)], so the heartbeat brings the
         topic up again then, in a new check-in counted like any other. A
         `sent` one keeps its `sent_at`. Any other final status fails with
-        "already <status>". Raises SnoozeError for a duration out of range."""
+        "already <status>", an active one already due later with why.
+        Raises SnoozeError for a duration out of range."""
         if duration <= timedelta(0):
             raise SnoozeError("the snooze duration must be positive")
         if duration > MAX_HORIZON:
             raise SnoozeError(f"snooze at most {MAX_HORIZON.days} days ahead")
         outcome = SnoozeOutcome()
         for commitment_id in dict.fromkeys(i.strip() for i in ids):
-            done, why = await self._followup_snooze_one(commitment_id, duration, where)
+            until = self._clock.now() + duration
+            done, why = await self._snooze_one(commitment_id, until, where)
             if done is not None:
                 outcome.snoozed.append(done)
             else:
                 outcome.failed.append((commitment_id, why))
         return outcome
 
-    async def _followup_snooze_one(
-        self, commitment_id: str, duration: timedelta, where: Filter | None
+    async def _snooze_one(
+        self, commitment_id: str, until: datetime, where: Filter | None
     ) -> tuple[Commitment | None, str]:
         current = await self._store.get(commitment_id, where)
         if current is None:
             return None, "not found"
         if not current.active and current.status != "sent":
             return None, f"already {current.status}"
+        if current.active and until < current.due_earliest:
+            # Snoozing means later: moving the start earlier would bring the
+            # topic up sooner than the user (or the model) asked.
+            return None, f"it is due later than that, from {iso_utc(current.due_earliest)}"
         now = self._clock.now()
-        until = now + duration
         width = min(max(current.due_latest - current.due_earliest, MIN_SNOOZE_WINDOW), MAX_WINDOW)
         latest = until + width
         done = None
@@ -204,6 +215,8 @@ class CommitmentService:
                 commitment_id, until=until, latest=latest, now=now, where=where
             )
         if done is not None:
+            if self._on_snoozed is not None:
+                self._on_snoozed()
             return done, ""
         return None, await self._why_not_reopened(commitment_id, where)
 

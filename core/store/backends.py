@@ -35,6 +35,7 @@ from core.store.sqlite import (
     SqliteReminderStore,
     SqliteStore,
     SqliteUserZoneStore,
+    SqliteWakeChannel,
 )
 from core.store.sqlite.files import make_private_dirs
 from core.store.updates import UpdateQueue
@@ -68,7 +69,8 @@ class Backend:
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
-    # Carries wakes to the other workers; None for one process.
+    # Carries wakes from other processes (workers, the CLI); None when
+    # nothing else can write (an in-memory database).
     wake_channel: WakeChannel | None = None
     # Platform updates one worker receives and every worker processes (a
     # polled Telegram bot); None when one process does it all (SQLite).
@@ -93,7 +95,9 @@ class Backend:
 
 
 def sqlite_backend(store: SqliteStore) -> Backend:
-    """Every SQLite store on `store`'s connection."""
+    """Every SQLite store on `store`'s connection; a database file also gets
+    the channel that hears the CLI's commits (an in-memory one has no other
+    process)."""
     return Backend(
         store=store,
         commitments=SqliteCommitmentStore(store),
@@ -105,6 +109,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         user_zones=SqliteUserZoneStore(store),
         pairing=SqlitePairingStore(store),
         parked=SqliteParkedUpdates(store),
+        wake_channel=None if store.path == ":memory:" else SqliteWakeChannel(store),
     )
 
 

@@ -68,7 +68,10 @@ def new(scope: Scope, key: str, offset: int = 0) -> NewCommitment:
 @pytest.fixture
 def cfg(tmp_path: Path) -> Path:
     path = tmp_path / "kept.json"
-    path.write_text(json.dumps({"storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"}}))
+    # Both agents the seeded follow-ups belong to (--agent names a configured one).
+    agents = [{"id": "main"}, {"id": "helper"}]
+    url = f"sqlite:///{tmp_path}/kept.sqlite"
+    path.write_text(json.dumps({"storage": {"url": url}, "agents": agents}))
     return path
 
 
@@ -171,12 +174,11 @@ def test_dismiss_reports_unknown_and_already_dismissed(cfg: Path, tmp_path: Path
     ids = seed(tmp_path)
     result = kept(cfg, "dismiss", ids["interview"])
     assert result.exit_code == 0 and result.stdout == f"dismissed {ids['interview']}\n"
-    result = kept(cfg, "dismiss", ids["interview"], "cm_000000000000", ids["exam"], ids["trip"])
+    result = kept(cfg, "dismiss", ids["interview"], "cm_000000000000", ids["exam"])
     assert result.exit_code == 1
     assert result.stdout == f"dismissed {ids['exam']}\n"
     assert f"cannot dismiss {ids['interview']}: already dismissed" in result.stderr
     assert "cannot dismiss cm_000000000000: not found" in result.stderr
-    assert f"cannot dismiss {ids['trip']}: already sent" in result.stderr
     again = kept(cfg, "dismiss", ids["exam"], "cm_nope", "--json")
     assert again.exit_code == 1
     assert json.loads(again.stdout) == {
@@ -187,6 +189,26 @@ def test_dismiss_reports_unknown_and_already_dismissed(cfg: Path, tmp_path: Path
         ],
     }
     assert listed(cfg) == []
+
+
+def test_a_delivered_check_ins_follow_up_is_dismissed_and_snoozed_by_id(
+    cfg: Path, tmp_path: Path
+) -> None:
+    """The console's check-in says "/dismiss cm_… to drop it"; the operator's
+    CLI does what the check-in's buttons do on it, too."""
+    ids = seed(tmp_path)
+    snoozed = kept(cfg, "snooze", ids["trip"], "--for", "2h", "--json")
+    assert snoozed.exit_code == 0, snoozed.output
+    document = json.loads(snoozed.stdout)["commitment"]
+    assert document["status"] == "snoozed"
+    assert document["sentAt"] == SOON.isoformat().replace("+00:00", "Z")  # the delivery counts
+    dismissed = kept(cfg, "dismiss", ids["trip"])
+    assert dismissed.exit_code == 0 and dismissed.stdout == f"dismissed {ids['trip']}\n"
+    seed_sent = seed(tmp_path / "other")  # a sent one, never snoozed
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"storage": {"url": f"sqlite:///{tmp_path}/other/kept.sqlite"}}))
+    direct = kept(other, "dismiss", seed_sent["trip"], "--json")
+    assert direct.exit_code == 0 and json.loads(direct.stdout)["dismissed"] == [seed_sent["trip"]]
 
 
 def test_config_may_come_before_the_subcommand(cfg: Path, tmp_path: Path) -> None:
@@ -217,7 +239,7 @@ def test_snooze_for_and_until(cfg: Path, tmp_path: Path) -> None:
     expected = local.replace(tzinfo=ZoneInfo("Europe/Paris")).astimezone(UTC)
     assert json.loads(result.stdout)["snoozedUntil"] == expected.isoformat().replace("+00:00", "Z")
     assert [c["status"] for c in listed(cfg, "--status", "snoozed")] == ["snoozed"]
-    text = kept(cfg, "snooze", ids["exam"], "--for", "3h")
+    text = kept(cfg, "snooze", ids["exam"], "--for", "3d")
     assert text.exit_code == 0 and text.stdout.startswith(f"snoozed {ids['exam']} until ")
 
 
@@ -229,6 +251,11 @@ def test_snooze_for_and_until(cfg: Path, tmp_path: Path) -> None:
         ([], "exactly one of --for"),
         (["--for", "2h", "--until", "2030-01-01T00:00Z"], "exactly one of --for"),
         (["--until", "2001-01-01T00:00Z"], "must be in the future"),
+        # A bare number once read as seconds: due at once.
+        (["--for", "2"], "--for: '2' has no unit: say 2h, 30m or 3d"),
+        # Due in a day: an hour from now would be sooner than it was.
+        (["--for", "1h"], "it is due later than that, from "),
+        (["--until", (SOON - HOUR).isoformat()], "it is due later than that, from "),
     ],
 )
 def test_snooze_errors_are_one_line(
@@ -244,8 +271,9 @@ def test_snooze_of_unknown_or_final_commitments_fails(cfg: Path, tmp_path: Path)
     ids = seed(tmp_path)
     unknown = kept(cfg, "snooze", "cm_nope", "--for", "1h")
     assert unknown.exit_code == 1 and "not found" in unknown.stderr
-    final = kept(cfg, "snooze", ids["trip"], "--for", "1h")
-    assert final.exit_code == 1 and "already sent" in final.stderr
+    assert kept(cfg, "dismiss", ids["exam"]).exit_code == 0
+    final = kept(cfg, "snooze", ids["exam"], "--for", "3d")
+    assert final.exit_code == 1 and "already dismissed" in final.stderr
 
 
 def test_bad_config_is_reported_without_a_traceback(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -138,25 +140,47 @@ def test_a_misspelt_variable_is_one_line_without_a_traceback(tmp_path: Path) -> 
     assert done.stderr == "KEPT_STORAGE_URL: not a kept setting (did you mean KEPT_STORAGE__URL?)\n"
 
 
+class _RejectsEveryToken(BaseHTTPRequestHandler):
+    """A Bot API that answers 401 to everything: a start that fails at once."""
+
+    def do_POST(self) -> None:
+        body = json.dumps({"ok": False, "error_code": 401, "description": "Unauthorized"})
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 def test_the_procfile_runs_from_the_environment_alone_and_logs_json(tmp_path: Path) -> None:
     # The Procfile's command, as a git-push host runs it, configured by the
-    # environment alone. Telegram is enabled but its API is unreachable
-    # (port 9 refuses), so the run ends right after its start-up line.
+    # environment alone. Telegram is enabled but rejects the token, so the
+    # run ends right after its start-up line (an unreachable API would be
+    # retried: the run would stay up).
     [worker] = (ROOT / "Procfile").read_text().splitlines()
     program, *args = worker.removeprefix("worker:").split()
     assert program == "kept"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RejectsEveryToken)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     env = {
         **ENV_ONLY,
         "KEPT_LOGGING__FORMAT": "json",
         "KEPT_CHANNELS__TELEGRAM__ENABLED": "true",
-        "KEPT_CHANNELS__TELEGRAM__BASEURL": "http://127.0.0.1:9",
+        "KEPT_CHANNELS__TELEGRAM__BASEURL": f"http://127.0.0.1:{server.server_address[1]}",
         "OPENAI_API_KEY": "sk-test",
         "TELEGRAM_BOT_TOKEN": "123:not-a-real-token",
     }
-    done = kept_process(tmp_path, env, *args)
+    try:
+        done = kept_process(tmp_path, env, *args)
+    finally:
+        server.shutdown()
+        server.server_close()
     assert done.returncode == 1, done.stderr
     lines = done.stderr.splitlines()
-    assert "cannot reach the Telegram Bot API" in lines[-1]
+    assert "Telegram rejected the token in $TELEGRAM_BOT_TOKEN" in lines[-1]
     assert "not-a-real-token" not in done.stderr
     records = [json.loads(line) for line in lines[:-1]]  # every log line is JSON
     [start] = [r for r in records if r.get("event") == "starting"]

@@ -272,6 +272,19 @@ async def test_a_chat_model_the_endpoint_does_not_list_fails(
     assert "llm.models.chat" in row
 
 
+async def test_a_base_url_without_v1_fails_with_the_path_to_try(
+    tmp_path: Path, fakes: Fakes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = fakes.openai.base_url.removesuffix("/v1")
+    path = await write_config(tmp_path, fakes, llm={"baseUrl": root})
+    code = await run_doctor(path, environ=good_env())
+    row = line(capsys.readouterr().out, "model")
+    assert code == 1 and row.startswith("FAIL")
+    hint = "answered 404 (no such path): llm.baseUrl is the API root, usually ending in /v1"
+    assert f"{root} {hint}; try {root}/v1" in row
+    assert "reachable" not in row and "does not know this model" not in row
+
+
 async def test_deep_asks_the_chat_model_for_one_completion(
     tmp_path: Path, fakes: Fakes, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -25,7 +25,8 @@ LINES = [
 
 def setup(tmp_path: Path, lines: list[dict] | None = None) -> tuple[Path, Path]:
     config = tmp_path / "kept.json"
-    config.write_text(json.dumps({"storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"}}))
+    url, agents = f"sqlite:///{tmp_path}/kept.sqlite", [{"id": "main"}, {"id": "other"}]
+    config.write_text(json.dumps({"storage": {"url": url}, "agents": agents}))
     data = tmp_path / "import.jsonl"
     data.write_text("\n".join(json.dumps(x) for x in (lines or LINES)) + "\n")
     return config, data

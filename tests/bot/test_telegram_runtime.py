@@ -89,3 +89,36 @@ async def test_kept_run_reports_a_missing_token_as_a_start_error(
         with pytest.raises((ChannelStartError, StartupError), match=r"\$TELEGRAM_BOT_TOKEN"):
             await serve(runtime)
     assert tg.calls == []
+
+
+async def test_kept_run_stays_up_not_ready_while_telegram_is_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 30 s network outage at boot once ended `kept run` (exit 1), and
+    systemd's start limits then left the unit failed."""
+    monkeypatch.setitem(runtime_module.ADAPTER_FACTORIES, "telegram", telegram_factory)
+    async with FakeOpenAI() as llm, FakeTelegram() as tg:
+        tg.unreachable = True
+        path = write_config(tmp_path, llm.base_url, tg.root)
+        environ = {"TELEGRAM_BOT_TOKEN": TOKEN, "OPENAI_API_KEY": "sk-test"}
+        clock = TestClock()
+        runtime = Runtime(path, load_config(path), clock=clock, environ=environ)
+        task = asyncio.create_task(serve(runtime))
+        try:
+            await tg.wait_for(lambda: tg.calls_to("getMe"))
+            await tg.wait_for(lambda: runtime.adapters)  # started, unconnected
+            checks = await runtime.readiness()
+            assert checks["telegram"] == "not connected" and not task.done()
+            tg.unreachable = False
+            for _ in range(300):  # backoff on the test clock
+                await asyncio.sleep(0.01)
+                await clock.advance(1)
+                if (await runtime.readiness())["telegram"] == "ok":
+                    break
+            assert (await runtime.readiness())["telegram"] == "ok"
+            await tg.push_message("hello once it is back", chat_id=42)
+            await tg.wait_for(lambda: tg.sent)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.wait_for(task, 5)
+    assert tg.texts() == ["echo: hello once it is back"]

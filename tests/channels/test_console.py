@@ -27,14 +27,14 @@ from core.commands.times import local_time
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config import KeptConfig
 from core.conversation import WITHDRAWN
-from core.llm import Completion, ToolCall
+from core.llm import Completion, LLMError, ToolCall
 from core.messages import Outbound, Target, followup_actions
 from core.reminders import parse_schedule
 from core.store.backends import sqlite_backend
 from core.store.sqlite import SqliteStore
 from tests.fakes.scripted_model import ScriptedModel, calls, text
 from tests.fakes.store_faults import DiskFull
-from tests.support.store_helpers import open_store
+from tests.support.store_helpers import mark_sent, open_store
 
 KEY = "agent:main:console:private:ann"
 TARGET = Target("console", "ann")
@@ -392,6 +392,38 @@ async def test_a_check_in_shows_the_commands_that_act_on_it(chat: Chat) -> None:
     assert "/dismiss cm_0123456789ab" in chat.err.getvalue()
 
 
+async def test_what_a_delivered_check_in_offers_works_once_it_was_sent(chat: Chat) -> None:
+    """The check-in says "/dismiss cm_… to drop it, /snooze ID 1d to
+    postpone it"; by then the heartbeat has marked its follow-ups `sent`,
+    and the typed commands act on them as Telegram's buttons do."""
+    first = await chat.seed("How did the interview go?")
+    second = await chat.seed("Did the move go well?")
+    for c in (first, second):
+        await mark_sent(chat.services.backend.heartbeat, c.id, now=chat.clock.now(), message_id="1")
+    await chat.console.send(
+        Outbound(TARGET, "How did it go?", actions=followup_actions([first.id, second.id]))
+    )
+    offered = chat.err.getvalue()
+    assert f"/dismiss {first.id} {second.id} to drop it" in offered
+    assert "/snooze ID 1d to postpone it" in offered
+    chat.start()
+    chat.stdin.send(f"/dismiss {first.id}")
+    chat.stdin.send(f"/snooze {second.id} 2")
+    chat.stdin.send(f"/snooze {second.id} 1d")
+    chat.stdin.close()
+    await chat.finished()
+    out = chat.out.getvalue()
+    assert f"Dismissed {first.id}: I won't follow up on it." in out
+    assert "'2' has no unit: say 2h, 30m or 3d." in out
+    assert f"Snoozed {second.id} until Tue 01 Dec 10:00 (Europe/Paris)." in out
+    assert "already sent" not in out
+    commitments = chat.services.backend.commitments
+    dismissed, snoozed = await commitments.get(first.id), await commitments.get(second.id)
+    assert dismissed is not None and dismissed.status == "dismissed"
+    assert snoozed is not None and snoozed.status == "snoozed"
+    assert snoozed.due_earliest == chat.clock.now() + timedelta(days=1)
+
+
 async def test_a_message_that_cannot_be_stored_gets_one_line_and_the_repl_goes_on(
     chat: Chat,
 ) -> None:
@@ -406,3 +438,20 @@ async def test_a_message_that_cannot_be_stored_gets_one_line_and_the_repl_goes_o
     await chat.until(lambda: "echo: hello again" in chat.out.getvalue(), "the answer")
     chat.stdin.close()
     await chat.finished()
+
+
+async def test_the_console_knows_whether_its_last_message_was_answered(chat: Chat) -> None:
+    """`kept chat` exits 1 on it (tests/e2e/test_cli_chat.py)."""
+    chat.model.steps.append(LLMError("fake outage", kind="server", status=500))
+    chat.start()
+    chat.stdin.send("hello")
+    await chat.until(lambda: "Sorry" in chat.out.getvalue(), "the apology")
+    assert chat.console.last_turn_failed
+    chat.stdin.send("/help")  # a command is not a message to answer
+    await chat.until(lambda: "/dismiss" in chat.out.getvalue(), "the help")
+    assert chat.console.last_turn_failed
+    chat.stdin.send("hello again")
+    chat.stdin.close()
+    await chat.finished()
+    assert "echo: hello again" in chat.out.getvalue()
+    assert not chat.console.last_turn_failed

@@ -75,6 +75,22 @@ def test_the_code_defaults_are_as_safe_as_the_example() -> None:
         assert channel.dm_policy == "pairing" and channel.group_policy == "allowlist"
 
 
+def test_quiet_hours_are_one_default_the_example_shows_and_null_turns_off(
+    tmp_path: Path,
+) -> None:
+    """An environment-only deployment once had no quiet hours while the
+    example file set 08:00-22:00: check-ins at 3 a.m."""
+    example_hours = load_config(EXAMPLE).agents[0].heartbeat.active_hours
+    assert example_hours is not None
+    no_file = load_config(tmp_path / "absent.json", {"KEPT_AGENTS": '[{"id": "main"}]'})
+    for config in (KeptConfig(), no_file, parse_config_text('{"agents": [{}]}', "k.json")):
+        hours = config.agents[0].heartbeat.active_hours
+        assert hours is not None and (hours.start, hours.end) == ("08:00", "22:00")
+        assert hours == example_hours
+    always = '{"agents": [{"heartbeat": {"activeHours": null}}]}'
+    assert parse_config_text(always, "k.json").agents[0].heartbeat.active_hours is None
+
+
 def test_policies_are_checked_by_name() -> None:
     problems = problems_for(_edit(lambda d: d["channels"]["telegram"].update(dmPolicy="anyone")))
     assert len(problems) == 1 and "channels.telegram.dmPolicy" in problems[0]

@@ -217,6 +217,28 @@ async def test_client_errors_are_not_retried(
     assert len(fake.completions) == 1
 
 
+async def test_a_base_url_without_v1_is_told_to_try_v1(
+    fake: FakeOpenAI, make_client: MakeClient
+) -> None:
+    """The fake serves the API under /v1; its root answers 404 for every
+    path, as Ollama's or vLLM's does. That is not an unknown model."""
+    root = fake.base_url.removesuffix("/v1")
+    with pytest.raises(LLMError) as caught:
+        await make_client(base_url=root, max_retries=3).complete("chat", HELLO)
+    assert (caught.value.kind, caught.value.status) == ("no_api_path", 404)
+    assert str(caught.value).startswith(
+        f"{root} answered 404 (no such path): llm.baseUrl is the API root, "
+        f"usually ending in /v1; try {root}/v1"
+    )
+    assert "does not know this model" not in str(caught.value)
+    assert not caught.value.retryable and len(fake.requests) == 1
+    # Under /v1 a 404 still means the model.
+    fake.push(error(404))
+    with pytest.raises(LLMError) as unknown:
+        await make_client(max_retries=0).complete("chat", HELLO)
+    assert unknown.value.kind == "not_found" and "no such path" not in str(unknown.value)
+
+
 async def test_connection_refused_is_retried_then_reported(
     make_client: MakeClient, sleeps: RecordingClock
 ) -> None:

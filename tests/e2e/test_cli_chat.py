@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from core.conversation import WITHDRAWN
-from tests.fakes.openai_server import FakeOpenAI, delay, hang, reply
+from tests.fakes.openai_server import FakeOpenAI, delay, error, hang, reply
 
 # Each test starts `kept` as a subprocess: most of a second of interpreter
 # start and imports.
@@ -139,6 +139,23 @@ async def test_chat_never_listens_on_http_listen_while_kept_run_holds_the_port(t
             code, out, err = await kept("chat", "--config", str(config), stdin="hi\n")
     assert (code, out) == (0, "hello from chat\n"), err
     assert "Traceback" not in err and "http.listen" not in err
+
+
+async def test_piped_chat_exits_nonzero_when_the_last_message_went_unanswered(tmp_path: Path):
+    """A script piping into `kept chat` once got exit 0 after an apology."""
+    async with FakeOpenAI() as fake:
+        config = write_config(tmp_path, fake.base_url)
+        fake.push(reply("Hello!"), error(500))
+        code, out, err = await kept("chat", "--config", str(config), stdin="hi\nand now?\n")
+        assert code == 1
+        assert out.splitlines()[0] == "Hello!" and out.splitlines()[1].startswith("Sorry")
+        assert err.endswith("kept: the last message was not answered; see the warning above\n")
+        assert "model_failed" in err and "Traceback" not in err
+        # A failure followed by an answer: the last message was answered.
+        fake.push(error(500), reply("Back again."))
+        code, out, err = await kept("chat", "--config", str(config), stdin="one\ntwo\n")
+        assert code == 0, err
+        assert out.splitlines()[-1] == "Back again."
 
 
 async def test_chat_creates_config_from_example(tmp_path: Path):

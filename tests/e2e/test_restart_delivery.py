@@ -40,7 +40,8 @@ def write_config(tmp_path: Path, telegram: FakeTelegram, model: FakeOpenAI) -> P
         "channels": {"telegram": {"enabled": True, "baseUrl": telegram.root}},
         "llm": {"baseUrl": model.base_url, "maxRetries": 0},
         "commitments": {"enabled": True},
-        "agents": [{"id": "main", "heartbeat": {"every": "1s"}}],
+        # A real process on the real clock: no quiet hours, whatever the hour.
+        "agents": [{"id": "main", "heartbeat": {"every": "1s", "activeHours": None}}],
         # The held model call outlives this grace: the stop must cancel it.
         "shutdown": {"graceSeconds": 0.2},
     }

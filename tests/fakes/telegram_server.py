@@ -6,7 +6,8 @@ a long-polling `getUpdates` that honours `offset` like Telegram: an update is
 forgotten once a later request's offset is past it), read every recorded
 call, and script failures: status codes with Telegram's descriptions, 429
 with `parameters.retry_after`, delays (a reply that outlives the client's
-timeout after the message was already "sent") and 401 for a wrong token.
+timeout after the message was already "sent") and 401 for a wrong token;
+`unreachable` cuts every connection, as a network outage does.
 
 Texts are checked as Telegram checks them: an empty text is refused (400
 "message text is empty"), so is one over 4,096 UTF-16 code units, and
@@ -124,6 +125,9 @@ class FakeTelegram:
         # Refuse every message with entities, as Telegram refuses ones it
         # cannot parse.
         self.refuse_entities = False
+        # A network outage: every request's connection is cut before any
+        # answer (the client sees a network error, as with no route).
+        self.unreachable = False
         self._pending: list[JSON] = []
         self._scripts: dict[str, deque[Script]] = {}
         self._chats: dict[int, JSON] = {}
@@ -298,6 +302,9 @@ class FakeTelegram:
         params = await _params(request)
         call = Call(method, params)
         self.calls.append(call)
+        if self.unreachable and request.transport is not None:
+            request.transport.abort()
+            return web.Response(status=503)  # never reaches the client
         if request.match_info["token"] != self.token:
             return _error(401, "Unauthorized")
         steps = self._scripts.get(method)

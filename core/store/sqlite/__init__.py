@@ -15,6 +15,7 @@ app_state.py    the AppStateStore (small values the bot keeps about itself)
 users.py        the UserZoneStore (each user's own time zone)
 pairing.py      the PairingStore (pairing codes and approved users)
 parked.py       ParkedUpdates (updates parked after failing while others were stored)
+wake.py         the WakeChannel: another process's commit (the CLI) wakes the heartbeat
 """
 
 from core.store.sqlite.app_state import SqliteAppStateStore
@@ -26,6 +27,7 @@ from core.store.sqlite.pairing import SqlitePairingStore
 from core.store.sqlite.parked import SqliteParkedUpdates
 from core.store.sqlite.reminders import SqliteReminderStore
 from core.store.sqlite.users import SqliteUserZoneStore
+from core.store.sqlite.wake import SqliteWakeChannel
 
 __all__ = [
     "SqliteAppStateStore",
@@ -38,4 +40,5 @@ __all__ = [
     "SqliteReminderStore",
     "SqliteStore",
     "SqliteUserZoneStore",
+    "SqliteWakeChannel",
 ]

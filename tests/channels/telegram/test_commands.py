@@ -13,6 +13,7 @@ from core.commands.buttons import from_compact
 from core.messages import Action, Outbound, Target, followup_actions
 from core.reminders import parse_schedule
 from tests.fakes.telegram_server import Sent
+from tests.support.store_helpers import mark_sent
 from tests.support.telegram_harness import TelegramHarness, scope, telegram_harness
 
 GROUP = -100700
@@ -87,12 +88,29 @@ async def test_dismiss_and_snooze_act_on_this_chats_commitment(tg: TelegramHarne
     assert snoozed.due_earliest == tg.clock.now() + timedelta(hours=2)
 
 
+async def test_a_sent_check_ins_follow_up_is_dismissed_and_snoozed_by_id(
+    tg: TelegramHarness,
+) -> None:
+    """As the check-in's buttons do (and as the console's check-in offers)."""
+    first, second = await tg.seed(scope(42), "one"), await tg.seed(scope(42), "two")
+    for c in (first, second):
+        await mark_sent(tg.services.backend.heartbeat, c.id, now=tg.clock.now(), message_id="7")
+    await tg.start()
+    assert f"Dismissed {first.id}" in await command(tg, f"/dismiss {first.id}", chat_id=42)
+    assert (await tg.commitment(first.id)).status == "dismissed"
+    answer = await command(tg, f"/snooze {second.id} 1d", chat_id=42)
+    assert answer.startswith(f"Snoozed {second.id} until Tue 01 Dec")
+    assert (await tg.commitment(second.id)).status == "snoozed"
+
+
 async def test_usage_and_bad_durations_are_explained(tg: TelegramHarness) -> None:
     c = await tg.seed(scope(42))
     await tg.start()
     assert "Usage: /dismiss ID" in await command(tg, "/dismiss", chat_id=42)
     assert "Usage: /snooze ID 2h" in await command(tg, f"/snooze {c.id}", chat_id=42)
     assert "not a duration" in await command(tg, f"/snooze {c.id} soonish", chat_id=42)
+    bare = await command(tg, f"/snooze {c.id} 2", chat_id=42)  # once: 2 s, due at once
+    assert bare == "'2' has no unit: say 2h, 30m or 3d."
     assert "Unknown command /frobnicate" in await command(tg, "/frobnicate", chat_id=42)
     assert (await tg.commitment(c.id)).status == "pending"
 

@@ -3,6 +3,7 @@ errors, and a polling loop that no error stops."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -145,10 +146,22 @@ async def test_rejected_token_is_one_clear_error_without_the_token(
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
 
-async def test_unreachable_api_is_a_clear_start_error(tg: TelegramHarness) -> None:
+async def test_an_unreachable_api_is_one_clear_line_and_no_start_error(
+    tg: TelegramHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Retried in the background (tests/channels/telegram/test_startup.py)."""
     await tg.fake.close()
-    with pytest.raises(ChannelStartError, match="cannot reach the Telegram Bot API"):
-        await tg.adapter().start()
+    adapter = tg.adapter()
+    with caplog.at_level("WARNING", logger="kept.telegram"):
+        await adapter.start()
+        for _ in range(200):  # the retry loop reports before its first wait
+            if any("telegram_unreachable" in r.getMessage() for r in caplog.records):
+                break
+            await asyncio.sleep(0.01)
+    assert not adapter.connected
+    [line] = [r.getMessage() for r in caplog.records if "telegram_unreachable" in r.getMessage()]
+    assert "cannot reach the Telegram Bot API" in line and "retry_in_s=1.0" in line
+    assert TOKEN not in line
 
 
 async def test_polling_survives_errors_and_keeps_going(tg: TelegramHarness) -> None:

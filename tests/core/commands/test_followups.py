@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import cast
 
 import pytest
 
 from core.clock import TestClock
 from core.commands import SNOOZE_BUTTON, FollowUpCommands, Outcome
+from core.commitments.service import CommitmentService
+from core.commitments.store import CommitmentStore
 from core.commitments.visibility import Asker, ChatAccess
 from core.messages import Action, ChatKind
 from tests.fakes.command_stores import GROUP, NOW, PRIVATE, FakeCommitments, commitment
@@ -83,23 +86,42 @@ async def test_the_operator_lists_every_chat_by_status_and_agent() -> None:
 
 
 async def test_dismiss_answers_each_id_and_never_reveals_anothers() -> None:
-    sent = commitment(4, "alice", status="sent")
-    store = FakeCommitments(ALICES, BOBS, PRIVATE_ONE, sent)
+    closed = commitment(4, "alice", status="expired")
+    store = FakeCommitments(ALICES, BOBS, PRIVATE_ONE, closed)
     member, _ = chat(store, "alice")
-    changes = await member.dismiss([BOBS.id, ALICES.id, "cm_000000000000", PRIVATE_ONE.id, sent.id])
+    ids = [BOBS.id, ALICES.id, "cm_000000000000", PRIVATE_ONE.id, closed.id]
+    changes = await member.dismiss(ids)
     assert [(c.id, c.outcome) for c in changes] == [
         (BOBS.id, Outcome.NOT_FOUND),
         (ALICES.id, Outcome.DONE),
         ("cm_000000000000", Outcome.NOT_FOUND),
         (PRIVATE_ONE.id, Outcome.NOT_FOUND),
-        (sent.id, Outcome.ALREADY_CLOSED),
+        (closed.id, Outcome.ALREADY_CLOSED),
     ]
     # Another member's is answered exactly like one that never existed.
     assert changes[0].reason == changes[2].reason == "not found"
     assert changes[0].item is None
-    assert changes[4].reason == "already sent"
+    assert changes[4].reason == "already expired"
     assert store.rows[ALICES.id].status == "dismissed"
     assert store.rows[BOBS.id].status == "pending"
+
+
+@pytest.mark.parametrize("asker", ["member", "operator"])
+async def test_a_delivered_check_ins_ids_can_be_typed_like_its_buttons(asker: str) -> None:
+    """What a check-in offers ("/dismiss cm_… to drop it, /snooze ID 1d")
+    works on it after it was sent, as its buttons do."""
+    sent = {"status": "sent", "sent_at": NOW - timedelta(hours=1)}
+    first, second = commitment(4, "alice", **sent), commitment(5, "alice", **sent)
+    store = FakeCommitments(first, second)
+    commands = chat(store, "alice")[0] if asker == "member" else operator(store)
+    [dismissed] = await commands.dismiss([first.id])
+    assert dismissed.done and store.rows[first.id].status == "dismissed"
+    assert store.rows[first.id].sent_at == first.sent_at  # the delivery still counts
+    snoozed = await commands.snooze(second.id, duration="1d")
+    assert snoozed.done and store.rows[second.id].status == "snoozed"
+    assert store.rows[second.id].due_earliest == NOW + timedelta(days=1)
+    again = await commands.dismiss([first.id])
+    assert [c.reason for c in again] == ["already dismissed"]
 
 
 async def test_an_admin_dismisses_a_members_follow_up() -> None:
@@ -111,7 +133,7 @@ async def test_an_admin_dismisses_a_members_follow_up() -> None:
 
 
 async def test_the_operator_dismisses_anything_and_says_why_not() -> None:
-    store = FakeCommitments(ALICES, commitment(4, "dan", status="sent"))
+    store = FakeCommitments(ALICES, commitment(4, "dan", status="resolved"))
     changes = await operator(store).dismiss([ALICES.id, "cm_4".ljust(15, "0"), "cm_000000000004"])
     assert [c.outcome for c in changes] == [Outcome.DONE, Outcome.NOT_FOUND, Outcome.ALREADY_CLOSED]
 
@@ -122,9 +144,57 @@ async def test_snooze_parses_the_duration_before_looking_anything_up() -> None:
     bad = await member.snooze(ALICES.id, duration="soon")
     assert bad.outcome is Outcome.INVALID_DURATION and "soon" in bad.reason
     assert check.calls == 0 and store.changes == 0
-    done = await member.snooze(f" {ALICES.id} ", duration="2h")
-    assert done.done and done.item is not None and done.item.due == NOW + timedelta(hours=2)
+    done = await member.snooze(f" {ALICES.id} ", duration="1d")
+    assert done.done and done.item is not None and done.item.due == NOW + timedelta(days=1)
     assert store.rows[ALICES.id].status == "snoozed"
+
+
+@pytest.mark.parametrize("typed", ["2", "90", " 2 ", "1:30"])
+async def test_a_duration_without_a_unit_is_refused(typed: str) -> None:
+    """`/snooze ID 2` once read as 2 seconds made the follow-up due at once."""
+    store = FakeCommitments(ALICES)
+    for commands in (chat(store, "alice")[0], operator(store)):
+        refused = await commands.snooze(ALICES.id, duration=typed)
+        assert refused.outcome is Outcome.INVALID_DURATION
+        assert refused.reason == f"{typed.strip()!r} has no unit: say 2h, 30m or 3d"
+    assert store.changes == 0 and store.rows[ALICES.id].status == "pending"
+
+
+async def test_a_snooze_never_makes_a_follow_up_due_sooner() -> None:
+    days = timedelta(days=1)
+    later = replace(ALICES, due_earliest=NOW + 3 * days, due_latest=NOW + 4 * days)
+    store = FakeCommitments(later)
+    member, _ = chat(store, "alice")
+    sooner = await member.snooze(later.id, duration="1d")
+    assert sooner.outcome is Outcome.REFUSED
+    assert sooner.reason == "it is due later than that, from 2026-12-03T09:00:00Z"
+    before = await operator(store).snooze(later.id, until=NOW + timedelta(days=2))
+    assert before.outcome is Outcome.REFUSED and before.reason.startswith("it is due later")
+    assert store.changes == 0
+    # Later than it was is a snooze.
+    after = await operator(store).snooze(later.id, until=NOW + timedelta(days=5))
+    assert after.done and store.rows[later.id].due_earliest == NOW + timedelta(days=5)
+
+
+async def test_every_snooze_wakes_the_heartbeat_and_a_refusal_does_not() -> None:
+    """A reopened check-in may be due before the time the scheduler sleeps
+    until: typed, CLI and button snoozes all wake it (bot/services.py wires
+    `on_snoozed` to the heartbeat's Wake)."""
+    woken: list[int] = []
+    sent = replace(ALICES, status="sent")
+    store = FakeCommitments(sent, BOBS)
+    service = CommitmentService(
+        cast(CommitmentStore, store), TestClock(NOW), on_snoozed=lambda: woken.append(1)
+    )
+    access = ChatAccess(Asker("main", GROUP, "group", "alice"), AdminCheck(False))
+    typed = await FollowUpCommands(service, access).snooze(sent.id, duration="2h")
+    assert typed.done and len(woken) == 1
+    assert (await FollowUpCommands(service).snooze(BOBS.id, duration="1d")).done
+    assert len(woken) == 2
+    pressed = await FollowUpCommands(service, access).press(Action("snooze", (sent.id,)))
+    assert pressed.outcome is Outcome.DONE and len(woken) == 3
+    refused = await FollowUpCommands(service).snooze(BOBS.id, duration="1h")  # sooner
+    assert not refused.done and len(woken) == 3
 
 
 async def test_snooze_refusals_carry_a_reason_without_the_id() -> None:
