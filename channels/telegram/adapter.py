@@ -34,7 +34,7 @@ from telegram.constants import ChatAction, ChatMemberStatus
 from telegram.error import TelegramError
 from telegram.request import HTTPXRequest
 
-from channels.base import Access, ChannelAdapter, ChannelContext, Said
+from channels.base import Access, ChannelAdapter, ChannelContext, Departure, Said
 from channels.media import MediaKind, unreadable_notice
 from channels.telegram.commands import (
     BOT_COMMANDS,
@@ -68,6 +68,9 @@ from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult,
 log = logging.getLogger("kept.telegram")
 
 TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 s per chat action
+# Connections beyond what the pace lets out at once, and the typing it
+# allows besides: getUpdates, admin checks, a callback's answer.
+SPARE_CONNECTIONS = 8
 ADMIN_STATUSES = {ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR}
 
 
@@ -103,6 +106,10 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         self.handoff: UpdateHandoff | None = None
         self.leader_looks = 0  # times this worker asked for the polling role
         self._turns: set[asyncio.Task[None]] = set()
+        # Chats showing "typing…" now: at most as many as the pace lets
+        # replies out at once, so a burst spends no more on chat actions
+        # than on its replies.
+        self._typing = 0
         self._commands = TelegramCommands(ctx, self._reply, self._is_admin)
 
     def _config(self) -> TelegramConfig:
@@ -147,8 +154,18 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         )
 
     def _request(self) -> HTTPXRequest:
+        """The HTTP client: one connection for each message the pace lets out
+        at once and each chat it lets type, and a few more. Not PTB's 256:
+        httpcore looks through its pool on every request."""
         t = self._request_timeout
-        return HTTPXRequest(connect_timeout=t, read_timeout=t, write_timeout=t, pool_timeout=t)
+        size = 2 * self._pace.overall.limit + SPARE_CONNECTIONS
+        return HTTPXRequest(
+            connection_pool_size=size,
+            connect_timeout=t,
+            read_timeout=t,
+            write_timeout=t,
+            pool_timeout=t,
+        )
 
     async def _start_intake(self, bot: Bot, intake: UpdateIntake, tg: TelegramConfig) -> str:
         hook = tg.webhook
@@ -278,7 +295,10 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         buttons: InlineKeyboardMarkup | None = None,
         *,
         ping: bool = False,  # Telegram notifies a quoted message's author either way
+        departure: Departure | None = None,
     ) -> SendResult:
+        """One message; `departure` goes to the pace (channels/telegram/pace.py),
+        which calls it once the message may leave, just before the request."""
         bot = self._bot
         if bot is None:
             return SendResult(error="the Telegram adapter is not running", retryable=True)
@@ -300,6 +320,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
                 message_thread_id=thread,
                 reply_parameters=reply,
                 reply_markup=buttons,
+                rate_limit_args=departure,
             )
 
         return await send_formatted(
@@ -395,16 +416,24 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         mark_safe()
 
     async def keep_typing(self, target: Target) -> None:
+        """ "typing…" while a model call runs (ChannelAdapter.typing_during);
+        none when as many chats as the pace lets out at once type already."""
         bot = self._bot
+        if bot is None or self._typing >= self._pace.overall.limit:
+            return
         thread = int(target.thread_id) if target.thread_id is not None else None
-        while bot is not None:
-            try:
-                await bot.send_chat_action(
-                    chat_id_param(target.chat_id), ChatAction.TYPING, message_thread_id=thread
-                )
-            except TelegramError:
-                return  # cosmetic: a chat we cannot type in will show the reply's error
-            await self._ctx.clock.sleep(TYPING_EVERY)
+        self._typing += 1
+        try:
+            while True:
+                try:
+                    await bot.send_chat_action(
+                        chat_id_param(target.chat_id), ChatAction.TYPING, message_thread_id=thread
+                    )
+                except TelegramError:
+                    return  # cosmetic: a chat we cannot type in will show the reply's error
+                await self._ctx.clock.sleep(TYPING_EVERY)
+        finally:
+            self._typing -= 1
 
     async def _on_edit(self, message: Message) -> None:
         user = message.from_user
