@@ -41,7 +41,9 @@ async def test_unsent_replies_are_the_stored_ones_in_order_within_the_window(
     first = await add(store, "one", at=0, platform_message_id="1")
     second = await add(store, "two", at=1, key=OTHER, platform_message_id="2")
     a = await add(store, "a", "assistant", at=2, in_reply_to=first.id, send_state="stored")
-    b = await add(store, "b", "assistant", at=3, key=OTHER, in_reply_to=second.id, send_state="stored")  # fmt: skip
+    b = await add(
+        store, "b", "assistant", at=3, key=OTHER, in_reply_to=second.id, send_state="stored"
+    )
     old = await add(store, "c", "assistant", at=-600, in_reply_to=first.id, send_state="stored")
     await add(store, "tool row, no state", "assistant", at=4, in_reply_to=first.id)
 
