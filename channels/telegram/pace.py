@@ -198,6 +198,7 @@ class PacedSends(BaseRateLimiter[Departure]):
                 self._flooded(wait, endpoint, data.get("chat_id"))
                 if self._clock.time() + wait > deadline:
                     raise
+                recorder().send_retry("telegram")
                 continue
             except BaseException:
                 self._answered(group, accepted=False)
