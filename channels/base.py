@@ -11,11 +11,12 @@ nanobot's BaseChannel._handle_message):
    message is not stored and never reaches the model), a group only when
    listed in `groups` or with `groupPolicy: open`;
 2. `inbound`: the `Inbound`, with the agent read from the live config;
-3. `take_turn`: "typing…" once the message is stored (`keep_typing` is the
-   platform's indicator), the hand-off to the conversation manager, and
-   error capture: a failed turn is logged, never raised; MessageNotStored is
-   raised for the platform to hold the message (Telegram's intake, Discord's
-   catch-up).
+3. `take_turn`: the hand-off to the conversation manager, "typing…" while
+   the turn's model call runs (the manager says when: `during_model`;
+   `keep_typing` is the platform's indicator), never while a message waits
+   for its turn, and error capture: a failed turn is logged, never raised;
+   MessageNotStored is raised for the platform to hold the message
+   (Telegram's intake, Discord's catch-up).
 
 What decides whether a message is addressed to the bot at all (mentions,
 replies, commands) stays with the platform, before `admit`.
@@ -25,15 +26,21 @@ own chunks (`prepare`: Telegram's text with entities, Discord's Markdown
 with code fences closed and reopened, plain text elsewhere), sends them in
 order (`send_chunk`), quoting the replied-to message on the first, and puts
 a message's actions, as the platform's buttons (`render_actions`), on the
-last chunk, the one read after the whole text.
+last chunk, the one read after the whole text. A message's `on_leaving`
+(core's record that a reply is on its way) is called once, through a
+`Departure`, just before its first request leaves the process: after any
+waiting for the platform's pace, which the platform's `send_chunk` does
+itself (Telegram hands the Departure to its rate limiter).
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, cast
 
@@ -63,12 +70,21 @@ from core.users import UserZones
 log = logging.getLogger("kept.channels")
 
 
+# Entered around each model call of a turn (ConversationManager.handle's `during_model`).
+DuringModel = Callable[[], AbstractAsyncContextManager[object]]
+
+
 class InboundHandler(Protocol):
     """ConversationManager.handle: one turn; `on_stored` fires once the
-    message is in the transcript."""
+    message is in the transcript, `during_model` is entered around the
+    turn's model call."""
 
     def __call__(
-        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
+        self,
+        inbound: Inbound,
+        *,
+        on_stored: Callable[[], object] | None = None,
+        during_model: DuringModel | None = None,
     ) -> Awaitable[object]: ...
 
 
@@ -78,7 +94,11 @@ class Conversation(Protocol):
     when the change could not be stored."""
 
     def handle(
-        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
+        self,
+        inbound: Inbound,
+        *,
+        on_stored: Callable[[], object] | None = None,
+        during_model: DuringModel | None = None,
     ) -> Awaitable[object]: ...
 
     async def edit(
@@ -98,6 +118,39 @@ class WebRoutes(Protocol):
     def mount(self, path: str, handler: Callable[[Any], Awaitable[Any]]) -> None: ...
 
     def unmount(self, path: str) -> None: ...
+
+
+class SendFenced(KeptError):
+    """A message's `on_leaving` declined (it is already being sent) or
+    failed (its `sending` mark could not be stored): nothing was sent."""
+
+
+class Departure:
+    """The moment a message leaves the process: `leave()` calls the
+    message's `on_leaving` once, before its first request, and raises
+    SendFenced when that says no or fails, so the request is not made."""
+
+    __slots__ = ("_hook", "_left")
+
+    def __init__(self, hook: Callable[[], Awaitable[bool]] | None) -> None:
+        self._hook = hook
+        self._left = hook is None
+
+    @property
+    def left(self) -> bool:
+        return self._left
+
+    async def leave(self) -> None:
+        if self._left:
+            return
+        self._left = True
+        assert self._hook is not None
+        try:
+            going = await self._hook()
+        except Exception as exc:
+            raise SendFenced(f"its sending mark could not be stored: {exc!r}") from exc
+        if not going:
+            raise SendFenced("it is being sent already")
 
 
 class ChannelStartError(KeptError):
@@ -259,8 +312,17 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         buttons: Buttons | None,
         *,
         ping: bool = False,
+        departure: Departure | None = None,
     ) -> SendResult:
-        """Hook: send one chunk from `prepare` (the default: `send_text`)."""
+        """Hook: send one chunk from `prepare` (the default: `send_text`).
+        A platform that waits for its pace inside the send calls
+        `departure.leave()` after the waiting, just before the request;
+        the default calls it first."""
+        if departure is not None:
+            try:
+                await departure.leave()
+            except SendFenced as exc:
+                return SendResult(error=f"not sent: {exc}")
         return await self.send_text(target, cast("str", chunk), reply_to, buttons, ping=ping)
 
     def render_actions(self, actions: Sequence[ButtonAction]) -> Buttons | None:
@@ -398,29 +460,34 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         platform error ends it quietly). The default shows nothing."""
         return None
 
+    @contextlib.asynccontextmanager
+    async def typing_during(self, target: Target) -> AsyncIterator[None]:
+        """ "typing…" in `target` for as long as the block runs: entered by
+        the manager around a turn's model call only, so a message waiting
+        for its chat's turn, or a reply waiting for the pace, shows none."""
+        task = asyncio.create_task(self.keep_typing(target))
+        # A failed indicator only ends it; its error is dropped.
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        try:
+            yield
+        finally:
+            task.cancel()
+
     async def take_turn(
         self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
     ) -> None:
-        """Steps 3-5: typing once stored, the manager, error capture. A turn
-        that fails after its message was stored is logged (the manager
-        answered model failures itself); MessageNotStored is raised, so the
-        platform holds the message and offers it again, unless the store
-        refused the message for good (`refused`): then it returns, and the
-        message is confirmed."""
-        typing: asyncio.Task[None] | None = None
-
-        def stored() -> None:
-            # "typing…" once there is something to answer, not while a
-            # storage outage holds the message.
-            nonlocal typing
-            typing = asyncio.create_task(self.keep_typing(inbound.target))
-            # A failed indicator only ends it; its error is dropped.
-            typing.add_done_callback(lambda t: t.cancelled() or t.exception())
-            if on_stored is not None:
-                on_stored()
-
+        """Steps 3-5: the manager, typing during its model call, error
+        capture. A turn that fails after its message was stored is logged
+        (the manager answered model failures itself); MessageNotStored is
+        raised, so the platform holds the message and offers it again, unless
+        the store refused the message for good (`refused`): then it returns,
+        and the message is confirmed."""
         try:
-            await self._handler(inbound, on_stored=stored)
+            await self._handler(
+                inbound,
+                on_stored=on_stored or (lambda: None),
+                during_model=lambda: self.typing_during(inbound.target),
+            )
         except MessageNotStored as exc:
             if not exc.deterministic:
                 raise
@@ -436,9 +503,6 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
                 error=repr(exc),
                 action="see the error; recent unanswered messages are answered at the next start",
             )
-        finally:
-            if typing is not None:
-                typing.cancel()
 
     async def refused(self, inbound: Inbound, exc: MessageNotStored) -> None:
         """The store can never take this message (a value it refuses, not an
@@ -469,7 +533,9 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         first chunk is the platform's answer (retryable or not); a failure
         after it leaves the message partly sent, so its outcome is unknown
         and it is never repeated, and the rest is not sent: the user never
-        gets a torso followed by a second copy."""
+        gets a torso followed by a second copy. `outbound.on_leaving` is
+        called once, just before the first request leaves (see Departure)."""
+        departure = Departure(outbound.on_leaving)
         chunks = self.prepare(outbound.text)
         buttons = self.render_actions(outbound.actions) if outbound.actions else None
         first: SendResult | None = None
@@ -482,6 +548,7 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
                 reply_to,
                 buttons if last else None,
                 ping=outbound.ping_replied and reply_to is not None,
+                departure=departure,
             )
             if not result.ok:
                 event(

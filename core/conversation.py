@@ -7,17 +7,24 @@ never replied to. Turns of one session run one at a time in arrival order
 the database's); sessions run concurrently. Whoever holds a session answers
 its messages in stored order and never one that is answered already, so
 several workers, a restart or a recovery never reorder or repeat a reply.
+
+A reply is stored `stored`, marked `sending` just before its request leaves
+for the platform (after any wait for the platform's pace: the channel calls
+`Outbound.on_leaving`), and `sent` once taken. Only a reply that reached
+`sending` can be in doubt after a crash; recovery sends the ones that did not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from core.chat_prompt import TurnPlace, chat_messages
@@ -27,7 +34,7 @@ from core.errors import KeptError
 from core.llm import Completion, LLMError, Role
 from core.locks import SessionLocks
 from core.logs import event
-from core.messages import Inbound, Outbound, Sender, Target, storable
+from core.messages import ButtonAction, Inbound, Outbound, Sender, SendResult, Target, storable
 from core.metrics import recorder
 from core.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.store.base import (
@@ -94,6 +101,8 @@ class ReplyEvent:
 
 
 ReplyHook = Callable[[ReplyEvent], Awaitable[None]]
+# Entered around each turn's model call (a channel's "typing…").
+DuringModel = Callable[[], AbstractAsyncContextManager[object]]
 
 
 class ConversationManager:
@@ -134,7 +143,11 @@ class ConversationManager:
         return self._sessions
 
     async def handle(
-        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
+        self,
+        inbound: Inbound,
+        *,
+        on_stored: Callable[[], object] | None = None,
+        during_model: DuringModel | None = None,
     ) -> MessageRecord | None:
         """Store, answer and send one inbound message. Returns the stored reply,
         or None when the message was a duplicate or had nothing to answer.
@@ -143,7 +156,8 @@ class ConversationManager:
         it already was), before the answer: from then on a crash loses no
         message, so a channel may confirm it to the platform. When the message
         cannot be stored, MessageNotStored is raised and `on_stored` is not
-        called."""
+        called. `during_model` is entered around the model call of each turn
+        this takes (a channel's "typing…"), not while the turn waits."""
         if not inbound.text.strip():
             return None
         key = inbound.session_key
@@ -188,10 +202,10 @@ class ConversationManager:
             # (Were the old id reused, only the times would differ: no turn reads them.)
             session = await self._ensure_session(inbound, fresh=True)
         async with self._locks.hold(key):
-            return await self._answer_in_order(session, user)
+            return await self._answer_in_order(session, user, during_model)
 
     async def _answer_in_order(
-        self, session: SessionRecord, user: MessageRecord
+        self, session: SessionRecord, user: MessageRecord, during_model: DuringModel | None = None
     ) -> MessageRecord | None:
         """Answer `user`, first answering what its session still owes from
         before it, and nothing twice. With several workers, an earlier message
@@ -203,7 +217,7 @@ class ConversationManager:
         owed = await self._store.unanswered_up_to(user, since=since)
         reply: MessageRecord | None = None
         for message in owed:
-            reply = await self._turn(session, message)
+            reply = await self._turn(session, message, during_model)
         if owed and owed[-1].id == user.id:
             return reply
         return None
@@ -310,8 +324,8 @@ class ConversationManager:
         platforms without a live adapter, and chats another worker holds (it
         answers what its chat owes), are left alone."""
         now = self._clock.now()
+        answered = await self._send_unsent(platforms, now - window, now - quiet_for)
         pending = await self._store.unanswered(since=now - window)
-        answered = 0
         for message in pending:
             if message.ts > now - quiet_for:
                 continue
@@ -332,12 +346,84 @@ class ConversationManager:
                     answered += 1
         return answered
 
+    async def _send_unsent(
+        self, platforms: set[str] | None, since: datetime, before: datetime
+    ) -> int:
+        """Send the replies stored but never on their way (a stop or crash
+        while they waited for the platform's pace), once each: a reply that
+        reached `sending` is not among them, and `on_leaving` fences the
+        rest against whoever sends one meanwhile."""
+        sent = 0
+        for reply in await self._store.unsent_replies(since=since):
+            if reply.ts > before:
+                continue
+            session = await self._store.get_session(reply.session_key)
+            if session is None or (platforms is not None and session.platform not in platforms):
+                continue
+            user = await self._store.get_message(reply.in_reply_to) if reply.in_reply_to else None
+            async with self._locks.hold_unless_elsewhere(session.key) as held:
+                if not held:
+                    continue
+                result = await self._send_reply(session, user, reply, ())
+            if result.ok:
+                event(
+                    log,
+                    logging.INFO,
+                    "recovered_unsent_reply",
+                    agent=session.agent_id,
+                    session=session.key,
+                    message=reply.id,
+                )
+                sent += 1
+        return sent
+
+    async def _send_reply(
+        self,
+        session: SessionRecord,
+        user: MessageRecord | None,
+        reply: MessageRecord,
+        actions: tuple[ButtonAction, ...],
+    ) -> SendResult:
+        """Send a stored reply: `sending` just before it leaves, `sent` with
+        its platform id once taken."""
+        target = Target(session.platform, session.chat_id, session.thread_id)
+        # In a group or channel the reply quotes the message it answers, so a
+        # busy chat sees what it answers; a private chat needs no quote.
+        quote = None
+        if user is not None and session.chat_kind != "private":
+            quote = user.platform_message_id
+        result = await self._sender.send(
+            Outbound(
+                target=target,
+                text=reply.text,
+                reply_to_platform_id=quote,
+                actions=actions,
+                on_leaving=lambda: self._store.begin_reply_send(reply.id),
+            )
+        )
+        if result.ok:
+            await self._store.reply_sent(reply.id, result.message_id)
+        else:
+            event(
+                log,
+                logging.WARNING,
+                "reply_not_sent",
+                agent=session.agent_id,
+                session=session.key,
+                message=reply.id,
+                error=result.error,
+                action="check the channel's token and permissions",
+            )
+        return result
+
     async def drain(self) -> None:
         """Wait for background reply hooks (used at shutdown and in tests)."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
-    async def _turn(self, session: SessionRecord, user: MessageRecord) -> MessageRecord:
+    async def _turn(
+        self, session: SessionRecord, user: MessageRecord, during_model: DuringModel | None = None
+    ) -> MessageRecord:
         # Latency is measured, not scheduled: wall time, not the injected clock.
         started = time.perf_counter()
         # The turn's one read of the config: everything below uses `agent`.
@@ -352,7 +438,8 @@ class ConversationManager:
             now=self._clock.now(),
         )
         try:
-            text = await self._agent_turn(agent, session, user, ctx)
+            async with during_model() if during_model else contextlib.nullcontext():
+                text = await self._agent_turn(agent, session, user, ctx)
             kind = "text"
         except LLMError as exc:
             event(
@@ -375,31 +462,14 @@ class ConversationManager:
                 ts=self._clock.now(),
                 kind=kind,  # type: ignore[arg-type]
                 in_reply_to=user.id,
+                send_state="stored",
             )
         )
-        # In a group or channel the reply quotes the message it answers, so a
-        # busy chat sees what it answers; a private chat needs no quote.
-        quote = user.platform_message_id if session.chat_kind != "private" else None
         # Buttons a tool offered (set_timezone's Yes / No) go under the reply;
         # an apology offers nothing.
         actions = tuple(ctx.offers) if kind == "text" else ()
-        result = await self._sender.send(
-            Outbound(target=target, text=text, reply_to_platform_id=quote, actions=actions)
-        )
-        if result.ok and result.message_id is not None:
-            await self._store.set_platform_message_id(reply.id, result.message_id)
-        if not result.ok:
-            event(
-                log,
-                logging.WARNING,
-                "reply_not_sent",
-                agent=session.agent_id,
-                session=session.key,
-                message=reply.id,
-                error=result.error,
-                action="check the channel's token and permissions",
-            )
-        elif kind == "text":
+        result = await self._send_reply(session, user, reply, actions)
+        if result.ok and kind == "text":
             self._fire_hooks(ReplyEvent(session, user, reply, user.sender_id))
         recorder().turn_seconds(session.platform, time.perf_counter() - started)
         return reply

@@ -9,8 +9,8 @@ the platform accepted the message.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -202,6 +202,12 @@ class Outbound:
     # Notify the author of the quoted message (a check-in about them). A
     # reply to someone who just wrote to the bot quotes without a ping.
     ping_replied: bool = False
+    # Called once just before the message's first request leaves the process
+    # (after any waiting for the platform's pace); False or an error: it is
+    # not sent. How a stored reply is marked `sending`.
+    on_leaving: Callable[[], Awaitable[bool]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(frozen=True, slots=True)

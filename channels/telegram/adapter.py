@@ -35,7 +35,7 @@ from telegram.error import TelegramError
 from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
-from channels.base import Access, ChannelAdapter, ChannelContext, ChannelStartError, Said
+from channels.base import Access, ChannelAdapter, ChannelContext, ChannelStartError, Departure, Said
 from channels.media import MediaKind, unreadable_notice
 from channels.telegram.commands import (
     BOT_COMMANDS,
@@ -74,6 +74,9 @@ MAX_CONNECT_BACKOFF = 60.0
 # getUpdates failures in a row that make the adapter not ready (one or two
 # are a blip; the loop backs off 1, 2, 4 … seconds between them).
 POLL_FAILURES_NOT_READY = 3
+# Connections beyond what the pace lets out at once, and the typing it
+# allows besides: getUpdates, admin checks, a callback's answer.
+SPARE_CONNECTIONS = 8
 ADMIN_STATUSES = {ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR}
 
 
@@ -111,6 +114,10 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         self.handoff: UpdateHandoff | None = None
         self.leader_looks = 0  # times this worker asked for the polling role
         self._turns: set[asyncio.Task[None]] = set()
+        # Chats showing "typing…" now: at most as many as the pace lets
+        # replies out at once, so a burst spends no more on chat actions
+        # than on its replies.
+        self._typing = 0
         self._commands = TelegramCommands(ctx, self._reply, self._is_admin)
 
     def _config(self) -> TelegramConfig:
@@ -205,8 +212,18 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         )
 
     def _request(self) -> HTTPXRequest:
+        """The HTTP client: one connection for each message the pace lets out
+        at once and each chat it lets type, and a few more. Not PTB's 256:
+        httpcore looks through its pool on every request."""
         t = self._request_timeout
-        return HTTPXRequest(connect_timeout=t, read_timeout=t, write_timeout=t, pool_timeout=t)
+        size = 2 * self._pace.overall.limit + SPARE_CONNECTIONS
+        return HTTPXRequest(
+            connection_pool_size=size,
+            connect_timeout=t,
+            read_timeout=t,
+            write_timeout=t,
+            pool_timeout=t,
+        )
 
     async def _start_intake(self, bot: Bot, intake: UpdateIntake, tg: TelegramConfig) -> str:
         hook = tg.webhook
@@ -353,7 +370,10 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         buttons: InlineKeyboardMarkup | None = None,
         *,
         ping: bool = False,  # Telegram notifies a quoted message's author either way
+        departure: Departure | None = None,
     ) -> SendResult:
+        """One message; `departure` goes to the pace (channels/telegram/pace.py),
+        which calls it once the message may leave, just before the request."""
         bot = self._bot
         if bot is None:
             return SendResult(error="the Telegram adapter is not running", retryable=True)
@@ -375,6 +395,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
                 message_thread_id=thread,
                 reply_parameters=reply,
                 reply_markup=buttons,
+                rate_limit_args=departure,
             )
 
         return await send_formatted(
@@ -470,16 +491,24 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         mark_safe()
 
     async def keep_typing(self, target: Target) -> None:
+        """ "typing…" while a model call runs (ChannelAdapter.typing_during);
+        none when as many chats as the pace lets out at once type already."""
         bot = self._bot
+        if bot is None or self._typing >= self._pace.overall.limit:
+            return
         thread = int(target.thread_id) if target.thread_id is not None else None
-        while bot is not None:
-            try:
-                await bot.send_chat_action(
-                    chat_id_param(target.chat_id), ChatAction.TYPING, message_thread_id=thread
-                )
-            except TelegramError:
-                return  # cosmetic: a chat we cannot type in will show the reply's error
-            await self._ctx.clock.sleep(TYPING_EVERY)
+        self._typing += 1
+        try:
+            while True:
+                try:
+                    await bot.send_chat_action(
+                        chat_id_param(target.chat_id), ChatAction.TYPING, message_thread_id=thread
+                    )
+                except TelegramError:
+                    return  # cosmetic: a chat we cannot type in will show the reply's error
+                await self._ctx.clock.sleep(TYPING_EVERY)
+        finally:
+            self._typing -= 1
 
     async def _on_edit(self, message: Message) -> None:
         user = message.from_user

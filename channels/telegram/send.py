@@ -10,10 +10,15 @@ The one question for every failure is "could Telegram have accepted it?"
   permanent; neither retryable nor unknown, so the heartbeat marks the
   commitment failed at once.
 
-Ordinary replies have no retry loop of their own (ConversationManager sends
-once), so `send_once` waits out one short 429 and a couple of refused
-connections itself; a longer wait is handed back as retryable with its
-`retry_after` for the heartbeat's own backoff.
+A 429 never reaches `send_once` while there is time: the pace
+(channels/telegram/pace.py) holds every send through the flood wait and
+sends the refused one again, up to its deadline; what comes back after that
+is handed back as retryable with its `retry_after`. `send_once` itself only
+tries a refused connection again, a couple of times.
+
+A send whose Departure declined to leave (channels/base.py: the reply is
+already being sent, or its `sending` mark could not be stored) was never
+made: neither retryable nor unknown.
 
 A message goes out with its formatting as entities (channels/telegram/format.py).
 Should Telegram refuse them (400 "can't parse entities" or another entity
@@ -42,6 +47,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from channels.base import SendFenced
 from channels.telegram.format import Entity, TelegramChunk
 from core.clock import Clock
 from core.logs import event
@@ -50,9 +56,6 @@ from core.metrics import recorder
 
 log = logging.getLogger("kept.telegram")
 
-# A 429 asking for at most this long is waited out inside the send; longer
-# ones go back to the caller (the heartbeat retries with its own backoff).
-MAX_INLINE_RETRY_AFTER = 30.0
 # Connections refused before anything was sent: retried this often, with
 # CONNECT_BACKOFF * 2**n seconds in between.
 CONNECT_RETRIES = 2
@@ -78,6 +81,8 @@ def retry_after_seconds(exc: RetryAfter) -> float:
 def classify(exc: Exception, *, secret: str = "") -> SendResult:
     """The SendResult for a failed Bot API call (see the module docstring)."""
     text = scrub(str(exc) or type(exc).__name__, secret)
+    if isinstance(exc, SendFenced):
+        return SendResult(error=f"not sent: {text}")
     if isinstance(exc, RetryAfter):
         wait = retry_after_seconds(exc)
         return SendResult(error=f"flood control: {text}", retryable=True, retry_after=wait)
@@ -109,8 +114,8 @@ async def send_once(
     what: str = "send",
     chat: str | None = None,
 ) -> SendResult:
-    """Run one Bot API send; retry only what Telegram certainly did not take."""
-    waited_flood = False
+    """Run one Bot API send; retry only what Telegram certainly did not take
+    (a 429 was retried by the pace already)."""
     refused = 0
     while True:
         try:
@@ -121,12 +126,7 @@ async def send_once(
             message_id = str(sent.message_id) if isinstance(sent, Message) else None
             return SendResult(message_id=message_id)
         wait: float | None = None
-        if result.retry_after is not None:
-            recorder().rate_limited("telegram")
-            if not waited_flood and result.retry_after <= MAX_INLINE_RETRY_AFTER:
-                waited_flood = True
-                wait = result.retry_after
-        elif result.retryable and refused < CONNECT_RETRIES:
+        if result.retryable and result.retry_after is None and refused < CONNECT_RETRIES:
             wait = CONNECT_BACKOFF * 2**refused
             refused += 1
         if wait is None:

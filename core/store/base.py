@@ -30,6 +30,11 @@ INDEXED_ROLES: frozenset[str] = frozenset({"user", "assistant"})
 INDEXED_KINDS: frozenset[str] = frozenset({"text", "checkin", "reminder"})
 
 
+# A turn's reply: `stored` with the transcript, `sending` just before its
+# request leaves for the platform, `sent` once the platform took it.
+SendState = Literal["stored", "sending", "sent"]
+
+
 def is_indexed(role: str, kind: str) -> bool:
     return role in INDEXED_ROLES and kind in INDEXED_KINDS
 
@@ -62,6 +67,8 @@ class NewMessage:
     in_reply_to: int | None = None
     # JSON for tool calls / tool results (the OpenAI message shape), else None.
     payload: str | None = None
+    # A turn's reply to send: "stored" (see SendState); None for other rows.
+    send_state: SendState | None = None
 
     def __post_init__(self) -> None:
         # Every row of the transcript is built here: a model answer, a tool
@@ -189,6 +196,20 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def set_platform_message_id(self, message_id: int, platform_message_id: str) -> None:
         """Record the id the platform gave a message we sent."""
+
+    @abc.abstractmethod
+    async def begin_reply_send(self, message_id: int) -> bool:
+        """`stored` -> `sending`, durably, just before the reply's request
+        leaves; False when it is not `stored` (someone sent it already)."""
+
+    @abc.abstractmethod
+    async def reply_sent(self, message_id: int, platform_message_id: str | None) -> None:
+        """The platform took the reply: `sent`, with the id it gave it."""
+
+    @abc.abstractmethod
+    async def unsent_replies(self, *, since: datetime) -> list[MessageRecord]:
+        """Replies stored at or after `since` whose request never left
+        (still `stored`), oldest first."""
 
     @abc.abstractmethod
     async def history(

@@ -103,7 +103,9 @@ async def test_router_sends_by_platform_only():
 async def test_console_reads_lines_until_quit():
     seen: list[Inbound] = []
 
-    async def handler(inbound: Inbound, *, on_stored: Callable[[], object] | None = None) -> None:
+    async def handler(
+        inbound: Inbound, *, on_stored: Callable[[], object] | None = None, **_: object
+    ) -> None:
         seen.append(inbound)
 
     out = io.StringIO()

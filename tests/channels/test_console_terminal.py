@@ -31,7 +31,7 @@ def keys() -> Iterator[PipeInput]:
 def terminal_chat(
     keys: PipeInput, history: Path, seen: list[str], out: io.StringIO
 ) -> ConsoleAdapter:
-    async def handler(inbound: Inbound, *, on_stored: object = None) -> None:
+    async def handler(inbound: Inbound, *, on_stored: object = None, **_: object) -> None:
         seen.append(inbound.text)
 
     reader = PromptLineReader(open_history(history), input=keys, output=DummyOutput())
@@ -109,7 +109,7 @@ async def test_replies_are_rendered_as_markdown_at_a_terminal(
 async def test_a_pipe_gets_the_reply_text_as_stored() -> None:
     out = io.StringIO()
 
-    async def handler(inbound: Inbound, *, on_stored: object = None) -> None: ...
+    async def handler(inbound: Inbound, *, on_stored: object = None, **_: object) -> None: ...
 
     console = ConsoleAdapter(
         agent_id="main",

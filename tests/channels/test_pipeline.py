@@ -15,7 +15,7 @@ from typing import Any
 import discord.ext.test as dpytest
 import pytest
 
-from channels.base import ChannelAdapter, Said
+from channels.base import ChannelAdapter, DuringModel, Said
 from core.clock import TestClock
 from core.commitments.model import Scope
 from core.conversation import MessageNotStored
@@ -89,36 +89,54 @@ async def test_agent_and_allow_list_are_read_on_every_message() -> None:
     assert pipe.inbound(said()).session_key == "agent:second:pipe:private:c1"
 
 
-async def test_typing_starts_once_stored_and_stops_with_the_turn() -> None:
-    store_now, answer_now = asyncio.Event(), asyncio.Event()
+async def test_typing_shows_only_while_the_model_call_runs() -> None:
+    """Stored and waiting for its chat's turn: no "typing…"; it starts when
+    the manager enters the model call and stops when that ends, before the
+    reply waits for the pace."""
+    store_now, call_now, answer_now, sending = (asyncio.Event() for _ in range(4))
 
-    async def handle(inbound: Inbound, *, on_stored: Callable[[], object] | None = None) -> None:
+    async def handle(
+        inbound: Inbound,
+        *,
+        on_stored: Callable[[], object] | None = None,
+        during_model: DuringModel | None = None,
+    ) -> None:
         await store_now.wait()
-        assert on_stored is not None
+        assert on_stored is not None and during_model is not None
         on_stored()
-        await answer_now.wait()
+        await call_now.wait()  # queued behind the chat's earlier turn
+        async with during_model():
+            await answer_now.wait()
+        await sending.wait()  # the reply waits for the pace
 
     pipe = Pipe(handle, {"agent": "main", "allow": []})
     stored: list[bool] = []
     turn = asyncio.create_task(
         pipe.take_turn(pipe.inbound(said()), on_stored=lambda: stored.append(True))
     )
-    await asyncio.sleep(0)
-    assert pipe.typed == [] and stored == []  # nothing is typed while the message is not stored
-
     store_now.set()
     for _ in range(10):
         await asyncio.sleep(0)
-    assert pipe.typed == [Target("pipe", "c1")] and stored == [True]
+    assert stored == [True] and pipe.typed == []  # stored, waiting: nothing typed
+
+    call_now.set()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert pipe.typed == [Target("pipe", "c1")]
     assert not pipe.typing_stopped.is_set()
 
     answer_now.set()
+    await asyncio.wait_for(pipe.typing_stopped.wait(), 1)  # before the send
+    assert not turn.done()
+    sending.set()
     await turn
-    await asyncio.wait_for(pipe.typing_stopped.wait(), 1)
+    assert pipe.typed == [Target("pipe", "c1")]
 
 
 async def test_a_message_not_stored_is_raised_and_never_typed() -> None:
-    async def handle(inbound: Inbound, *, on_stored: Callable[[], object] | None = None) -> None:
+    async def handle(
+        inbound: Inbound, *, on_stored: Callable[[], object] | None = None, **_: object
+    ) -> None:
         raise MessageNotStored("disk full") from sqlite3.OperationalError("disk full")
 
     pipe = Pipe(handle, {"agent": "main", "allow": []})
@@ -128,7 +146,9 @@ async def test_a_message_not_stored_is_raised_and_never_typed() -> None:
 
 
 async def test_a_failed_turn_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
-    async def handle(inbound: Inbound, *, on_stored: Callable[[], object] | None = None) -> None:
+    async def handle(
+        inbound: Inbound, *, on_stored: Callable[[], object] | None = None, **_: object
+    ) -> None:
         assert on_stored is not None
         on_stored()
         raise RuntimeError("a bug")

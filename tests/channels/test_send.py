@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from channels.base import ChannelAdapter
+from channels.base import ChannelAdapter, Departure
 from core.messages import Action, Inbound, Outbound, SendResult, Target, followup_actions
 
 TARGET = Target("telegram", "42")
@@ -110,6 +110,7 @@ class Tagged(Chunks):
         buttons: tuple[Action, ...] | None,
         *,
         ping: bool = False,
+        departure: Departure | None = None,
     ) -> SendResult:
         return await self.send_text(target, f"{chunk[0]}:{chunk[1]}", reply_to, buttons, ping=ping)
 

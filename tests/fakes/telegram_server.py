@@ -16,6 +16,13 @@ and hold nothing inside `code`/`pre`; `refuse_entities` makes it refuse
 every message that carries entities (400 "can't parse entities"), as
 Telegram does with ones it cannot read.
 
+Flood control, as Telegram's: `flood_control(limit)` makes the fake answer
+429 to a message beyond `limit` in any `window` seconds, and then refuse
+every message (from any chat) until the `retry_after` it named has passed;
+each new flood names a longer one (1, 2, then 3 s by default, times `unit`,
+so tests can run on fractions of a second). `hold_sends()` gates messages:
+each waits, not yet taken, until the test releases the gate.
+
 Confirmation can be gated: `hold_confirmations()` makes a getUpdates whose
 offset would confirm updates wait, before Telegram forgets them, until the
 test releases it. The bot has made its decision by then (the request is
@@ -87,13 +94,59 @@ class Gate:
         self.released.set()
 
 
+# What counts as a message for flood control ("typing…" and reads do not).
+FLOODED = frozenset({"sendMessage", "editMessageText", "editMessageReplyMarkup"})
+
+
+@dataclass
+class Flood:
+    """Telegram's flood control: at most `limit` messages in any `window`
+    seconds; beyond it a 429 naming `retry_after`, and every message refused
+    until that time has passed. Each flood names the next of `steps` (the
+    last one repeats), in units of `unit` seconds."""
+
+    limit: int
+    window: float = 1.0
+    steps: tuple[float, ...] = (1, 2, 3)
+    unit: float = 1.0
+    clock: Callable[[], float] = time.monotonic
+    floods: int = 0
+    refused: int = 0
+    until: float = 0.0
+    _taken: deque[float] = field(default_factory=deque)
+
+    def refusal(self) -> float | None:
+        """None when a message may be taken now (and count it), else the
+        retry_after to answer with."""
+        now = self.clock()
+        if now < self.until:
+            self.refused += 1
+            return _rounded(self.until - now)
+        while self._taken and self._taken[0] <= now - self.window:
+            self._taken.popleft()
+        if len(self._taken) < self.limit:
+            self._taken.append(now)
+            return None
+        wait = self.steps[min(self.floods, len(self.steps) - 1)] * self.unit
+        self.floods += 1
+        self.refused += 1
+        self.until = now + wait
+        return _rounded(wait)
+
+
+def _rounded(seconds: float) -> float:
+    # Telegram names whole seconds; a fake on fractions names them as they are.
+    whole = round(seconds)
+    return whole if abs(seconds - whole) < 1e-9 and whole >= 1 else round(seconds, 3)
+
+
 @dataclass
 class Script:
     """How the next call of a method goes wrong."""
 
     status: int = 200
     description: str = ""
-    retry_after: int | None = None
+    retry_after: float | None = None
     delay: float = 0.0  # seconds before answering
     # With a delay: perform the call first (the message is "sent") and only
     # answer late, like a timeout after Telegram accepted the message.
@@ -110,6 +163,7 @@ class Sent:
     reply_to: int | None = None
     edits: list[str] = field(default_factory=list)
     entities: list[JSON] = field(default_factory=list)
+    at: float = field(default_factory=time.monotonic)  # when the fake took it
 
 
 class FakeTelegram:
@@ -128,6 +182,8 @@ class FakeTelegram:
         # A network outage: every request's connection is cut before any
         # answer (the client sees a network error, as with no route).
         self.unreachable = False
+        self.flood: Flood | None = None
+        self.send_gate: Gate | None = None
         self._pending: list[JSON] = []
         self._scripts: dict[str, deque[Script]] = {}
         self._chats: dict[int, JSON] = {}
@@ -170,9 +226,28 @@ class FakeTelegram:
         self._scripts.setdefault(method, deque()).extend(steps)
 
     def fail(
-        self, method: str, status: int, description: str, *, retry_after: int | None = None
+        self, method: str, status: int, description: str, *, retry_after: float | None = None
     ) -> None:
         self.script(method, Script(status, description, retry_after))
+
+    def flood_control(
+        self,
+        limit: int,
+        *,
+        window: float = 1.0,
+        steps: tuple[float, ...] = (1, 2, 3),
+        unit: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> Flood:
+        """From now on, refuse messages as Telegram's flood control does (see Flood)."""
+        self.flood = Flood(limit, window, steps, unit, clock)
+        return self.flood
+
+    def hold_sends(self) -> Gate:
+        """From now on every message waits, not yet taken, for the returned
+        gate's release; `waiting` lists the chat of each held one."""
+        self.send_gate = Gate()
+        return self.send_gate
 
     def hold_confirmations(self) -> Gate:
         """From now on, a getUpdates that would confirm updates waits for the
@@ -307,6 +382,14 @@ class FakeTelegram:
             return web.Response(status=503)  # never reaches the client
         if request.match_info["token"] != self.token:
             return _error(401, "Unauthorized")
+        if method in FLOODED:
+            gate = self.send_gate
+            if gate is not None:
+                gate.waiting.append([int(params.get("chat_id") or 0)])
+                gate.arrived.set()
+                await gate.released.wait()
+            if self.flood is not None and (wait := self.flood.refusal()) is not None:
+                return _error(429, f"Too Many Requests: retry after {wait}", wait)
         steps = self._scripts.get(method)
         step = steps.popleft() if steps else Script()
         if step.delay and not step.apply:
@@ -484,7 +567,7 @@ async def _params(request: web.Request) -> JSON:
     return params
 
 
-def _error(status: int, description: str, retry_after: int | None = None) -> web.Response:
+def _error(status: int, description: str, retry_after: float | None = None) -> web.Response:
     body: JSON = {"ok": False, "error_code": status, "description": description}
     if retry_after is not None:
         body["parameters"] = {"retry_after": retry_after}

@@ -1,7 +1,7 @@
-"""aiolimiter's buckets on a virtual clock, for tests of sending at a
-platform's pace: python-telegram-bot's AIORateLimiter paces on the event
-loop's clock, which kept's injected TestClock does not move. Put a
-VirtualTime under every AsyncLimiter (monkeypatch its `_loop`), and `run`
+"""A virtual clock for tests of sending at a platform's pace: kept's
+Telegram pace (channels/telegram/pace.py) takes it as its PaceClock, and
+aiolimiter's buckets (monkeypatch AsyncLimiter's `_loop`) run on it too;
+kept's injected TestClock moves neither. `run`
 jumps from one limiter timer to the next once everything ready has run and
 no request is on its way, so minutes of pacing take milliseconds and every
 count is exact."""
@@ -47,6 +47,13 @@ class VirtualTime:
 
     def time(self) -> float:
         return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep on the virtual clock (what channels/telegram/pace.py's
+        PaceClock asks)."""
+        done = self._real.create_future()
+        self.call_at(self.now + max(0.0, seconds), lambda: done.done() or done.set_result(None))
+        await done
 
     def is_closed(self) -> bool:
         return False

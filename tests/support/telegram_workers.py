@@ -49,9 +49,11 @@ class GatedConversation:
         self._inner = inner
         self._gate = gate
 
-    async def handle(self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None):  # type: ignore[no-untyped-def]
+    async def handle(  # type: ignore[no-untyped-def]
+        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None, **more: Any
+    ):
         await self._gate(inbound)
-        return await self._inner.handle(inbound, on_stored=on_stored)
+        return await self._inner.handle(inbound, on_stored=on_stored, **more)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -70,9 +70,9 @@ _MESSAGE_INSERT = (
     "WITH nondurable AS (SELECT set_config('synchronous_commit', 'off', true)), "
     "s AS (SELECT id, agent_id, platform, chat_id FROM sessions WHERE key = %(key)s), "
     "m AS (INSERT INTO messages(session_id, platform, chat_id, role, kind, text, payload, "
-    "sender_id, platform_message_id, in_reply_to, ts) "
+    "sender_id, platform_message_id, in_reply_to, ts, send_state) "
     "SELECT s.id, s.platform, s.chat_id, %(role)s, %(kind)s, %(text)s, %(payload)s, "
-    "%(sender_id)s, %(platform_message_id)s, %(in_reply_to)s, %(ts)s "
+    "%(sender_id)s, %(platform_message_id)s, %(in_reply_to)s, %(ts)s, %(send_state)s "
     "FROM s, nondurable RETURNING id, session_id), "
     "x AS (INSERT INTO message_search(message_id, session_id, agent_id, search) "
     "SELECT m.id, m.session_id, s.agent_id, %(search)s::tsvector FROM m, s WHERE %(indexed)s) "
@@ -186,6 +186,7 @@ class PostgresStore(Store):
             "role": m.role, "kind": m.kind, "text": m.text, "payload": m.payload,
             "sender_id": m.sender_id, "platform_message_id": m.platform_message_id,
             "in_reply_to": m.in_reply_to, "ts": ts, "key": m.session_key, "indexed": indexed,
+            "send_state": m.send_state,
             "search": tsvector_literal(m.text) if indexed else "",
         }  # fmt: skip
         try:
@@ -219,6 +220,42 @@ class PostgresStore(Store):
             ) from exc
         if row is None:
             raise LookupError(f"no message with id {message_id}")
+
+    async def begin_reply_send(self, message_id: int) -> bool:
+        # Durable: the send it allows is an external effect (and its commit
+        # flushes the reply's own asynchronous one before it).
+        sql = (
+            "UPDATE messages SET send_state = 'sending' "
+            "WHERE id = %s AND send_state = 'stored' RETURNING id"
+        )
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(sql, (message_id,))
+            return await cursor.fetchone() is not None
+
+    async def reply_sent(self, message_id: int, platform_message_id: str | None) -> None:
+        sql = (
+            "UPDATE messages SET send_state = 'sent', "
+            "platform_message_id = coalesce(%s, platform_message_id) WHERE id = %s RETURNING id"
+        )
+        try:
+            async with self._db.transaction(durable=False) as conn:
+                cursor = await conn.execute(sql, (platform_message_id, message_id))
+                row = await cursor.fetchone()
+        except errors.UniqueViolation as exc:
+            raise DuplicateMessage(
+                f"platform message id {platform_message_id!r} is already stored"
+            ) from exc
+        if row is None:
+            raise LookupError(f"no message with id {message_id}")
+
+    async def unsent_replies(self, *, since: datetime) -> list[MessageRecord]:
+        rows = await self._db.fetchall(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m "
+            "JOIN sessions s ON s.id = m.session_id "
+            "WHERE m.send_state = 'stored' AND m.ts >= %s AND m.active ORDER BY m.ts, m.id",
+            (utc(since),),
+        )
+        return [message_record(row) for row in rows]
 
     async def history(
         self, session_key: str, *, before_turn_of: int, limit: int

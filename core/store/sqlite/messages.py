@@ -61,8 +61,8 @@ IMPORT_BATCH = 5000
 # chat.) No row inserted means no such session.
 _MESSAGE_INSERT = (
     "INSERT INTO messages(session_id, platform, chat_id, role, kind, text, payload, "
-    "sender_id, platform_message_id, in_reply_to, ts) "
-    "SELECT id, platform, chat_id, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE key = ? "
+    "sender_id, platform_message_id, in_reply_to, ts, send_state) "
+    "SELECT id, platform, chat_id, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE key = ? "
     "RETURNING id, session_id"
 )
 
@@ -117,7 +117,8 @@ class SqliteStore(SqliteConnection, Store):
     def _insert_message(self, conn: sqlite3.Connection, m: NewMessage, ts: int) -> tuple[int, int]:
         """The body of add_message's transaction: (message id, session id)."""
         values = (m.role, m.kind, m.text, m.payload, m.sender_id, m.platform_message_id)
-        row = conn.execute(_MESSAGE_INSERT, (*values, m.in_reply_to, ts, m.session_key)).fetchone()
+        params = (*values, m.in_reply_to, ts, m.send_state, m.session_key)
+        row = conn.execute(_MESSAGE_INSERT, params).fetchone()
         if row is None:
             raise UnknownSession(f"no session {m.session_key!r}; call ensure_session first")
         message_id, session_id = row
@@ -158,6 +159,41 @@ class SqliteStore(SqliteConnection, Store):
             raise
         if row is None:
             raise LookupError(f"no message with id {message_id}")
+
+    async def begin_reply_send(self, message_id: int) -> bool:
+        sql = (
+            "UPDATE messages SET send_state = 'sending' "
+            "WHERE id = ? AND send_state = 'stored' RETURNING id"
+        )
+        row = await self._write(lambda conn: conn.execute(sql, (message_id,)).fetchone())
+        return row is not None
+
+    async def reply_sent(self, message_id: int, platform_message_id: str | None) -> None:
+        sql = (
+            "UPDATE messages SET send_state = 'sent', "
+            "platform_message_id = coalesce(?, platform_message_id) WHERE id = ? RETURNING id"
+        )
+        try:
+            row = await self._write(
+                lambda conn: conn.execute(sql, (platform_message_id, message_id)).fetchone()
+            )
+        except sqlite3.IntegrityError as exc:
+            if is_constraint(exc, "SQLITE_CONSTRAINT_UNIQUE"):
+                raise DuplicateMessage(
+                    f"platform message id {platform_message_id!r} is already stored"
+                ) from exc
+            raise
+        if row is None:
+            raise LookupError(f"no message with id {message_id}")
+
+    async def unsent_replies(self, *, since: datetime) -> list[MessageRecord]:
+        rows = await self._fetch(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m "
+            "JOIN sessions s ON s.id = m.session_id "
+            "WHERE m.send_state = 'stored' AND m.ts >= ? AND m.active = 1 ORDER BY m.ts, m.id",
+            (to_ms(since),),
+        )
+        return [message_record(row) for row in rows]
 
     async def history(
         self, session_key: str, *, before_turn_of: int, limit: int

@@ -1,28 +1,26 @@
-"""Sending at Telegram's pace: sends are held back before they go out, so a
-burst never exceeds a group's or the bot's budget in any window, "typing…"
-is no message and never waits, and a 429 comes straight back to kept's own
-retry rules (max_retries=0).
+"""Sending at Telegram's pace: a sliding window that sustains its limit and
+never exceeds it in any window, a group's own minute, "typing…" outside the
+budget, the moment a message leaves after its wait, and flood control: a 429
+holds every send for its retry_after, and the refused message is sent again
+until its deadline.
 
-PTB's limiter runs on the event loop's clock, not on kept's injected one:
-these tests put aiolimiter's buckets on a virtual clock (VirtualTime), which
-stands still while a request is on its way, so a minute of pacing takes
-milliseconds and the counts at the fake Bot API are exact."""
+The pace runs on a virtual clock (VirtualTime) that stands still while a
+request is on its way, so minutes of pacing take milliseconds and the counts
+are exact."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiolimiter import AsyncLimiter
-from telegram.ext import AIORateLimiter
+from telegram.error import RetryAfter
 
+from channels.base import Departure
 from channels.telegram.pace import TELEGRAM_PACE, Budget, Pace, PacedSends
 from core.messages import Outbound, Target
-from tests.support.limiter_clock import InFlight, VirtualTime
+from tests.support.limiter_clock import VirtualTime
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 
 GROUP = -100500
@@ -39,127 +37,161 @@ def most_in_any_window(times: list[float], window: float) -> int:
     return max(sum(1 for t in times if start <= t < start + window) for start in times)
 
 
-@pytest.fixture
-async def virtual(monkeypatch: pytest.MonkeyPatch) -> VirtualTime:
-    """Every aiolimiter bucket (PTB's limiter, ours) on one virtual clock."""
-    clock = VirtualTime()
-    monkeypatch.setattr(AsyncLimiter, "_loop", property(lambda _: clock))
-    return clock
+async def sends(
+    virtual: VirtualTime,
+    limiter: PacedSends,
+    chats: list[int],
+    answer: Callable[[int], Awaitable[bool]] | None = None,
+    departures: list[Departure | None] | None = None,
+) -> list[tuple[float, int]]:
+    """One message to each of `chats` at once through `limiter`: (virtual
+    time, chat) of every request that reached "Telegram" (`answer` may
+    refuse it by raising)."""
+    arrived: list[tuple[float, int]] = []
 
+    def post(chat: int) -> Callable[[], Awaitable[bool]]:
+        async def request() -> bool:
+            arrived.append((virtual.now, chat))
+            return True if answer is None else await answer(chat)
 
-async def paced_times(
-    virtual: VirtualTime, limiter: AIORateLimiter, chats: list[int]
-) -> list[float]:
-    """When each request to `chats` left `limiter`, on the virtual clock."""
-    left: list[float] = []
-
-    async def post() -> bool:
-        left.append(virtual.now)
-        return True
+        return request
 
     tasks = [
         asyncio.create_task(
-            limiter.process_request(post, (), {}, "sendMessage", {"chat_id": chat}, None)
-        )
-        for chat in chats
-    ]
-    await virtual.run(tasks)
-    return left
-
-
-async def arrivals(
-    tg: TelegramHarness, virtual: VirtualTime, monkeypatch: pytest.MonkeyPatch, chats: list[int]
-) -> list[float]:
-    """Send one message to each of `chats` at once through the adapter; the
-    virtual time at which each reached the fake Bot API. The clock stands
-    still while a request is on its way, so that is when it left the limiter."""
-    arrived: list[float] = []
-    answer = tg.fake._api_sendMessage
-
-    async def record(params: dict[str, Any]) -> dict[str, Any]:
-        arrived.append(virtual.now)
-        return await answer(params)
-
-    monkeypatch.setattr(tg.fake, "_api_sendMessage", record)
-    in_flight = InFlight()
-    process = PacedSends.process_request
-
-    async def counted(self: PacedSends, callback: Any, *rest: Any, **named: Any) -> Any:
-        async def request(*args: Any, **kwargs: Any) -> Any:
-            with in_flight:
-                return await callback(*args, **kwargs)
-
-        return await process(self, request, *rest, **named)
-
-    monkeypatch.setattr(PacedSends, "process_request", counted)
-    adapter = tg.adapters[0]
-    tasks = [
-        asyncio.create_task(
-            adapter.send(Outbound(target=Target("telegram", str(chat)), text=f"message {n}"))
+            limiter.process_request(
+                post(chat),
+                (),
+                {},
+                "sendMessage",
+                {"chat_id": chat},
+                departures[n] if departures else None,
+            )
         )
         for n, chat in enumerate(chats)
     ]
-    await asyncio.wait_for(virtual.run(tasks, in_flight), 10)
-    assert all(task.result().ok for task in tasks)
+    await asyncio.wait_for(virtual.run(tasks), 10)
+    for task in tasks:
+        task.result()
     return arrived
 
 
-def test_the_default_budgets_hold_over_any_window() -> None:
-    """A bucket's burst plus what drains from it within one window never
-    exceeds the budget (PTB's own default, a bucket of 20 per 60 s, lets a
-    burst of 40 put 39 in a group within the first minute)."""
-    for budget, limit, window in (
-        (TELEGRAM_PACE.group, 20, 60.0),
-        (TELEGRAM_PACE.overall, 30, 1.0),
-    ):
-        capacity, period = budget.bucket()
-        assert capacity + capacity / period * window <= limit + 1e-9
-    with pytest.raises(ValueError):
-        Budget(limit=5, window=1.0, burst=5)
+@pytest.fixture
+async def virtual() -> VirtualTime:
+    return VirtualTime()
 
 
-async def test_forty_sends_to_one_group_reach_telegram_at_most_twenty_a_minute(
-    tg: TelegramHarness, virtual: VirtualTime, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    await tg.start()  # Telegram's own budgets
-
-    arrived = await arrivals(tg, virtual, monkeypatch, [GROUP] * 40)
-
-    assert len(arrived) == 40
-    assert sorted(tg.fake.texts(GROUP)) == sorted(f"message {n}" for n in range(40))
-    assert most_in_any_window(arrived, 60.0) <= 20
-    assert arrived.count(0.0) == TELEGRAM_PACE.group.burst  # a short burst goes at once
-    assert arrived[-1] < 200  # paced, not stalled: 32 more at 12 a minute
-
-
-async def test_a_hundred_sends_to_private_chats_reach_telegram_at_most_thirty_a_second(
-    tg: TelegramHarness, virtual: VirtualTime, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    await tg.start()
-
-    arrived = await arrivals(tg, virtual, monkeypatch, list(range(1, 101)))
-
-    assert len(arrived) == 100
-    assert most_in_any_window(arrived, 1.0) <= 30
-    assert arrived[-1] < 5
-
-
-async def test_ptbs_default_budget_would_put_39_of_40_in_a_groups_first_minute(
+async def test_the_overall_window_sustains_29_a_second_and_never_more(
     virtual: VirtualTime,
 ) -> None:
-    """Why kept sets its own budgets (see channels/telegram/pace.py)."""
-    ptb = await paced_times(virtual, AIORateLimiter(max_retries=0), [GROUP] * 40)
-    assert most_in_any_window(ptb, 60.0) == 39
-    ours = await paced_times(virtual, PacedSends(), [GROUP] * 40)
-    assert most_in_any_window(ours, 60.0) <= 20
+    """A leaky bucket (burst 10, draining 20 a second) took 4.5 s for these
+    100; the sliding window sends 29 in each second."""
+    limiter = PacedSends(Pace(clock=virtual))
+    times = [t for t, _ in await sends(virtual, limiter, list(range(1, 101)))]
+
+    assert len(times) == 100
+    assert most_in_any_window(times, 1.0) == 29 == TELEGRAM_PACE.overall.limit
+    assert times.count(0.0) == 29  # a burst goes at once, up to the limit
+    assert max(times) <= 3.0 + 1e-6  # 29, 29, 29, then the last 13
+
+
+async def test_forty_messages_to_one_group_go_at_most_nineteen_a_minute(
+    virtual: VirtualTime,
+) -> None:
+    limiter = PacedSends(Pace(clock=virtual))
+    times = [t for t, _ in await sends(virtual, limiter, [GROUP] * 40)]
+
+    assert len(times) == 40
+    assert most_in_any_window(times, 60.0) == 19  # Telegram's 20, one under
+    assert max(times) <= 120.0 + 1e-6
+
+
+async def test_a_message_departs_after_its_wait_just_before_its_request(
+    virtual: VirtualTime,
+) -> None:
+    """The Departure (a reply's `sending` mark) is called when the request
+    goes, not when the message starts waiting for the pace."""
+    limiter = PacedSends(Pace(overall=Budget(limit=1, window=10.0), clock=virtual))
+    left: list[float] = []
+
+    async def leaving() -> bool:
+        left.append(virtual.now)
+        return True
+
+    departures: list[Departure | None] = [Departure(leaving), Departure(leaving)]
+    arrived = await sends(virtual, limiter, [1, 2], departures=departures)
+
+    assert left == [0.0, 10.0]
+    assert [t for t, _ in arrived] == [0.0, 10.0]
+
+
+async def test_a_flood_wait_holds_every_send_and_the_refused_one_goes_again(
+    virtual: VirtualTime,
+) -> None:
+    """Chat 1 is refused once with retry_after 5: nothing at all goes during
+    those 5 s, then chat 1's message again, exactly once more."""
+    limiter = PacedSends(Pace(overall=Budget(limit=1, window=1.0), clock=virtual))
+    refused: list[int] = []
+
+    async def answer(chat: int) -> bool:
+        if chat == 1 and not refused:
+            refused.append(chat)
+            raise RetryAfter(5)
+        return True
+
+    arrived = await sends(virtual, limiter, [1, 2, 3], answer)
+
+    assert [c for _, c in arrived].count(1) == 2  # refused, then taken
+    assert sorted(c for _, c in arrived) == [1, 1, 2, 3]
+    after = [t for t, _ in arrived[1:]]
+    assert min(after) >= 5.0  # every send waited out the flood
+    assert most_in_any_window(after, 1.0) == 1
+
+
+async def test_a_message_refused_past_its_deadline_goes_back_as_a_429(
+    virtual: VirtualTime,
+) -> None:
+    limiter = PacedSends(Pace(flood_deadline=30.0, clock=virtual))
+
+    async def answer(chat: int) -> bool:
+        raise RetryAfter(10)
+
+    with pytest.raises(RetryAfter):
+        await sends(virtual, limiter, [1], answer)
+    assert virtual.now >= 20.0  # refused at 0, 10 and 20; the next wait passes 30
+
+
+async def test_after_a_flood_the_limit_is_what_telegram_took(virtual: VirtualTime) -> None:
+    """Telegram takes 3 of a burst of 10 and refuses the rest for 2 s: from
+    then on kept sends 3 a second, so the rest go without another 429."""
+    limiter = PacedSends(Pace(overall=Budget(limit=10, window=1.0), clock=virtual))
+    taken: list[float] = []
+    pause_until = 0.0
+
+    async def answer(chat: int) -> bool:
+        nonlocal pause_until
+        now = virtual.now
+        recent = [t for t in taken if t > now - 1.0]
+        if now < pause_until or len(recent) >= 3:
+            pause_until = max(pause_until, now + 2)
+            raise RetryAfter(2)
+        taken.append(now)
+        return True
+
+    arrived = await sends(virtual, limiter, list(range(1, 11)), answer)
+
+    assert len(taken) == 10
+    refusals = len(arrived) - len(taken)
+    assert refusals >= 1
+    assert [t for t, _ in arrived[: 3 + refusals]] == [0.0] * (3 + refusals)  # none after
+    assert limiter.limit == 3
 
 
 async def test_typing_is_not_a_message_and_never_waits_for_the_budget(
     tg: TelegramHarness,
 ) -> None:
-    # One message now, the next only ten seconds later: were "typing…"
-    # counted, the message below would wait those ten seconds.
-    tight = Budget(limit=2, window=10.0, burst=1)
+    # One message in ten seconds: were "typing…" counted, the message below
+    # would wait those ten seconds.
+    tight = Budget(limit=1, window=10.0)
     adapter = await tg.start(pace=Pace(overall=tight, group=tight))
     target = Target("telegram", str(GROUP))
     typing = asyncio.create_task(adapter.keep_typing(target))
@@ -173,18 +205,8 @@ async def test_typing_is_not_a_message_and_never_waits_for_the_budget(
     assert result.ok and tg.fake.texts(GROUP) == ["hi"]
 
 
-async def test_a_429_comes_straight_back_to_keeps_retry_rules(
-    tg: TelegramHarness, caplog: pytest.LogCaptureFixture
-) -> None:
-    adapter = await tg.start()
-    tg.fake.fail("sendMessage", 429, "Too Many Requests: retry after 60", retry_after=60)
-
-    with caplog.at_level(logging.DEBUG):
-        outbound = Outbound(target=Target("telegram", "42"), text="hello")
-        result = await asyncio.wait_for(adapter.send(outbound), 2)
-
-    # Longer than send.py waits inline: handed back for the caller's backoff,
-    # after one request (the limiter itself retried nothing).
-    assert result.retryable and result.retry_after == 60
-    assert len(tg.fake.calls_to("sendMessage")) == 1
-    assert not [r for r in caplog.records if r.name.startswith("telegram.ext.AIORateLimiter")]
+async def test_limits_without_room_are_refused() -> None:
+    with pytest.raises(ValueError):
+        Budget(limit=0, window=1.0)
+    with pytest.raises(ValueError):
+        Budget(limit=5, window=0)
