@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from channels.base import ChannelAdapter, ChannelContext, InboundHandler, Said
 from channels.console.commands import (
@@ -135,10 +135,15 @@ class ConsoleAdapter(ChannelAdapter[str]):
         self._model_answered = False
 
     async def _answered(
-        self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
+        self,
+        inbound: Inbound,
+        *,
+        on_stored: Callable[[], object] | None = None,
+        **turn: Any,
     ) -> object:
-        """The conversation's answer, noting whether it was an apology."""
-        reply = await self._answer_with(inbound, on_stored=on_stored)
+        """The conversation's answer, noting whether it was an apology; the
+        rest of the turn's hooks (`during_model`) go on to the manager."""
+        reply = await self._answer_with(inbound, on_stored=on_stored, **turn)
         self._model_answered = getattr(reply, "kind", None) != "error"
         return reply
 
