@@ -33,6 +33,14 @@ class ToolContext:
     # set_timezone tool's Yes / No): a tool never acts on the user's behalf
     # where the user must confirm.
     offers: list[Action | ZoneChoice] = field(default_factory=list)
+    # Whether the sender administers this (shared) chat, asked of the
+    # platform only when a tool needs it; never taken from model output.
+    is_admin: Callable[[], Awaitable[bool]] = field(default=lambda: _not_admin())
+
+
+async def _not_admin() -> bool:
+    """Without a platform to ask, nobody is a chat admin (refuse when unsure)."""
+    return False
 
 
 ToolResult = str | dict[str, Any] | list[Any]

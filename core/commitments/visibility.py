@@ -98,6 +98,14 @@ class ChatAccess:
             return True
         return await self.admin()
 
+    async def owner(self) -> str | None:
+        """The member whose reminders and follow-ups the asker may see and
+        change here, for the store to match in the same statement as the
+        read or change; None: every member's (a private chat, an admin)."""
+        if not self.shared or await self.admin():
+            return None
+        return self.asker.user_id
+
     async def filter_for(self, commitment: Commitment) -> Filter | None:
         """The filter to change `commitment` through, or None when the asker
         may not see it. The owner acts through their own filter, so the

@@ -140,15 +140,27 @@ class ReminderService:
         except Exception as exc:  # the reminder is stored; a late wake-up is survivable
             self._log(logging.ERROR, "reminder_wake_failed", r, error=repr(exc))
 
-    async def list_for_session(self, agent_id: str, session_key: str) -> list[Reminder]:
-        return await self._store.list_for_session(agent_id, session_key)
+    async def list_for_session(
+        self, agent_id: str, session_key: str, *, created_by: str | None = None
+    ) -> list[Reminder]:
+        """One chat's active reminders (`created_by`: only that member's)."""
+        return await self._store.list_for_session(agent_id, session_key, created_by=created_by)
 
     async def cancel(
-        self, reminder_id: str, *, agent_id: str | None = None, session_key: str | None = None
+        self,
+        reminder_id: str,
+        *,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+        created_by: str | None = None,
     ) -> Reminder | None:
         now = self._clock.now()
         done = await self._store.cancel(
-            reminder_id, now=now, agent_id=agent_id, session_key=session_key
+            reminder_id,
+            now=now,
+            agent_id=agent_id,
+            session_key=session_key,
+            created_by=created_by,
         )
         if done is not None:
             self._log(logging.INFO, "reminder_cancelled", done)

@@ -32,16 +32,27 @@ class ReminderStore(abc.ABC):
 
     @abc.abstractmethod
     async def get(
-        self, reminder_id: str, *, agent_id: str | None = None, session_key: str | None = None
+        self,
+        reminder_id: str,
+        *,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+        created_by: str | None = None,
     ) -> Reminder | None:
         """The reminder, or None when it does not exist or belongs to another
-        scope than the given agent / session (None: any)."""
+        scope than the given agent / session / asker (None: any)."""
 
     @abc.abstractmethod
     async def list_for_session(
-        self, agent_id: str, session_key: str, *, statuses: Collection[Status] | None = ("active",)
+        self,
+        agent_id: str,
+        session_key: str,
+        *,
+        statuses: Collection[Status] | None = ("active",),
+        created_by: str | None = None,
     ) -> list[Reminder]:
-        """One chat's reminders (statuses None: every status), soonest first."""
+        """One chat's reminders (statuses None: every status; `created_by`:
+        only that member's, in the same statement), soonest first."""
 
     @abc.abstractmethod
     async def list_all(
@@ -57,8 +68,10 @@ class ReminderStore(abc.ABC):
         now: datetime,
         agent_id: str | None = None,
         session_key: str | None = None,
+        created_by: str | None = None,
     ) -> Reminder | None:
-        """Active → `cancelled`; None when it is not active or not in the scope."""
+        """Active → `cancelled`; None when it is not active or not in the
+        scope (`created_by`: asked by that member)."""
 
     # --- firing -------------------------------------------------------------------
 

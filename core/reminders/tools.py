@@ -3,7 +3,9 @@
 Where a reminder goes is taken from the ToolContext (the stored session of the
 calling chat), never from the model's arguments: no argument names a chat,
 and the list and cancel tools only ever see the calling chat's reminders, so
-an id from another chat simply does not exist for them.
+an id from another chat simply does not exist for them. In a group they follow
+the slash commands' rule (core/commitments/visibility.py): the sender's own
+reminders, every member's for a chat admin, matched in the store's statement.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from core.commitments.visibility import Asker, ChatAccess
 from core.reminders.model import Reminder
 from core.reminders.schedule import ScheduleError, local_iso, parse_schedule, zone
 from core.reminders.service import ReminderService
@@ -141,7 +144,10 @@ class _ReminderTools:
         return {"scheduled": True, **_describe(reminder)}
 
     async def list_(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-        found = await self._service.list_for_session(ctx.agent_id, ctx.session_key)
+        owner = await _owner(ctx)
+        found = await self._service.list_for_session(
+            ctx.agent_id, ctx.session_key, created_by=owner
+        )
         timezone = await self._timezone(ctx)
         # The current time too: the model needs today's date to write an ISO time.
         now = local_iso(self._service.clock.now(), timezone)
@@ -151,7 +157,11 @@ class _ReminderTools:
         reminder_id = _string(args, "id")
         if not reminder_id:
             raise ToolError("'id' is required (see list_reminders)")
-        scope = {"agent_id": ctx.agent_id, "session_key": ctx.session_key}
+        scope = {
+            "agent_id": ctx.agent_id,
+            "session_key": ctx.session_key,
+            "created_by": await _owner(ctx),
+        }
         done = await self._service.cancel(reminder_id, **scope)
         if done is not None:
             return {"cancelled": True, "id": done.id, "text": done.text}
@@ -172,6 +182,18 @@ class _ReminderTools:
         except Exception:
             return "UTC"  # an agent removed from the config, or a bad setting
         return name
+
+
+async def _owner(ctx: ToolContext) -> str | None:
+    """Whose reminders the sender may list and cancel here (None: every
+    member's). A sender nobody can name sees nothing in a shared chat."""
+    access = ChatAccess(
+        Asker(ctx.agent_id, ctx.session_key, ctx.chat_kind, ctx.sender_id or ""), ctx.is_admin
+    )
+    owner = await access.owner()
+    if owner == "":
+        raise ToolError("who is asking is unknown here, so no reminder can be shown")
+    return owner
 
 
 def _string(args: dict[str, Any], key: str) -> str | None:

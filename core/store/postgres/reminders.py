@@ -65,7 +65,9 @@ def _statuses(statuses: Collection[Status] | None) -> tuple[str, list[Any]]:
     return "status = ANY(%s)", [sorted(set(statuses))]
 
 
-def _scope(agent_id: str | None, session_key: str | None) -> tuple[str, list[Any]]:
+def _scope(
+    agent_id: str | None, session_key: str | None, created_by: str | None = None
+) -> tuple[str, list[Any]]:
     clauses: list[str] = ["true"]
     params: list[Any] = []
     if agent_id is not None:
@@ -74,6 +76,9 @@ def _scope(agent_id: str | None, session_key: str | None) -> tuple[str, list[Any
     if session_key is not None:
         clauses.append("session_key = %s")
         params.append(session_key)
+    if created_by is not None:
+        clauses.append("created_by = %s")
+        params.append(created_by)
     return " AND ".join(clauses), params
 
 
@@ -131,22 +136,33 @@ class PostgresReminderStore(ReminderStore):
         raise RuntimeError("three reminder id collisions in a row")
 
     async def get(
-        self, reminder_id: str, *, agent_id: str | None = None, session_key: str | None = None
+        self,
+        reminder_id: str,
+        *,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+        created_by: str | None = None,
     ) -> Reminder | None:
-        clause, params = _scope(agent_id, session_key)
+        clause, params = _scope(agent_id, session_key, created_by)
         rows = await self._rows(
             f"SELECT {_COLUMNS} FROM reminders WHERE id = %s AND {clause}", [reminder_id, *params]
         )
         return rows[0] if rows else None
 
     async def list_for_session(
-        self, agent_id: str, session_key: str, *, statuses: Collection[Status] | None = ("active",)
+        self,
+        agent_id: str,
+        session_key: str,
+        *,
+        statuses: Collection[Status] | None = ("active",),
+        created_by: str | None = None,
     ) -> list[Reminder]:
         clause, params = _statuses(statuses)
+        owner, owner_params = _scope(None, None, created_by)
         return await self._rows(
             f"SELECT {_COLUMNS} FROM reminders WHERE session_key = %s AND agent_id = %s "
-            f"AND {clause} ORDER BY next_fire_at, id",
-            [session_key, agent_id, *params],
+            f"AND {clause} AND {owner} ORDER BY next_fire_at, id",
+            [session_key, agent_id, *params, *owner_params],
         )
 
     async def list_all(
@@ -166,8 +182,9 @@ class PostgresReminderStore(ReminderStore):
         now: datetime,
         agent_id: str | None = None,
         session_key: str | None = None,
+        created_by: str | None = None,
     ) -> Reminder | None:
-        clause, params = _scope(agent_id, session_key)
+        clause, params = _scope(agent_id, session_key, created_by)
         return await self._update_one(
             "UPDATE reminders SET status = 'cancelled', updated_at = %s "
             f"WHERE id = %s AND status = 'active' AND {clause} RETURNING {_COLUMNS}",

@@ -148,22 +148,33 @@ class SqliteReminderStore(ReminderStore):
         return _row(await self._store._write(work))
 
     async def get(
-        self, reminder_id: str, *, agent_id: str | None = None, session_key: str | None = None
+        self,
+        reminder_id: str,
+        *,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+        created_by: str | None = None,
     ) -> Reminder | None:
-        clause, params = _scope(agent_id, session_key)
+        clause, params = _scope(agent_id, session_key, created_by)
         rows = await self._rows(
             f"SELECT {_COLUMNS} FROM reminders WHERE id = ? AND {clause}", [reminder_id, *params]
         )
         return rows[0] if rows else None
 
     async def list_for_session(
-        self, agent_id: str, session_key: str, *, statuses: Collection[Status] | None = ("active",)
+        self,
+        agent_id: str,
+        session_key: str,
+        *,
+        statuses: Collection[Status] | None = ("active",),
+        created_by: str | None = None,
     ) -> list[Reminder]:
         clause, params = _in("status", statuses) if statuses is not None else ("1", [])
+        owner, owner_params = _scope(None, None, created_by)
         return await self._rows(
             f"SELECT {_COLUMNS} FROM reminders WHERE session_key = ? AND agent_id = ? "
-            f"AND {clause} ORDER BY next_fire_at, id",
-            [session_key, agent_id, *params],
+            f"AND {clause} AND {owner} ORDER BY next_fire_at, id",
+            [session_key, agent_id, *params, *owner_params],
         )
 
     async def list_all(
@@ -183,8 +194,9 @@ class SqliteReminderStore(ReminderStore):
         now: datetime,
         agent_id: str | None = None,
         session_key: str | None = None,
+        created_by: str | None = None,
     ) -> Reminder | None:
-        clause, params = _scope(agent_id, session_key)
+        clause, params = _scope(agent_id, session_key, created_by)
         return await self._update_one(
             "UPDATE reminders SET status = 'cancelled', updated_at = ? "
             f"WHERE id = ? AND status = 'active' AND {clause} RETURNING {_COLUMNS}",
@@ -389,7 +401,9 @@ class SqliteReminderStore(ReminderStore):
         )
 
 
-def _scope(agent_id: str | None, session_key: str | None) -> tuple[str, list[Any]]:
+def _scope(
+    agent_id: str | None, session_key: str | None, created_by: str | None = None
+) -> tuple[str, list[Any]]:
     clauses: list[str] = ["1"]
     params: list[Any] = []
     if agent_id is not None:
@@ -398,4 +412,7 @@ def _scope(agent_id: str | None, session_key: str | None) -> tuple[str, list[Any
     if session_key is not None:
         clauses.append("session_key = ?")
         params.append(session_key)
+    if created_by is not None:
+        clauses.append("created_by = ?")
+        params.append(created_by)
     return " AND ".join(clauses), params

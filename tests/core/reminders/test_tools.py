@@ -164,3 +164,37 @@ async def test_an_unknown_agent_falls_back_to_utc(tools: Tools) -> None:
     )
     out = await tools.call("schedule_reminder", {"text": "tea", "at": "15:00"}, ctx=ctx)
     assert (out["next_fire_at"], out["timezone"]) == ("2026-11-30T15:00+00:00", "UTC")
+
+
+def _member(user: str, *, admin: bool = False) -> ToolContext:
+    async def is_admin() -> bool:
+        return admin
+
+    return ToolContext(
+        agent_id="main",
+        session_key="agent:main:telegram:group:-100",
+        target=Target("telegram", "-100"),
+        chat_kind="group",
+        sender_id=user,
+        now=HERE.now,
+        is_admin=is_admin,
+    )
+
+
+async def test_in_a_group_a_member_lists_and_cancels_only_their_own(tools: Tools) -> None:
+    alice, bob = _member("alice"), _member("bob")
+    meds = await tools.call("schedule_reminder", {"text": "take my meds", "after": "1h"}, alice)
+    own = await tools.call("schedule_reminder", {"text": "call mum", "after": "2h"}, bob)
+
+    listed = await tools.call("list_reminders", {}, bob)
+    assert [r["id"] for r in listed["reminders"]] == [own["id"]]
+
+    out = await tools.call("cancel_reminder", {"id": meds["id"]}, bob)
+    assert "no reminder" in out["error"]
+    still = await tools.service.store.get(meds["id"])
+    assert still is not None and still.status == "active"
+
+    admin = _member("carol", admin=True)
+    every = await tools.call("list_reminders", {}, admin)
+    assert {r["id"] for r in every["reminders"]} == {meds["id"], own["id"]}
+    assert (await tools.call("cancel_reminder", {"id": meds["id"]}, admin))["cancelled"] is True
