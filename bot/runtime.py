@@ -163,6 +163,7 @@ class Runtime:
             config=lambda: self.config,
             clock=self.clock,
             platforms=lambda: self.router.platforms,
+            admins=self.router,
         )
         watcher = ConfigWatcher(
             self.config_path,

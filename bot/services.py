@@ -32,7 +32,7 @@ from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
 from core.search.tools import register_search_tools
 from core.store.backends import Backend, open_backend
-from core.tools import ToolRegistry
+from core.tools import ChatAdmins, ToolRegistry
 from core.users import UserZones
 from core.users.tools import register_user_tools
 from core.wake import Wake
@@ -83,6 +83,7 @@ def build_services(
     clock: Clock,
     platforms: Callable[[], set[str]],
     worker: str | None = None,
+    admins: ChatAdmins | None = None,
 ) -> Services:
     worker = worker or new_worker_id()
     # Storing a reminder or a follow-up wakes the sleeping heartbeat, on
@@ -130,6 +131,7 @@ def build_services(
         session_locks=session_locks,
         reply_hooks=[extraction.on_reply],
         zones=users,
+        admins=admins,
     )
 
     heartbeat_store = backend.heartbeat

@@ -270,6 +270,12 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         """The agent this channel's messages go to, as the settings say now."""
         return self.agent_setting()
 
+    async def chat_admin(self, target: Target, user_id: str) -> bool:
+        """Hook: whether `user_id` administers the shared chat `target` (what
+        lets a member see everyone's follow-ups and reminders there); False
+        where the platform has no such thing or cannot be asked."""
+        return False
+
     @property
     def accepts_sends(self) -> bool:
         """Hook: whether the platform can be sent to now. False (an adapter
@@ -588,6 +594,12 @@ class AdapterRouter:
     def platforms(self) -> set[str]:
         """The platforms that can be sent to now."""
         return {name for name, adapter in self._adapters.items() if adapter.accepts_sends}
+
+    async def is_admin(self, target: Target, user_id: str) -> bool:
+        """core.tools.ChatAdmins: asked of the target's platform; False with
+        no adapter for it."""
+        adapter = self._adapters.get(target.platform)
+        return adapter is not None and await adapter.chat_admin(target, user_id)
 
     async def send(self, outbound: Outbound) -> SendResult:
         adapter = self._adapters.get(outbound.target.platform)

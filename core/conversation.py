@@ -46,7 +46,7 @@ from core.store.base import (
     UnknownSession,
 )
 from core.store.errors import refused_value, storage_action
-from core.tools import ToolContext, ToolRegistry
+from core.tools import ChatAdmins, ToolContext, ToolRegistry
 from core.users import UserZones
 
 log = logging.getLogger("kept.conversation")
@@ -119,6 +119,7 @@ class ConversationManager:
         reply_hooks: Sequence[ReplyHook] = (),
         session_cache_size: int = SESSION_CACHE_SIZE,
         zones: UserZones | None = None,
+        admins: ChatAdmins | None = None,
     ) -> None:
         self._store = store
         self._llm = llm
@@ -132,6 +133,9 @@ class ConversationManager:
         self._background: set[asyncio.Task[None]] = set()
         # Each user's own time zone for the prompt; None: the agent's for all.
         self._zones = zones
+        # Whether a sender administers their group, for the tools; None:
+        # nobody does (members see only their own there).
+        self._admins = admins
 
     @property
     def tools(self) -> ToolRegistry:
@@ -421,6 +425,19 @@ class ConversationManager:
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
+    def _admin_check(self, target: Target, sender_id: str | None) -> Callable[[], Awaitable[bool]]:
+        """The tools' "is the sender an admin here?": asked of the platform
+        only when a tool needs it, for the stored sender, never for anyone
+        the model names."""
+        admins = self._admins
+
+        async def is_admin() -> bool:
+            if admins is None or sender_id is None:
+                return False
+            return await admins.is_admin(target, sender_id)
+
+        return is_admin
+
     async def _turn(
         self, session: SessionRecord, user: MessageRecord, during_model: DuringModel | None = None
     ) -> MessageRecord:
@@ -436,6 +453,7 @@ class ConversationManager:
             chat_kind=session.chat_kind,
             sender_id=user.sender_id,
             now=self._clock.now(),
+            is_admin=self._admin_check(target, user.sender_id),
         )
         try:
             async with during_model() if during_model else contextlib.nullcontext():

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from core.errors import KeptError
 from core.logs import event
@@ -41,6 +41,15 @@ class ToolContext:
 async def _not_admin() -> bool:
     """Without a platform to ask, nobody is a chat admin (refuse when unsure)."""
     return False
+
+
+class ChatAdmins(Protocol):
+    """Asks the platform whether a user administers a shared chat (Telegram
+    administrators and creators, Discord Manage Messages): what widens a
+    group member's view of follow-ups and reminders, in tools as in
+    commands. Unsure (no adapter, a failed call) is False."""
+
+    async def is_admin(self, target: Target, user_id: str) -> bool: ...
 
 
 ToolResult = str | dict[str, Any] | list[Any]

@@ -428,6 +428,20 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
                 return
             await self._ctx.clock.sleep(TYPING_REFRESH)
 
+    async def chat_admin(self, target: Target, user_id: str) -> bool:
+        """Manage Messages in the chat's channel (or thread), overwrites
+        included, as the slash commands read it; False outside a server or
+        when the member cannot be looked up."""
+        channel = self._channel(target)
+        guild = getattr(channel, "guild", None)
+        if guild is None or not user_id.isdigit() or not hasattr(channel, "permissions_for"):
+            return False
+        try:
+            member = guild.get_member(int(user_id)) or await guild.fetch_member(int(user_id))
+        except (discord.HTTPException, aiohttp.ClientError, OSError):
+            return False  # refuse when unsure
+        return bool(channel.permissions_for(member).manage_messages)
+
     def _channel(self, target: Target) -> object | None:
         try:
             # A thread's messages go to the thread itself.

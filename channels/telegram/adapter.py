@@ -568,19 +568,21 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         return self._bot.id if self._bot is not None else None
 
     async def _is_admin(self, where: Where) -> bool:
+        return await self.chat_admin(where.target, where.user_id)
+
+    async def chat_admin(self, target: Target, user_id: str) -> bool:
+        """An administrator or the creator of the chat (getChatMember)."""
         bot = self._bot
-        if bot is None:
+        if bot is None or not user_id.lstrip("-").isdigit():
             return False
         try:
-            member = await bot.get_chat_member(
-                chat_id_param(where.target.chat_id), int(where.user_id)
-            )
+            member = await bot.get_chat_member(chat_id_param(target.chat_id), int(user_id))
         except TelegramError as exc:
             event(
                 log,
                 logging.WARNING,
                 "telegram_admin_check_failed",
-                chat=where.target.chat_id,
+                chat=target.chat_id,
                 error=scrub(str(exc), self._token),
             )
             return False  # refuse when unsure

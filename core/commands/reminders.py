@@ -48,26 +48,37 @@ class ReminderCommands:
             found = await self._store.list_all(statuses=statuses)
             return Listing([Item.of_reminder(r) for r in found])
         a = access.asker
-        every = await self._store.list_for_session(a.agent_id, a.session_key)
-        mine = [r for r in every if await access.may_manage(r.created_by)]
+        # The member (None: everyone's, for an admin or a private chat) is
+        # matched in the listing's own statement, as the model's tools do.
+        owner = await access.owner()
+        mine = await self._store.list_for_session(a.agent_id, a.session_key, created_by=owner)
+        others_hidden = (
+            not mine
+            and owner is not None
+            and bool(await self._store.list_for_session(a.agent_id, a.session_key))
+        )
         return Listing(
-            [Item.of_reminder(r) for r in mine],
-            shared=access.shared,
-            others_hidden=bool(every) and not mine,
+            [Item.of_reminder(r) for r in mine], shared=access.shared, others_hidden=others_hidden
         )
 
     async def _find(self, reminder_id: str) -> tuple[Reminder | None, dict[str, str]]:
-        """The reminder if the asker may manage it, and the scope to change it in."""
-        scope: dict[str, str] = {}
-        if self._access is not None:
-            a = self._access.asker
-            scope = {"agent_id": a.agent_id, "session_key": a.session_key}
-        current = await self._store.get(reminder_id, **scope)
-        if current is None or (
-            self._access is not None and not await self._access.may_manage(current.created_by)
-        ):
-            return None, scope
-        return current, scope
+        """The reminder if the asker may manage it, and the scope to change it
+        in: a member's own is read and changed with them as its owner in the
+        same statement; only somebody else's id asks whether they administer
+        the chat."""
+        access = self._access
+        if access is None:
+            return await self._store.get(reminder_id), {}
+        a = access.asker
+        scope = {"agent_id": a.agent_id, "session_key": a.session_key}
+        if access.shared:
+            own = {**scope, "created_by": a.user_id}
+            mine = await self._store.get(reminder_id, **own)
+            if mine is not None:
+                return mine, own
+            if not await access.admin():
+                return None, scope
+        return await self._store.get(reminder_id, **scope), scope
 
     async def snooze_fired(self, action: ReminderSnooze) -> Change:
         """A fired reminder's "Snooze 10 min" button: that firing comes back
@@ -87,7 +98,8 @@ class ReminderCommands:
             until=now + timedelta(minutes=action.minutes),
             now=now,
             wake=service.wake,
-            **scope,
+            agent_id=scope.get("agent_id"),
+            session_key=scope.get("session_key"),
         )
         if isinstance(snoozed, str):
             return Change(Outcome.REFUSED, current.id, Item.of_reminder(current), snoozed)

@@ -173,22 +173,39 @@ class FakeReminders:
         return cast(ReminderStore, self)
 
     @staticmethod
-    def _in(r: Reminder, agent_id: str | None, session_key: str | None) -> bool:
-        return agent_id in (None, r.agent_id) and session_key in (None, r.session_key)
+    def _in(
+        r: Reminder, agent_id: str | None, session_key: str | None, created_by: str | None = None
+    ) -> bool:
+        return (
+            agent_id in (None, r.agent_id)
+            and session_key in (None, r.session_key)
+            and created_by in (None, r.created_by)
+        )
 
     async def get(
-        self, reminder_id: str, *, agent_id: str | None = None, session_key: str | None = None
+        self,
+        reminder_id: str,
+        *,
+        agent_id: str | None = None,
+        session_key: str | None = None,
+        created_by: str | None = None,
     ) -> Reminder | None:
         r = self.rows.get(reminder_id)
-        return r if r is not None and self._in(r, agent_id, session_key) else None
+        return r if r is not None and self._in(r, agent_id, session_key, created_by) else None
 
     async def list_for_session(
-        self, agent_id: str, session_key: str, *, statuses: Collection[str] | None = ("active",)
+        self,
+        agent_id: str,
+        session_key: str,
+        *,
+        statuses: Collection[str] | None = ("active",),
+        created_by: str | None = None,
     ) -> list[Reminder]:
         return [
             r
             for r in sorted(self.rows.values(), key=lambda r: r.next_fire_at)
-            if self._in(r, agent_id, session_key) and (statuses is None or r.status in statuses)
+            if self._in(r, agent_id, session_key, created_by)
+            and (statuses is None or r.status in statuses)
         ]
 
     async def list_all(
@@ -208,8 +225,11 @@ class FakeReminders:
         now: datetime,
         agent_id: str | None = None,
         session_key: str | None = None,
+        created_by: str | None = None,
     ) -> Reminder | None:
-        r = await self.get(reminder_id, agent_id=agent_id, session_key=session_key)
+        r = await self.get(
+            reminder_id, agent_id=agent_id, session_key=session_key, created_by=created_by
+        )
         if r is None or r.status != "active":
             return None
         self.rows[r.id] = done = replace(r, status="cancelled", updated_at=now)

@@ -154,6 +154,7 @@ async def discord_harness(
         config=lambda: harness.config,
         clock=clock,
         platforms=lambda: router.platforms,
+        admins=router,  # as the runtime composes it
     )
     harness = DiscordHarness(fake, clock, store, storage, model, settings, router, services)
     try:

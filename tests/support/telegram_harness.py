@@ -165,6 +165,7 @@ async def telegram_harness(
         config=lambda: harness.config,  # read on every use, like the runtime's
         clock=clock,
         platforms=lambda: router.platforms,
+        admins=router,  # as the runtime composes it
     )
     harness = TelegramHarness(fake, clock, store, model, settings, router, services)
     try:
