@@ -210,6 +210,13 @@ class PostgresStore(Store):
 
     async def set_platform_message_id(self, message_id: int, platform_message_id: str) -> None:
         sql = "UPDATE messages SET platform_message_id = %s WHERE id = %s RETURNING id"
+        await self._record_platform_id(sql, message_id, platform_message_id)
+
+    async def _record_platform_id(
+        self, sql: str, message_id: int, platform_message_id: str | None
+    ) -> None:
+        """Run `sql` (platform id, message id) on one message: a platform id
+        another message holds is DuplicateMessage, no such message LookupError."""
         try:
             async with self._db.transaction(durable=False) as conn:
                 cursor = await conn.execute(sql, (platform_message_id, message_id))
@@ -237,16 +244,7 @@ class PostgresStore(Store):
             "UPDATE messages SET send_state = 'sent', "
             "platform_message_id = coalesce(%s, platform_message_id) WHERE id = %s RETURNING id"
         )
-        try:
-            async with self._db.transaction(durable=False) as conn:
-                cursor = await conn.execute(sql, (platform_message_id, message_id))
-                row = await cursor.fetchone()
-        except errors.UniqueViolation as exc:
-            raise DuplicateMessage(
-                f"platform message id {platform_message_id!r} is already stored"
-            ) from exc
-        if row is None:
-            raise LookupError(f"no message with id {message_id}")
+        await self._record_platform_id(sql, message_id, platform_message_id)
 
     async def unsent_replies(self, *, since: datetime) -> list[MessageRecord]:
         rows = await self._db.fetchall(

@@ -147,6 +147,13 @@ class SqliteStore(SqliteConnection, Store):
 
     async def set_platform_message_id(self, message_id: int, platform_message_id: str) -> None:
         sql = "UPDATE messages SET platform_message_id = ? WHERE id = ? RETURNING id"
+        await self._record_platform_id(sql, message_id, platform_message_id)
+
+    async def _record_platform_id(
+        self, sql: str, message_id: int, platform_message_id: str | None
+    ) -> None:
+        """Run `sql` (platform id, message id) on one message: a platform id
+        another message holds is DuplicateMessage, no such message LookupError."""
         try:
             row = await self._write(
                 lambda conn: conn.execute(sql, (platform_message_id, message_id)).fetchone()
@@ -173,18 +180,7 @@ class SqliteStore(SqliteConnection, Store):
             "UPDATE messages SET send_state = 'sent', "
             "platform_message_id = coalesce(?, platform_message_id) WHERE id = ? RETURNING id"
         )
-        try:
-            row = await self._write(
-                lambda conn: conn.execute(sql, (platform_message_id, message_id)).fetchone()
-            )
-        except sqlite3.IntegrityError as exc:
-            if is_constraint(exc, "SQLITE_CONSTRAINT_UNIQUE"):
-                raise DuplicateMessage(
-                    f"platform message id {platform_message_id!r} is already stored"
-                ) from exc
-            raise
-        if row is None:
-            raise LookupError(f"no message with id {message_id}")
+        await self._record_platform_id(sql, message_id, platform_message_id)
 
     async def unsent_replies(self, *, since: datetime) -> list[MessageRecord]:
         rows = await self._fetch(
