@@ -163,6 +163,8 @@ class Runtime:
             config=lambda: self.config,
             clock=self.clock,
             platforms=lambda: self.router.platforms,
+            # Access is asked again just before every check-in and reminder.
+            access=self.router,
         )
         watcher = ConfigWatcher(
             self.config_path,
