@@ -165,6 +165,7 @@ async def telegram_harness(
         config=lambda: harness.config,  # read on every use, like the runtime's
         clock=clock,
         platforms=lambda: router.platforms,
+        access=router,  # as the runtime: access asked again before every send
     )
     harness = TelegramHarness(fake, clock, store, model, settings, router, services)
     try:
