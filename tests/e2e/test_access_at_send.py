@@ -2,22 +2,26 @@
 with the real client library: an approved user whose pairing is revoked gets
 neither their due reminder nor their due follow-up; approved again, the
 follow-up (still pending) arrives within its window, the reminder's skipped
-firing does not come back; a group taken out of `groups` gets nothing."""
+firing does not come back; a group (Telegram) or server (Discord) taken out
+of `groups` gets nothing."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from core.commitments.model import NewCommitment, Scope
 from core.config import KeptConfig
 from core.llm import Completion
 from core.messages import Target
 from core.reminders import parse_schedule
 from tests.fakes.scripted_model import text
+from tests.support.discord_harness import discord_harness
 from tests.support.telegram_harness import TelegramHarness, scope, telegram_harness
 
 USER, GROUP = 42, -100500
@@ -87,3 +91,43 @@ async def test_revoked_user_and_removed_group_get_nothing_until_let_in_again(
     assert [(s.chat_id, s.text) for s in tg.fake.sent] == [(USER, "Hi! How did it go?")]
     assert (await tg.commitment(private.id)).status == "sent"
     assert (await tg.commitment(in_group.id)).status == "pending"
+
+
+async def test_a_discord_server_removed_from_groups_gets_no_check_in(tmp_path: Path) -> None:
+    # `groups` lists servers: the channel's server is found through the client.
+    async with discord_harness(tmp_path, groupPolicy="allowlist") as harness:
+        fake = harness.fake
+        settings = harness.config.channels.discord
+        settings.groups = [str(fake.guild_id)]
+        harness.config.commitments.enabled = True
+        await harness.start()
+        key = f"agent:main:discord:channel:{fake.general}"
+        await harness.store.ensure_session(
+            key, agent_id="main", platform="discord", chat_id=str(fake.general),
+            chat_kind="channel", thread_id=None, now=harness.clock.now(),
+        )  # fmt: skip
+        member = Scope("main", key, "discord", str(fake.general), None, str(fake.ana["id"]))
+        now = harness.clock.now()
+        new = NewCommitment(
+            scope=member, kind="event_check_in", sensitivity="routine",
+            source="inferred_user_context", reason="user has a job interview",
+            suggested_text="How did the interview go?", dedupe_key="interview",
+            confidence=0.9, due_earliest=now, due_latest=now + timedelta(hours=36),
+            due_timezone="UTC", source_message_id=None, created_at=now,
+        )  # fmt: skip
+        store = harness.services.backend.commitments
+        [created] = (await store.apply_extraction(member, [new], [], now=now)).created
+        settings.groups = ["123456789012345678"]  # another server only
+        harness.model.steps.append(text("How did the interview go?"))
+        await harness.services.heartbeat.tick()
+        assert fake.sent == [] and harness.model.requests == []
+        found = await store.get(created.id)
+        assert found is not None and found.status == "pending"
+
+        settings.groups = [str(fake.guild_id)]  # listed again
+        await harness.clock.advance(61)
+        await harness.services.heartbeat.tick()
+        await fake.wait_for(lambda: fake.sent)
+        assert [(s.channel_id, s.content) for s in fake.sent] == [
+            (fake.general, "How did the interview go?")
+        ]

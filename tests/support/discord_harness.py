@@ -154,6 +154,7 @@ async def discord_harness(
         config=lambda: harness.config,
         clock=clock,
         platforms=lambda: router.platforms,
+        access=router,  # as the runtime: access asked again before every send
     )
     harness = DiscordHarness(fake, clock, store, storage, model, settings, router, services)
     try:
