@@ -1,5 +1,6 @@
 """Access is checked when something is sent, end to end on the fake Bot API
-with the real client library: an approved user whose pairing is revoked gets
+with the real client library: an approved user whose pairing is revoked (the
+real `kept pairing revoke` in a subprocess, on the same database) gets
 neither their due reminder nor their due follow-up; approved again, the
 follow-up (still pending) arrives within its window, the reminder's skipped
 firing does not come back; a group (Telegram) or server (Discord) taken out
@@ -20,6 +21,7 @@ from core.config import KeptConfig
 from core.llm import Completion
 from core.messages import Target
 from core.reminders import parse_schedule
+from tests.e2e.test_pairing import kept
 from tests.fakes.scripted_model import text
 from tests.support.discord_harness import discord_harness
 from tests.support.telegram_harness import TelegramHarness, scope, telegram_harness
@@ -55,7 +57,7 @@ async def approve(tg: TelegramHarness) -> None:
 
 
 async def test_revoked_user_and_removed_group_get_nothing_until_let_in_again(
-    tg: TelegramHarness,
+    tg: TelegramHarness, tmp_path: Path
 ) -> None:
     await approve(tg)
     private = await tg.seed(scope(USER), "How did the interview go?")
@@ -70,7 +72,8 @@ async def test_revoked_user_and_removed_group_get_nothing_until_let_in_again(
         text="take my meds",
         schedule=due,
     )
-    assert await tg.services.pairing.revoke("telegram", str(USER))  # kept pairing revoke
+    status, _, err = await kept(tmp_path, "pairing", "revoke", f"telegram:{USER}")
+    assert status == 0, err
     tg.config = without_group(tg)  # a reload without the group
     await tg.start()
     tg.model.steps.extend([check_in, check_in, check_in])

@@ -197,3 +197,29 @@ async def test_a_repeating_reminder_of_a_chat_not_served_moves_on_and_fires_when
     await hb.clock.advance((moved.next_fire_at - hb.clock.now()).total_seconds())
     assert await service.fire_due() == 1
     assert [o.text for o in hb.sender.sent] == ["take my meds"]
+
+
+class Unreadable:
+    """An AccessCheck whose pairing store cannot be read."""
+
+    async def refusal(self, target: Target, chat_kind: ChatKind, member: str | None) -> str | None:
+        raise OSError("database is locked")
+
+
+async def test_a_reminder_whose_access_cannot_be_checked_is_released_not_ended(
+    hb: Harness, caplog: pytest.LogCaptureFixture
+):
+    r = await reminder(hb)
+    hb.access = Unreadable()
+    service = hb.reminder_service()
+    await hb.clock.advance(60)
+    with caplog.at_level(logging.INFO, logger="kept.reminders"):
+        assert await service.fire_due() == 0
+    assert hb.sender.attempts == []
+    waiting = await service.store.get(r.id)
+    assert waiting is not None and (waiting.status, waiting.claimed_at) == ("active", None)
+    assert "reminder_access_check_failed" in caplog.text
+    # Once access can be checked again, it fires.
+    hb.access = None
+    assert await hb.reminder_service().fire_due() == 1
+    assert [o.text for o in hb.sender.sent] == ["take my meds"]
