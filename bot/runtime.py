@@ -164,6 +164,8 @@ class Runtime:
             clock=self.clock,
             platforms=lambda: self.router.platforms,
             admins=self.router,
+            # Access is asked again just before every check-in and reminder.
+            access=self.router,
         )
         watcher = ConfigWatcher(
             self.config_path,

@@ -20,6 +20,7 @@ from core.commitments.extraction import ExtractionWorker
 from core.commitments.service import CommitmentService
 from core.config import KeptConfig
 from core.conversation import ConversationManager
+from core.delivery import AccessCheck
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import LLMClient
@@ -84,7 +85,12 @@ def build_services(
     platforms: Callable[[], set[str]],
     worker: str | None = None,
     admins: ChatAdmins | None = None,
+    access: AccessCheck | None = None,
 ) -> Services:
+    """`access`: who is served at the moment of a check-in's or reminder's
+    send (the channels' AdapterRouter); None serves every chat (tools, tests).
+    `admins`: who administers a group, for the model's tools (the router too);
+    None: nobody."""
     worker = worker or new_worker_id()
     # Storing a reminder or a follow-up wakes the sleeping heartbeat, on
     # every worker of the database.
@@ -106,6 +112,7 @@ def build_services(
         platforms=platforms,
         worker=worker,
         on_stored=wake,
+        access=access,
     )
     register_reminder_tools(tools, reminders, zones=users)
     register_user_tools(tools, users)
@@ -146,6 +153,7 @@ def build_services(
             sender=sender,
             clock=clock,
             worker=worker,
+            access=access,
         ),
         clock=clock,
         platforms=platforms,

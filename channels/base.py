@@ -39,6 +39,7 @@ import abc
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -68,6 +69,8 @@ from core.store.updates import UpdateQueue
 from core.users import UserZones
 
 log = logging.getLogger("kept.channels")
+# Usernames remembered per adapter for `@name` entries at delivery time.
+_USERNAMES_KEPT = 10_000
 
 
 # Entered around each model call of a turn (ConversationManager.handle's `during_model`).
@@ -246,6 +249,9 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         self._fixed_allow = tuple(allow_from)
         self._clock: Clock = clock or SystemClock()
         self._pairing = pairing
+        # The username each user last wrote with, for `@name` entries of
+        # allowFrom when a delivery is checked (see `delivery_refusal`).
+        self._usernames: OrderedDict[str, str] = OrderedDict()
         # The platform's own logger: its lines read like the rest of its events.
         self._log = logging.getLogger(f"kept.{self.platform}")
 
@@ -354,6 +360,8 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         pairing store that cannot be read raises MessageNotStored: the
         platform holds the message and offers it again, as when the
         transcript cannot be written."""
+        if username:
+            self._remember_username(sender_id, username)
         access = self.access()
         if chat_kind != "private":
             listed = group_id is not None and group_id in access.groups
@@ -370,6 +378,55 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         if standing == "blocked":
             return "no"
         return "yes" if answered or standing == "approved" else "pair"
+
+    async def delivery_refusal(
+        self, target: Target, chat_kind: ChatKind, member: str | None
+    ) -> str | None:
+        """Why something kept sends on its own (a check-in, a reminder) may
+        not go to `target` now, or None: the same decision as `admission`
+        for the chat's member (private chat) or its group, by the settings
+        and approvals of this moment. The member's username, for `@name`
+        entries, is the one they last wrote with or the one kept stored when
+        approving them; one it does not know cannot match an `@name` entry,
+        so such a delivery waits (follow-ups) until they write again."""
+        if chat_kind != "private":
+            group = await self.group_of(target)
+            if await self.admission(chat_kind, member or "", None, group) == "yes":
+                return None
+            return (
+                f"group {group or target.chat_id} is not served "
+                "(not in groups, groupPolicy allowlist)"
+            )
+        user = member or target.chat_id
+        verdict = await self.admission("private", user, None)
+        if verdict != "yes" and (name := await self._username_of(user)) is not None:
+            verdict = await self.admission("private", user, name)
+        if verdict == "yes":
+            return None
+        if verdict == "pair":
+            return f"user {user} is not approved (pairing revoked or never approved)"
+        return f"user {user} is not allowed (blocked, or not in allowFrom under dmPolicy)"
+
+    async def group_of(self, target: Target) -> str | None:
+        """Hook: the id a group chat is listed by in `groups` (the chat
+        itself; Discord: its server)."""
+        return target.chat_id
+
+    def _remember_username(self, user_id: str, username: str) -> None:
+        self._usernames[user_id] = username
+        self._usernames.move_to_end(user_id)
+        while len(self._usernames) > _USERNAMES_KEPT:
+            self._usernames.popitem(last=False)
+
+    async def _username_of(self, user_id: str) -> str | None:
+        if (name := self._usernames.get(user_id)) is not None:
+            return name
+        if self._pairing is None:
+            return None
+        for user in await self._pairing.paired():
+            if user.platform == self.platform and user.user_id == user_id:
+                return user.username
+        return None
 
     async def admit(self, said: Said, *, offer_code: bool = True) -> bool:
         """Step 1: whether the message is answered (`admission`). A refusal
@@ -606,3 +663,12 @@ class AdapterRouter:
         if adapter is None:
             return SendResult(error=f"no running adapter for {outbound.target.platform}")
         return await adapter.send(outbound)
+
+    async def refusal(self, target: Target, chat_kind: ChatKind, member: str | None) -> str | None:
+        """core's AccessCheck: the target platform's adapter decides. With
+        no adapter for it here nothing can be sent anyway: the delivery
+        waits for one, and that adapter decides then."""
+        adapter = self._adapters.get(target.platform)
+        if adapter is None:
+            return None
+        return await adapter.delivery_refusal(target, chat_kind, member)

@@ -13,10 +13,10 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from core.clock import Clock
-from core.messages import Outbound, Sender, SendResult
+from core.messages import ChatKind, Outbound, Sender, SendResult, Target
 from core.metrics import recorder
 
 DEFAULT_ATTEMPTS = 4
@@ -25,6 +25,24 @@ MAX_BACKOFF = 60.0
 
 Outcome = Literal["sent", "failed", "unknown"]
 T = TypeVar("T")
+
+
+class AccessCheck(Protocol):
+    """Whether a chat is still served, asked just before something kept
+    sends on its own (a check-in, a reminder): access is decided by the
+    settings and approvals now, not by those of the time it was scheduled."""
+
+    async def refusal(self, target: Target, chat_kind: ChatKind, member: str | None) -> str | None:
+        """None when `target` is served now (a private chat: for `member`,
+        the user it belongs to; a group: the group); else why it is not."""
+        ...
+
+
+class ServeAll:
+    """The AccessCheck of a process without access rules (tests, tools)."""
+
+    async def refusal(self, target: Target, chat_kind: ChatKind, member: str | None) -> str | None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -386,6 +386,22 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         text = unreadable_notice(media)
         await self.send(Outbound(target=said.target, text=text, reply_to_platform_id=reply_to))
 
+    async def group_of(self, target: Target) -> str | None:
+        """The server a channel belongs to (`groups` lists servers): from the
+        client's cache, else asked of Discord; None when neither knows it."""
+        try:
+            channel_id = int(target.chat_id)
+        except ValueError:
+            return None
+        channel: object = self._bot.get_channel(channel_id)
+        if channel is None:
+            try:
+                channel = await self._bot.fetch_channel(channel_id)
+            except discord.DiscordException:
+                return None
+        guild = getattr(channel, "guild", None)
+        return str(guild.id) if guild is not None else None
+
     def _runs_chat(self, channel: object) -> bool:
         """Whether this worker's shards receive the chat's messages: a
         server's go to shard (server id >> 22) % shardCount, DMs to shard 0."""

@@ -55,6 +55,9 @@ MAX_SLEEP = 300.0
 MIN_SLEEP = timedelta(seconds=1)
 # A chat another worker holds is looked at again after this.
 BUSY_RETRY = timedelta(seconds=5)
+# A chat that is not served (member revoked, group removed) is asked again
+# after this: let in again, its follow-ups go out within their window.
+NOT_SERVED_RETRY = timedelta(minutes=1)
 SWEEP_EVERY = timedelta(minutes=10)
 CAP_WINDOW = timedelta(hours=24)
 
@@ -342,11 +345,27 @@ class HeartbeatScheduler:
         for scope, items in groups.items():
             zone = zones.get((scope.platform, scope.sender_id or ""))
             why = blocked(scope, config, now, platforms, zone)
-            if why is None:
+            if why is not None:
+                log_decision(scope, len(items), why.outcome, **why.fields)
+                self._deferred[scope] = why.until
+                continue
+            # Before any claim: a chat that is no longer served costs neither
+            # a claim nor a model call; its follow-ups stay pending.
+            try:
+                refused = await self._turn.refusal(scope)
+            except Exception as exc:
+                refused = f"access could not be checked: {exc!r}"
+            if refused is None:
                 speakers.append(scope)
                 continue
-            log_decision(scope, len(items), why.outcome, **why.fields)
-            self._deferred[scope] = why.until
+            log_decision(
+                scope,
+                len(items),
+                "not_served",
+                reason=refused,
+                action="follow-ups stay pending; let the user or group in again to deliver them",
+            )
+            self._deferred[scope] = now + NOT_SERVED_RETRY
         return speakers
 
     async def _zone_of(self, scope: Scope, agent_zone: str) -> str:

@@ -21,7 +21,7 @@ from typing import Literal, Protocol
 
 from core.clock import Clock
 from core.commitments.model import Commitment, Scope
-from core.delivery import deliver_once, settle_despite_cancel
+from core.delivery import AccessCheck, ServeAll, deliver_once, settle_despite_cancel
 from core.heartbeat.prompt import build_messages, clean_checkin, same_text
 from core.heartbeat.store import Final, HeartbeatStore
 from core.llm import Completion, LLMError
@@ -35,7 +35,14 @@ log = logging.getLogger("kept.heartbeat")
 DUPLICATE_WINDOW = timedelta(hours=24)
 
 TurnOutcome = Literal[
-    "sent", "ok", "duplicate", "failed", "model_failed", "lost_claim", "switched_off"
+    "sent",
+    "ok",
+    "duplicate",
+    "failed",
+    "model_failed",
+    "lost_claim",
+    "switched_off",
+    "not_served",
 ]
 
 
@@ -64,6 +71,7 @@ class HeartbeatTurn:
         clock: Clock,
         worker: str,
         on_sent: Callable[[Scope, str], None] | None = None,
+        access: AccessCheck | None = None,
     ) -> None:
         self._store = store
         self._transcript = transcript
@@ -72,10 +80,22 @@ class HeartbeatTurn:
         self._clock = clock
         self._worker = worker
         self._on_sent = on_sent
+        # Who is served now (revoked users, removed groups get nothing).
+        self._access: AccessCheck = access if access is not None else ServeAll()
 
     @property
     def worker(self) -> str:
         return self._worker
+
+    async def refusal(self, scope: Scope) -> str | None:
+        """Why the scope's chat is not served now (its member revoked or
+        blocked, its group no longer listed), None when it is."""
+        try:
+            chat_kind = parse_session_key(scope.session_key).chat_kind
+        except ValueError:
+            chat_kind = "private" if scope.chat_id == scope.sender_id else "group"
+        target = Target(scope.platform, scope.chat_id, scope.thread_id)
+        return await self._access.refusal(target, chat_kind, scope.sender_id)
 
     async def claim(
         self, scopes: Sequence[Scope], *, per_scope: int, lease: timedelta
@@ -121,6 +141,11 @@ class HeartbeatTurn:
         progress: _Progress,
     ) -> TurnResult:
         ids = tuple(c.id for c in claimed)
+        # Asked before the model call (none for a chat that gets nothing) and
+        # again just before sending: access may change while the model writes.
+        if (why := await self.refusal(scope)) is not None:
+            await self._release(claimed, progress, f"not served: {why}")
+            return TurnResult("not_served", ids, error=why)
         now = self._clock.now()
         try:
             completion = await self._llm.complete(
@@ -146,6 +171,9 @@ class HeartbeatTurn:
         if not may_send():
             await self._release(claimed, progress, "commitments were switched off")
             return TurnResult("switched_off", ids)
+        if (why := await self.refusal(scope)) is not None:
+            await self._release(claimed, progress, f"not served: {why}")
+            return TurnResult("not_served", ids, error=why)
         now = self._clock.now()
         if not await self._store.begin_sending(
             claimed, worker=self._worker, now=now, lease_until=now + lease

@@ -27,10 +27,25 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core.clock import Clock
-from core.delivery import DEFAULT_ATTEMPTS, Delivery, deliver_once, settle_despite_cancel
+from core.delivery import (
+    DEFAULT_ATTEMPTS,
+    AccessCheck,
+    Delivery,
+    ServeAll,
+    deliver_once,
+    settle_despite_cancel,
+)
 from core.heartbeat.lease import SEND_LEASE
 from core.logs import event
-from core.messages import Outbound, Sender, SendResult, Target, reminder_snooze_actions
+from core.messages import (
+    ChatKind,
+    Outbound,
+    Sender,
+    SendResult,
+    Target,
+    parse_session_key,
+    reminder_snooze_actions,
+)
 from core.metrics import recorder
 from core.reminders.model import NewReminder, Reminder
 from core.reminders.policy import Decision, decide
@@ -74,6 +89,7 @@ class ReminderService:
         worker: str,
         on_stored: Callable[[], None] | None = None,
         max_attempts: int = DEFAULT_ATTEMPTS,
+        access: AccessCheck | None = None,
     ) -> None:
         self._store = store
         self._transcript = transcript
@@ -84,6 +100,8 @@ class ReminderService:
         # before the time it computed without this reminder.
         self._on_stored = on_stored
         self._max_attempts = max_attempts
+        # Who is served now: a revoked user or a removed group gets nothing.
+        self._access: AccessCheck = access if access is not None else ServeAll()
         # Who claims (one id per process, see bot/services.py) and whether
         # this process still takes new reminders (not while stopping).
         self._worker = worker
@@ -336,6 +354,8 @@ class ReminderService:
         reminder is settled as a send of unknown outcome."""
         phase = "claimed"
         try:
+            if await self._not_served(claimed, decision, tally):
+                return
             now = self._clock.now()
             sending = await self._store.begin_sending(
                 claimed, worker=self._worker, now=now, lease_until=now + SEND_LEASE
@@ -352,6 +372,55 @@ class ReminderService:
         except BaseException as exc:
             await self._settle_interrupted(claimed, phase, exc)
             raise
+
+    async def _not_served(self, r: Reminder, decision: Decision, tally: _Tally) -> bool:
+        """Settle a claimed firing whose chat is no longer served (its member
+        revoked or blocked, its group removed): nothing is sent. A repeating
+        reminder moves on to its next time; a one-shot one ends `failed` (it
+        was not delivered, and no one cancelled it). False when it is served;
+        an access check that cannot be made releases the claim (fires later)."""
+        try:
+            why = await self._access.refusal(r.target, _chat_kind(r), r.created_by)
+        except Exception as exc:
+            now = self._clock.now()
+            await self._store.release(
+                r, worker=self._worker, now=now, error=f"access check failed: {exc!r}"
+            )
+            self._log(
+                logging.WARNING,
+                "reminder_access_check_failed",
+                r,
+                error=repr(exc),
+                action="check the database; the reminder fires once access can be checked",
+            )
+            return True
+        if why is None:
+            return False
+        now = self._clock.now()
+        following = self._following(r, decision, now)
+        await self._store.mark_failed(
+            r.id,
+            now=now,
+            error=f"not sent: {why}",
+            next_fire_at=following,
+            claim=Claim(self._worker, r.attempts),
+        )
+        tally.skipped += 1
+        self._log(
+            logging.WARNING,
+            "reminder_skipped_not_served",
+            r,
+            reason=why,
+            member=r.created_by,
+            next=following,
+            outcome="moved_on" if following is not None else "failed",
+            action=(
+                "approve the user again (kept pairing approve) or list the group in "
+                "groups for later firings; `kept pairing revoke`/`block` and removed "
+                "groups are meant to stop reminders"
+            ),
+        )
+        return True
 
     async def _settle_interrupted(self, r: Reminder, phase: str, exc: BaseException) -> None:
         why = "stopped" if isinstance(exc, asyncio.CancelledError) else repr(exc)
@@ -504,6 +573,13 @@ class ReminderService:
             kind=r.kind,
             **{**fields, **times},
         )
+
+
+def _chat_kind(r: Reminder) -> ChatKind:
+    try:
+        return parse_session_key(r.session_key).chat_kind
+    except ValueError:
+        return "private" if r.created_by == r.target.chat_id else "group"
 
 
 def _seconds(value: timedelta) -> int:

@@ -219,6 +219,35 @@ async def test_stop_past_the_grace_cancels_the_turn_and_releases_the_claim(
     assert await commitment_state(tmp_path) == ("pending", None)
 
 
+class RefusingAdapter(OrderedAdapter):
+    """An adapter that no longer serves the chat (its user was revoked)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = asyncio.Event()
+
+    async def delivery_refusal(
+        self, target: Target, chat_kind: str, member: str | None
+    ) -> str | None:
+        self.asked.set()
+        return f"user {member} is not approved"
+
+
+async def test_the_runtime_asks_the_adapter_before_a_follow_up_and_sends_nothing_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = RefusingAdapter()
+    async with FakeOpenAI() as fake:
+        fake.set_default("How did it go?")
+        runtime = await runtime_with_due_follow_up(tmp_path, fake, adapter, monkeypatch)
+        await runtime.start_adapters([adapter])
+        await asyncio.wait_for(adapter.asked.wait(), 5)
+        await runtime.stop()
+        assert fake.completions == []
+    assert adapter.events == ["adapter stopped"]
+    assert await commitment_state(tmp_path) == ("pending", None)
+
+
 @pytest.mark.parametrize("value", ["soon", -1, 601])
 def test_a_bad_stop_grace_is_one_clear_line(value: object) -> None:
     with pytest.raises(ConfigError, match=r"shutdown\.graceSeconds"):

@@ -37,7 +37,10 @@ async def fakes() -> AsyncIterator[tuple[FakeTelegram, FakeOpenAI]]:
 def write_config(tmp_path: Path, telegram: FakeTelegram, model: FakeOpenAI) -> Path:
     doc = {
         "storage": {"url": f"sqlite:///{tmp_path}/kept.sqlite"},
-        "channels": {"telegram": {"enabled": True, "baseUrl": telegram.root}},
+        # The user is let in: a check-in goes only to a chat that is served.
+        "channels": {
+            "telegram": {"enabled": True, "baseUrl": telegram.root, "allowFrom": [str(CHAT)]}
+        },
         "llm": {"baseUrl": model.base_url, "maxRetries": 0},
         "commitments": {"enabled": True},
         # A real process on the real clock: no quiet hours, whatever the hour.

@@ -155,6 +155,7 @@ async def discord_harness(
         clock=clock,
         platforms=lambda: router.platforms,
         admins=router,  # as the runtime composes it
+        access=router,  # as the runtime: access asked again before every send
     )
     harness = DiscordHarness(fake, clock, store, storage, model, settings, router, services)
     try:

@@ -13,6 +13,7 @@ from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.store import CommitmentStore, Filter
 from core.config import KeptConfig
+from core.delivery import AccessCheck
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.store import HeartbeatStore
 from core.heartbeat.turn import HeartbeatTurn
@@ -65,6 +66,8 @@ class Harness:
     config: KeptConfig
     platforms: set[str] = field(default_factory=lambda: {"telegram"})
     locks: SessionLocks = field(default_factory=SessionLocks)
+    # Who is served at send time; None serves every chat.
+    access: AccessCheck | None = None
 
     def reminder_service(self) -> ReminderService:
         return ReminderService(
@@ -74,6 +77,7 @@ class Harness:
             self.clock,
             platforms=lambda: self.platforms,
             worker=WORKER,
+            access=self.access,
         )
 
     def scheduler(
@@ -90,6 +94,7 @@ class Harness:
             sender=self.sender,
             clock=self.clock,
             worker=worker,
+            access=self.access,
         )
         return HeartbeatScheduler(
             config=lambda: self.config,

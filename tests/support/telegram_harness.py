@@ -166,6 +166,7 @@ async def telegram_harness(
         clock=clock,
         platforms=lambda: router.platforms,
         admins=router,  # as the runtime composes it
+        access=router,  # as the runtime: access asked again before every send
     )
     harness = TelegramHarness(fake, clock, store, model, settings, router, services)
     try:
