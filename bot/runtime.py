@@ -16,12 +16,12 @@ from bot.http import HttpListener
 from bot.metrics import MeteredSender, PrometheusMetrics
 from bot.services import Services, build_services, open_storage, start_background
 from channels.base import (
-    AdapterRouter,
     ChannelAdapter,
     ChannelContext,
     ChannelStartError,
     WebRoutes,
 )
+from channels.router import AdapterRouter
 from core.clock import Clock, SystemClock
 from core.config import ConfigError, KeptConfig
 from core.config_changes import (

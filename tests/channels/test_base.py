@@ -3,8 +3,9 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 
-from channels.base import AdapterRouter, ChannelAdapter
+from channels.base import ChannelAdapter
 from channels.console import ConsoleAdapter
+from channels.router import AdapterRouter
 from channels.split import split_plain
 from core.clock import TestClock
 from core.messages import Inbound, Outbound, SendResult, Target

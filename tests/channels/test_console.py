@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from bot.services import Services, build_services
-from channels.base import AdapterRouter, ChannelContext
+from channels.base import ChannelContext
 from channels.console import ConsoleAdapter
 from channels.console.lines import PlainLineReader
+from channels.router import AdapterRouter
 from core.clock import TestClock
 from core.commands.times import local_time
 from core.commitments.model import Commitment, NewCommitment, Scope

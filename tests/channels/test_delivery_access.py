@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from channels.access import Access
-from channels.base import AdapterRouter, ChannelAdapter
+from channels.base import ChannelAdapter
+from channels.router import AdapterRouter
 from core.clock import TestClock
 from core.messages import Inbound, SendResult, Target
 from core.pairing import Pairing

@@ -34,9 +34,10 @@ from discord.ext.test import callbacks, factories
 from discord.webhook.async_ import AsyncWebhookAdapter
 
 from bot.services import Services, build_services
-from channels.base import AdapterRouter, ChannelContext
+from channels.base import ChannelContext
 from channels.discord import DiscordAdapter
 from channels.discord.scope import chat_of
+from channels.router import AdapterRouter
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config import KeptConfig

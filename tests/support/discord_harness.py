@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.services import Services, build_services
-from channels.base import AdapterRouter, ChannelContext
+from channels.base import ChannelContext
 from channels.discord import DiscordAdapter
+from channels.router import AdapterRouter
 from core.clock import TestClock
 from core.config import KeptConfig
 from core.store import Store

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.services import Services, build_services
-from channels.base import AdapterRouter, ChannelContext
+from channels.base import ChannelContext
+from channels.router import AdapterRouter
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope

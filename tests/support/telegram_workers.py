@@ -27,7 +27,7 @@ from psycopg import sql
 
 from bot.runtime import services_context
 from bot.services import Services, build_services
-from channels.base import AdapterRouter
+from channels.router import AdapterRouter
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.config import KeptConfig

@@ -30,7 +30,7 @@ import aiohttp
 
 from bot.runtime import services_context
 from bot.services import Services, build_services, open_storage
-from channels.base import AdapterRouter
+from channels.router import AdapterRouter
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.config import KeptConfig
