@@ -12,43 +12,29 @@ import pytest
 from bot import runtime as runtime_module
 from bot.doctor import run_doctor
 from bot.runtime import Runtime, StartupError, serve
-from channels.base import ChannelAdapter
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
 from core.config import ConfigError, validate_document
 from core.config_file import load_config
-from core.messages import Inbound, SendResult, Target
+from core.messages import SendResult, Target
 from tests.fakes.openai_server import FakeOpenAI, hang
+from tests.support.adapters import QuietAdapter, ignore
 from tests.support.store_helpers import open_store
 
 
-class FakeTelegram(ChannelAdapter):
+class FakeTelegram(QuietAdapter):
     platform = "telegram"
 
     def __init__(self) -> None:
-        super().__init__(agent_id="main", allow_from=(), handler=self._ignore)
+        super().__init__(agent_id="main", allow_from=(), handler=ignore)
         self.started = asyncio.Event()
         self.stopped = False
-
-    async def _ignore(self, inbound: Inbound) -> None:
-        return None
 
     async def start(self) -> None:
         self.started.set()
 
     async def stop(self) -> None:
         self.stopped = True
-
-    async def send_text(
-        self,
-        target: Target,
-        text: str,
-        reply_to: str | None,
-        buttons: None = None,
-        *,
-        ping: bool = False,
-    ) -> SendResult:
-        return SendResult(message_id="1")
 
 
 def write_config(tmp_path: Path, **overrides: object) -> Path:

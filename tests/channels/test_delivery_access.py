@@ -11,43 +11,25 @@ from collections.abc import AsyncIterator
 import pytest
 
 from channels.access import Access
-from channels.base import ChannelAdapter
 from channels.router import AdapterRouter
 from core.clock import TestClock
-from core.messages import Inbound, SendResult, Target
+from core.messages import Target
 from core.pairing import Pairing
 from core.store.backends import Backend, open_backend
+from tests.support.adapters import QuietAdapter, ignore
 
 
-class LiveAdapter(ChannelAdapter):
+class LiveAdapter(QuietAdapter):
     """An adapter whose access settings the test edits, as a config reload does."""
 
     platform = "telegram"
 
     def __init__(self, pairing: Pairing, settings: Access) -> None:
-        super().__init__(handler=self._noop, agent_id="main", pairing=pairing)
+        super().__init__(handler=ignore, agent_id="main", pairing=pairing)
         self.settings = settings
 
     def access(self) -> Access:
         return self.settings
-
-    async def _noop(self, inbound: Inbound) -> None:
-        return None
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    async def send_text(
-        self,
-        target: Target,
-        text: str,
-        reply_to: str | None,
-        buttons: None = None,
-        *,
-        ping: bool = False,
-    ) -> SendResult:
-        return SendResult(message_id="1")
 
 
 @pytest.fixture

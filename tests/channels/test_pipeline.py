@@ -15,18 +15,19 @@ from typing import Any
 import discord.ext.test as dpytest
 import pytest
 
-from channels.base import ChannelAdapter, DuringModel, Said
+from channels.base import DuringModel, Said
 from core.clock import TestClock
 from core.commitments.model import Scope
 from core.conversation import MessageNotStored
-from core.messages import Inbound, SendResult, Target
+from core.messages import Inbound, Target
 from tests.fakes.discord_helpers import Rig, build_rig, message_dict, sent_messages
+from tests.support.adapters import QuietAdapter
 from tests.support.telegram_harness import scope, telegram_harness
 
 TWO_AGENTS = [{"id": "main"}, {"id": "second"}]
 
 
-class Pipe(ChannelAdapter):
+class Pipe(QuietAdapter):
     """An adapter whose settings live in a dict, as a platform's live config."""
 
     platform = "pipe"
@@ -49,21 +50,6 @@ class Pipe(ChannelAdapter):
             await asyncio.Event().wait()
         finally:
             self.typing_stopped.set()
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    async def send_text(
-        self,
-        target: Target,
-        text: str,
-        reply_to: str | None,
-        buttons: None = None,
-        *,
-        ping: bool = False,
-    ) -> SendResult:
-        return SendResult(message_id="1")
 
 
 def said(sender: str = "7", username: str | None = "ann") -> Said:
