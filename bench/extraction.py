@@ -33,8 +33,8 @@ from bench.report import print_metrics
 from core.clock import SystemClock
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.store import Filter
-from core.config import CommitmentsConfig, KeptConfig
-from core.conversation import ConversationManager, ReplyEvent
+from core.config.model import CommitmentsConfig, KeptConfig
+from core.conversation.manager import ConversationManager, ReplyEvent
 from core.llm import Completion
 from core.messages import Inbound, Outbound, SendResult, Target
 from core.store.backends import open_backend

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.report import print_metrics
 from core.clock import SystemClock
 from core.commitments.extraction import ExtractionWorker
-from core.config import CommitmentsConfig, KeptConfig
-from core.conversation import ConversationManager
+from core.config.model import CommitmentsConfig, KeptConfig
+from core.conversation.manager import ConversationManager
 from core.evaluation.cases import load_cases
 from core.llm import Completion
 from core.messages import Inbound, Outbound, SendResult, Target

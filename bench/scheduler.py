@@ -30,7 +30,7 @@ from rich.table import Table
 
 from core.clock import TestClock
 from core.commitments.model import Scope
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion

@@ -15,7 +15,7 @@ from typing import Any
 from bench.search_build import AGENTS, CALLER_AGENT, SessionSpec, _pct, make_sessions
 from bench.search_corpus import LANGUAGES, UNSPACED, TextGenerator
 from bench.search_raw import RawDb
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.messages import Target
 from core.search.query import SearchQuery, build_query
 from core.search.service import DEFAULT_LIMIT, SessionSearch

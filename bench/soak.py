@@ -43,8 +43,8 @@ from rich.console import Console
 from rich.table import Table
 
 from core.clock import TestClock
-from core.config import KeptConfig, LlmConfig
-from core.conversation import ChatModel, ConversationManager
+from core.config.model import KeptConfig, LlmConfig
+from core.conversation.manager import ChatModel, ConversationManager
 from core.llm import Completion, LLMClient
 from core.messages import Inbound, Outbound, SendResult, Target
 from core.store import NewMessage, Store

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.report import print_metrics
 from core.clock import SystemClock
-from core.config import KeptConfig
-from core.conversation import ConversationManager
+from core.config.model import KeptConfig
+from core.conversation.manager import ConversationManager
 from core.llm import Completion
 from core.messages import Inbound, Outbound, SendResult, Target
 from core.store.backends import open_backend

@@ -27,9 +27,9 @@ from bot.store_access import check_storage_writable, load_or_fail
 from bot.updates_cmd import updates_group
 from bot.users_cmd import users_group
 from channels.console import ConsoleAdapter
-from core.config import ConfigError, KeptConfig
-from core.config_env import config_variables
-from core.config_file import ensure_config_file
+from core.config.env import config_variables
+from core.config.file import ensure_config_file
+from core.config.model import ConfigError, KeptConfig
 from core.logs import event, level_number, setup_logging
 
 log = logging.getLogger("kept.cli")

@@ -1,7 +1,7 @@
 """`kept config get KEY | set KEY VALUE | validate | show [--json]`.
 
 The config in force is the file under the KEPT_ variables (env > file >
-defaults; see core/config_env.py). Problems go to stderr one line each
+defaults; see core/config/env.py). Problems go to stderr one line each
 (`config/kept.json: key.path: reason`, or `KEPT_X: reason` for a variable)
 with exit code 1; stdout carries only the answer, so it can be piped.
 """
@@ -17,9 +17,9 @@ from typing import Any, NoReturn
 import click
 
 from bot.context import EXAMPLE_CONFIG, config_option, resolve_config_path
-from core.config_changes import restart_only
-from core.config_env import config_variables
-from core.config_file import (
+from core.config.changes import restart_only
+from core.config.env import config_variables
+from core.config.file import (
     ConfigError,
     LoadedConfig,
     env_override,

@@ -14,7 +14,7 @@ import click
 from core.secrets import mask_secrets
 
 if TYPE_CHECKING:
-    from core.config import KeptConfig
+    from core.config.model import KeptConfig
 
 DEFAULT_CONFIG = Path("config/kept.json")
 EXAMPLE_CONFIG = Path("config/kept.example.json")

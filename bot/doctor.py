@@ -20,8 +20,8 @@ from bot.preflight import endpoint_problem
 from bot.services import open_storage
 from bot.store_access import MISSING_HINT, probe_write
 from bot.updates_cmd import parked_check
-from core.config import KeptConfig
-from core.config_file import ConfigError, config_source, load_config
+from core.config.file import ConfigError, config_source, load_config
+from core.config.model import KeptConfig
 from core.llm import LLMClient, LLMError
 from core.secrets import mask_secrets, masked_url, remember
 from core.store.errors import DatabaseMissing, DatabaseOutdated, storage_action

@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
-from core.config import DiscordConfig, TelegramConfig
-from core.config_file import secret_from_env
+from core.config.file import secret_from_env
+from core.config.model import DiscordConfig, TelegramConfig
 
 TELEGRAM_ROOT = "https://api.telegram.org"
 DISCORD_ROOT = "https://discord.com"

@@ -30,7 +30,7 @@ from bot.context import config_option, fail, resolve_config_path
 from bot.pairing_notify import NotTold, tell_approved
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.pairing import (
     BlockedUser,
     Blocking,

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 
 from bot.doctor_platforms import DISCORD_ROOT, TELEGRAM_ROOT, TIMEOUT_SECONDS, error_text
-from core.config import KeptConfig
-from core.config_file import secret_from_env
+from core.config.file import secret_from_env
+from core.config.model import KeptConfig
 from core.pairing import PairedUser
 
 APPROVED_TEXT = "You're approved: write to me any time and I'll answer."

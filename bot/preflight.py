@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.config import KeptConfig
-from core.config_file import secret_from_env
+from core.config.file import secret_from_env
+from core.config.model import KeptConfig
 
 
 def endpoint_problem(config: KeptConfig, env: Mapping[str, str]) -> str | None:

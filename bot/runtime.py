@@ -23,15 +23,15 @@ from channels.base import (
 )
 from channels.router import AdapterRouter
 from core.clock import Clock, SystemClock
-from core.config import ConfigError, KeptConfig
-from core.config_changes import (
+from core.config.changes import (
     announce_restart_needed,
     announce_search_visibility,
     changed_keys,
     restart_only_changes,
 )
-from core.config_file import ConfigWatcher, config_source
-from core.conversation import ConversationManager
+from core.config.file import ConfigWatcher, config_source
+from core.config.model import ConfigError, KeptConfig
+from core.conversation.manager import ConversationManager
 from core.errors import KeptError
 from core.llm import LLMClient
 from core.logs import event

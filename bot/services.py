@@ -18,16 +18,16 @@ from core.clock import Clock
 from core.commands.times import agent_timezone
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.service import CommitmentService
-from core.config import KeptConfig
-from core.conversation import ConversationManager
-from core.delivery import AccessCheck
+from core.config.model import KeptConfig
+from core.conversation.manager import ConversationManager
+from core.conversation.recovery import UnansweredRecovery
+from core.delivery.send import AccessCheck
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
 from core.pairing import Pairing
-from core.recovery import UnansweredRecovery
 from core.reminders import ReminderService, register_reminder_tools
 from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch

@@ -14,9 +14,9 @@ import click
 
 from bot.context import fail
 from bot.services import open_storage
-from core.config import KeptConfig
-from core.config_env import ENV_PREFIX
-from core.config_file import ConfigError, load_config
+from core.config.env import ENV_PREFIX
+from core.config.file import ConfigError, load_config
+from core.config.model import KeptConfig
 from core.store.errors import DatabaseMissing, DatabaseOutdated, masked_url, storage_action
 
 if TYPE_CHECKING:

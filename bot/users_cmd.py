@@ -18,7 +18,7 @@ from bot.context import config_option, fail, resolve_config_path
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
 from core.commands.timezone import TimezoneCommands, ZoneAnswer, ZoneOutcome
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.store import MigrationError
 from core.store.errors import masked_url
 from core.users import UserZones

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from core.clock import Clock
-from core.config import ChannelAccess, DmPolicy, GroupPolicy
+from core.config.model import ChannelAccess, DmPolicy, GroupPolicy
 from core.logs import event
 from core.pairing import PairingRequest, same_username
 

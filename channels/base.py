@@ -52,8 +52,8 @@ from channels.media import REFUSED_NOTICE
 from channels.split import split_plain
 from core.clock import Clock, SystemClock
 from core.commitments.service import CommitmentService
-from core.config import KeptConfig
-from core.conversation import MessageNotStored
+from core.config.model import KeptConfig
+from core.conversation.manager import MessageNotStored
 from core.errors import KeptError
 from core.locks import SessionGuard
 from core.logs import event
@@ -93,7 +93,7 @@ class InboundHandler(Protocol):
 
 class Conversation(Protocol):
     """What a channel hands its messages, edits and deletions to
-    (core.conversation.ConversationManager); each raises MessageNotStored
+    (core.conversation.manager.ConversationManager); each raises MessageNotStored
     when the change could not be stored."""
 
     def handle(

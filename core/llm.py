@@ -26,7 +26,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from core.clock import Clock, SystemClock
-from core.config import LlmConfig
+from core.config.model import LlmConfig
 from core.errors import KeptError
 from core.logs import event
 from core.messages import storable

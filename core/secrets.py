@@ -20,8 +20,10 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from core.config import KeptConfig
+if TYPE_CHECKING:  # only a type here: the config package itself masks with this module
+    from core.config.model import KeptConfig
 
 MASK = "***"
 

@@ -57,8 +57,8 @@ from channels.discord.views import DYNAMIC_BUTTONS, FollowUpActions, buttons_vie
 from channels.discord.zone_button import ZoneActions
 from channels.media import MediaKind, unreadable_notice
 from channels.split import split_markdown
-from core.config import DiscordConfig
-from core.config_file import secret_from_env
+from core.config.file import secret_from_env
+from core.config.model import DiscordConfig
 from core.logs import event
 from core.messages import ButtonAction, Inbound, Outbound, SendResult, Target
 

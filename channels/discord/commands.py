@@ -36,7 +36,7 @@ from core.commands.lists import ListCommands
 from core.commands.timezone import TimezoneCommands, describe, zone_suggestions
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.logs import event
 from core.messages import ListName
 from core.reminders import ReminderService

@@ -24,7 +24,7 @@ from core.commands import Change, FollowUpCommands, Item, Outcome, ReminderComma
 from core.commands.lists import ListCommands
 from core.commands.results import Page
 from core.commitments.service import CommitmentService
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.logs import event
 from core.messages import ButtonAction, ItemAction, ItemVerb, ListName, PageAction, ReminderSnooze
 from core.reminders import ReminderService

@@ -39,7 +39,7 @@ from core.commands.buttons import (
 from core.commands.results import PER_PAGE
 from core.commands.times import agent_timezone, local_time
 from core.commitments.service import CommitmentService
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.logs import event
 from core.messages import (
     Action,

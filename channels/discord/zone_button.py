@@ -19,7 +19,7 @@ from channels.discord.scope import NOT_ALLOWED, Gate, interaction_chat
 from core.clock import Clock
 from core.commands.buttons import ZONE_TEMPLATE, zone_to_full
 from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.logs import event
 from core.messages import ZoneChoice
 from core.users import UserZones

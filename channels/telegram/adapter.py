@@ -61,8 +61,8 @@ from channels.telegram.messages import (
 )
 from channels.telegram.pace import TELEGRAM_PACE, Pace
 from channels.telegram.send import scrub, send_formatted
-from core.config import TelegramConfig
-from core.conversation import MessageNotStored
+from core.config.model import TelegramConfig
+from core.conversation.manager import MessageNotStored
 from core.logs import event
 from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target, session_key
 

@@ -18,8 +18,8 @@ from channels.base import ChannelStartError, WebRoutes
 from channels.telegram.intake import ALLOWED_UPDATES, UpdateIntake
 from channels.telegram.pace import Pace, PacedSends
 from channels.telegram.send import retry_after_seconds, scrub
-from core.config import TelegramConfig, TelegramWebhookConfig
-from core.config_file import secret_from_env
+from core.config.file import secret_from_env
+from core.config.model import TelegramConfig, TelegramWebhookConfig
 
 DEFAULT_ROOT = "https://api.telegram.org"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from core.config import KeptConfig, parse_duration
+from core.config.model import KeptConfig, parse_duration
 
 
 def local_time(moment: datetime, timezone: str) -> str:

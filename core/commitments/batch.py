@@ -20,8 +20,8 @@ from core.commitments.model import Commitment, Scope
 from core.commitments.pause import Pauses
 from core.commitments.rules import Exchange, merge_fields
 from core.commitments.store import CommitmentStore, ScopeResult
-from core.config import KeptConfig
-from core.conversation import ChatModel
+from core.config.model import KeptConfig
+from core.conversation.manager import ChatModel
 from core.llm import LLMError
 from core.logs import event
 from core.messages import ChatKind

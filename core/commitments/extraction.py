@@ -32,8 +32,8 @@ from core.commitments.model import Scope
 from core.commitments.pause import Pauses, PauseStore
 from core.commitments.rules import Exchange
 from core.commitments.store import CommitmentStore
-from core.config import KeptConfig
-from core.conversation import ChatModel, ReplyEvent
+from core.config.model import KeptConfig
+from core.conversation.manager import ChatModel, ReplyEvent
 from core.logs import event
 from core.store.errors import storage_action
 from core.users import UserZones

@@ -17,7 +17,7 @@ from core.commitments.candidates import ExtractionAnswer, UnusableAnswer, parse_
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.prompt import build_messages
 from core.commitments.rules import Exchange, Rejection, evaluate
-from core.conversation import ChatModel
+from core.conversation.manager import ChatModel
 from core.llm import Completion
 from core.messages import ChatKind
 

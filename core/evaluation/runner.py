@@ -18,8 +18,8 @@ from core.commitments.cues import worth_extracting
 from core.commitments.judge import Judgement, judge
 from core.commitments.model import Commitment, Scope
 from core.commitments.rules import Exchange
-from core.config import KeptConfig
-from core.conversation import ChatModel
+from core.config.model import KeptConfig
+from core.conversation.manager import ChatModel
 from core.evaluation.cases import Case
 from core.evaluation.scoring import CaseResult, score_case
 from core.llm import LLMError

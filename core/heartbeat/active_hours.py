@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from core.config import ActiveHours
+from core.config.model import ActiveHours
 
 
 def _zone(hours: ActiveHours, agent_timezone: str, member_timezone: str | None) -> ZoneInfo:

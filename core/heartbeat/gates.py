@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from core.commitments.model import Scope
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.heartbeat.active_hours import is_active, next_window_start
 
 # How long a scope waits when only a config change can unblock it (a change

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core.config import LlmConfig
-from core.delivery import DEFAULT_ATTEMPTS, MAX_BACKOFF
+from core.config.model import LlmConfig
+from core.delivery.send import DEFAULT_ATTEMPTS, MAX_BACKOFF
 
 # The send: every attempt deliver_once may make, each a platform request of
 # up to a minute, with the longest backoff between them.

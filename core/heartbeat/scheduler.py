@@ -29,8 +29,8 @@ from core.clock import Clock, sleep_or_until_set
 from core.commitments.expiry import sweep_expired
 from core.commitments.model import Commitment, Scope
 from core.commitments.store import CommitmentStore
-from core.config import KeptConfig
-from core.delivery import settle_despite_cancel
+from core.config.model import KeptConfig
+from core.delivery.send import settle_despite_cancel
 from core.heartbeat.gates import blocked, interval
 from core.heartbeat.lease import turn_lease
 from core.heartbeat.store import HeartbeatStore, ReapedClaims

@@ -21,7 +21,7 @@ from typing import Literal, Protocol
 
 from core.clock import Clock
 from core.commitments.model import Commitment, Scope
-from core.delivery import AccessCheck, ServeAll, deliver_once, settle_despite_cancel
+from core.delivery.send import AccessCheck, ServeAll, deliver_once, settle_despite_cancel
 from core.heartbeat.prompt import build_messages, clean_checkin, same_text
 from core.heartbeat.store import Final, HeartbeatStore
 from core.llm import Completion, LLMError

@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from core.config import parse_duration
+from core.config.model import parse_duration
 from core.errors import KeptError
 from core.reminders.model import ScheduleKind
 

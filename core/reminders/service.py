@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core.clock import Clock
-from core.delivery import (
+from core.delivery.send import (
     DEFAULT_ATTEMPTS,
     AccessCheck,
     Delivery,

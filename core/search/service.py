@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.clock import iso_utc
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.errors import KeptError
 from core.messages import parse_session_key
 from core.search.redact import Redactor

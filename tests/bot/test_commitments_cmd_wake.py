@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from bot.commitments_cmd import commitments_group
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.heartbeat.scheduler import MAX_SLEEP, HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion

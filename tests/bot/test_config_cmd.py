@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bot.config_cmd import config_group
-from core.config import ConfigError
-from core.config_file import (
+from core.config.file import (
     ensure_config_file,
     get_value,
     load_config,
@@ -21,6 +20,7 @@ from core.config_file import (
     parse_raw_value,
     set_value,
 )
+from core.config.model import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "kept.example.json"
 

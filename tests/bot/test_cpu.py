@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.cli import _pin_cpu
 from bot.cpu import current_cpu, pin_to_one_cpu
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 
 
 def in_thread(work: Callable[[], Any]) -> Any:

@@ -9,7 +9,7 @@ import re
 import shlex
 from pathlib import Path
 
-from core.config import ShutdownConfig
+from core.config.model import ShutdownConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from bot.metrics import MeteredSender, PrometheusMetrics
 from core import metrics as core_metrics
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
-from core.config import ConfigError, KeptConfig, LlmConfig, validate_document
+from core.config.model import ConfigError, KeptConfig, LlmConfig, validate_document
 from core.llm import LLMClient, LLMError
 from core.messages import Outbound, SendResult, Target
 from tests.fakes.openai_server import FakeOpenAI, error, reply

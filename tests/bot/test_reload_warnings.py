@@ -16,8 +16,8 @@ from bot.cli import main
 from bot.runtime import Runtime
 from channels.access import Access, announce_access
 from core.clock import TestClock
-from core.config_changes import announce_search_visibility, restart_only, restart_only_changes
-from core.config_file import load_config
+from core.config.changes import announce_search_visibility, restart_only, restart_only_changes
+from core.config.file import load_config
 
 ENV = {"OPENAI_API_KEY": "sk-test"}
 

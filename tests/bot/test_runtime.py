@@ -14,8 +14,8 @@ from bot.doctor import run_doctor
 from bot.runtime import Runtime, StartupError, serve
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
-from core.config import ConfigError, validate_document
-from core.config_file import load_config
+from core.config.file import load_config
+from core.config.model import ConfigError, validate_document
 from core.messages import SendResult, Target
 from tests.fakes.openai_server import FakeOpenAI, hang
 from tests.support.adapters import QuietAdapter, ignore

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bot.services import build_services, open_storage
 from core.clock import TestClock
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.messages import Outbound, Target, reminder_snooze_actions
 from core.reminders import parse_schedule
 from tests.fakes.scripted_model import ScriptedModel

@@ -13,8 +13,8 @@ import pytest
 
 from bot.runtime import Runtime, serve, startup_fields
 from core.clock import TestClock
-from core.config import KeptConfig, validate_document
-from core.config_file import load_config
+from core.config.file import load_config
+from core.config.model import KeptConfig, validate_document
 
 
 def runtime_for(path: Path, environ: dict[str, str]) -> Runtime:

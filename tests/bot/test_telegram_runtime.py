@@ -17,7 +17,7 @@ from bot.runtime import Runtime, StartupError, serve
 from channels.base import ChannelContext, ChannelStartError
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
-from core.config_file import load_config
+from core.config.file import load_config
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.support.access import OPEN_ACCESS

@@ -26,8 +26,8 @@ from channels.router import AdapterRouter
 from core.clock import TestClock
 from core.commands.times import local_time
 from core.commitments.model import Commitment, NewCommitment, Scope
-from core.config import KeptConfig
-from core.conversation import WITHDRAWN
+from core.config.model import KeptConfig
+from core.conversation.manager import WITHDRAWN
 from core.llm import Completion, LLMError, ToolCall
 from core.messages import Outbound, Target, followup_actions
 from core.reminders import parse_schedule

@@ -8,8 +8,8 @@ import pytest
 from bot.runtime import StartupError
 from core.commitments.candidates import UnusableAnswer
 from core.commitments.service import SnoozeError
-from core.config import ConfigError
-from core.conversation import MessageNotStored
+from core.config.model import ConfigError
+from core.conversation.manager import MessageNotStored
 from core.errors import KeptError
 from core.llm import LLMError
 from core.reminders.schedule import ScheduleError

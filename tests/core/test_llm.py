@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from core.clock import TestClock
-from core.config import LlmConfig, ModelsConfig
+from core.config.model import LlmConfig, ModelsConfig
 from core.llm import (
     PLACEHOLDER_API_KEY,
     Completion,

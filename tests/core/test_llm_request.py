@@ -9,7 +9,7 @@ import openai
 import pytest
 from openai._utils import _transform
 
-from core.config import LlmConfig
+from core.config.model import LlmConfig
 from core.llm import PLACEHOLDER_API_KEY, LLMClient
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import ConfigError, validate_document
+from core.config.model import ConfigError, validate_document
 
 
 @pytest.mark.parametrize(

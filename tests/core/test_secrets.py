@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.logs import event, log_handler
 from core.secrets import mask_secrets, masked_url, remember, remember_values
 from core.store.errors import masked_url as store_masked_url

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from core.conversation import WITHDRAWN
+from core.conversation.manager import WITHDRAWN
 from tests.fakes.openai_server import FakeOpenAI, delay, error, hang, reply
 
 # Each test starts `kept` as a subprocess: most of a second of interpreter

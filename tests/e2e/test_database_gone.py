@@ -21,7 +21,7 @@ from bot import runtime as runtime_module
 from bot.runtime import Runtime, serve
 from channels.telegram.intake import HELD_POLL_EVERY
 from core.clock import TestClock
-from core.config_file import load_config
+from core.config.file import load_config
 from tests.e2e.test_http import ENVIRON, free_port, get_json, stop, telegram_factory, until
 from tests.e2e.test_http import write_config as write_http_config
 from tests.fakes.openai_server import FakeOpenAI

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from core.commitments.model import NewCommitment, Scope
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from tests.fakes.scripted_model import text
 from tests.support.discord_harness import discord_harness
 

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from channels.discord import DiscordAdapter
 from channels.discord.http import KeptHTTPClient
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from tests.fakes.discord_server import TOKEN, Script
 from tests.support.discord_harness import DiscordHarness, discord_harness
 

@@ -26,7 +26,7 @@ from channels.listener import GuardedListener
 from channels.telegram import TelegramAdapter
 from core import metrics as core_metrics
 from core.clock import TestClock
-from core.config_file import load_config
+from core.config.file import load_config
 from tests.fakes.openai_server import FakeOpenAI, delay, error, reply
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.support.access import OPEN_ACCESS

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.config import KeptConfig, LlmConfig
-from core.conversation import ConversationManager
+from core.config.model import KeptConfig, LlmConfig
+from core.conversation.manager import ConversationManager
 from core.llm import LLMClient
 from core.messages import Inbound, Target
 from core.search.service import SessionSearch

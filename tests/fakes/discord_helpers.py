@@ -40,7 +40,7 @@ from channels.discord.scope import chat_of
 from channels.router import AdapterRouter
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.store import Store
 from core.store.backends import sqlite_backend
 from tests.fakes.scripted_model import ScriptedModel

@@ -18,7 +18,7 @@ from channels.base import ChannelContext
 from channels.discord import DiscordAdapter
 from channels.router import AdapterRouter
 from core.clock import TestClock
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.store import Store
 from core.store.backends import sqlite_backend
 from core.store.base import MessageRecord, NewMessage

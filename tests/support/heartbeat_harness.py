@@ -12,8 +12,8 @@ from typing import Any
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.store import CommitmentStore, Filter
-from core.config import KeptConfig
-from core.delivery import AccessCheck
+from core.config.model import KeptConfig
+from core.delivery.send import AccessCheck
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.store import HeartbeatStore
 from core.heartbeat.turn import HeartbeatTurn

@@ -18,7 +18,7 @@ from channels.router import AdapterRouter
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.store import Store
 from core.store.backends import sqlite_backend
 from core.store.sqlite import SqliteStore

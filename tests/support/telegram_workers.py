@@ -30,7 +30,7 @@ from bot.services import Services, build_services
 from channels.router import AdapterRouter
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.messages import Inbound
 from core.store.backends import Backend, open_backend
 from core.store.updates import NewUpdate, QueuedUpdate, UpdateQueue

@@ -33,7 +33,7 @@ from bot.services import Services, build_services, open_storage
 from channels.router import AdapterRouter
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.llm import Completion
 from core.locks import SessionGuard
 from core.store.backends import Backend

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from channels.base import ChannelContext, ChannelStartError
 from channels.discord import DiscordAdapter
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from tests.fakes.discord_helpers import Rig
 
 GOOD = "good-token-123"

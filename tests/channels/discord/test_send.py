@@ -13,7 +13,7 @@ import pytest
 from discord.ext.test.backend import FakeRequest
 
 from channels.discord.errors import send_failure
-from core.delivery import deliver_once
+from core.delivery.send import deliver_once
 from core.messages import Outbound, SendResult, Target
 from tests.fakes.discord_helpers import Rig, make_thread, sent_messages
 from tests.fakes.discord_server import Script

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.store.base import NewMessage
 from tests.support.discord_harness import DiscordHarness, discord_harness
 

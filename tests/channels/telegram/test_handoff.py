@@ -14,7 +14,7 @@ import psycopg
 
 from bot.runtime import Runtime, channel_context
 from core.clock import TestClock
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.messages import Inbound
 from core.store.updates import NewUpdate
 from tests.support.telegram_workers import Worker, Workers, telegram_workers

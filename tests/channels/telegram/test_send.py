@@ -13,7 +13,7 @@ import pytest
 from channels.base import ChannelStartError
 from channels.telegram.format import Entity, TelegramChunk
 from channels.telegram.pace import Budget, Pace
-from core.delivery import deliver_once
+from core.delivery.send import deliver_once
 from core.messages import Outbound, Target
 from tests.fakes.scripted_model import text
 from tests.fakes.telegram_server import TOKEN, Script

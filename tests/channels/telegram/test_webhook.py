@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 
 from channels.base import ChannelStartError
-from core.config import ConfigError, validate_document
+from core.config.model import ConfigError, validate_document
 from tests.support.telegram_harness import telegram_harness
 
 SECRET = "s3cret_token-1"

@@ -25,7 +25,7 @@ from core.commitments.extraction import ExtractionWorker
 from core.commitments.model import Commitment, Scope
 from core.commitments.prompt import SYSTEM_PROMPT
 from core.commitments.store import Filter
-from core.config import (
+from core.config.model import (
     AgentConfig,
     CommitmentsConfig,
     HeartbeatConfig,
@@ -33,7 +33,7 @@ from core.config import (
     LlmConfig,
     ModelsConfig,
 )
-from core.conversation import ConversationManager
+from core.conversation.manager import ConversationManager
 from core.llm import LLMClient
 from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
 from core.store.sqlite import SqliteExtractionJobStore, SqlitePauseStore, SqliteStore

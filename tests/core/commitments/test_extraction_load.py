@@ -16,7 +16,7 @@ from core.commitments.jobs import ExtractionJob
 from core.commitments.lane import Lane
 from core.commitments.model import Scope
 from core.commitments.rules import Exchange
-from core.config import CommitmentsConfig
+from core.config.model import CommitmentsConfig
 from tests.core.commitments.test_extraction import answer, make_harness
 from tests.fakes.openai_server import reply
 

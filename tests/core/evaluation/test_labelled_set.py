@@ -10,7 +10,7 @@ from pathlib import Path
 
 from core.commitments.cues import worth_extracting
 from core.commitments.rules import Exchange
-from core.config import CommitmentsConfig, KeptConfig, LlmConfig
+from core.config.model import CommitmentsConfig, KeptConfig, LlmConfig
 from core.evaluation.cases import load_cases
 from core.evaluation.metrics import metrics
 from core.evaluation.runner import RunSettings, run_cases

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from core.config import LlmConfig
+from core.config.model import LlmConfig
 from core.evaluation.cases import Case, load_cases
 from core.evaluation.metrics import Metrics, metrics
 from core.evaluation.runner import RunSettings, run_cases

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from core.commitments.model import Commitment
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.heartbeat.lease import turn_lease
 from core.heartbeat.scheduler import SCOPE_CONCURRENCY
 from core.llm import Completion

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from core.commitments.model import Scope
-from core.conversation import ConversationManager
+from core.conversation.manager import ConversationManager
 from core.llm import LLMError
 from core.messages import Inbound, SendResult, Target
 from core.store.base import NewMessage

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from core.config import ActiveHours
+from core.config.model import ActiveHours
 from core.heartbeat.active_hours import is_active, next_window_start
 from core.users import UserZones
 from tests.fakes.scripted_model import text

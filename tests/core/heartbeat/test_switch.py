@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.llm import Completion
 from core.messages import Target
 from core.reminders import parse_schedule

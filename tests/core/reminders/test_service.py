@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core.clock import TestClock
-from core.config import KeptConfig
-from core.conversation import ConversationManager
+from core.config.model import KeptConfig
+from core.conversation.manager import ConversationManager
 from core.llm import ToolCall
 from core.messages import Inbound, Outbound, SendResult, Target, reminder_snooze_actions
 from core.reminders import ReminderService, ReminderStore, parse_schedule

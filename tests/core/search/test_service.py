@@ -6,7 +6,7 @@ from typing import Any, cast
 
 import pytest
 
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.messages import Target
 from core.search import service as service_module
 from core.search.service import INDEXING_TTL, SessionSearch

@@ -58,7 +58,7 @@ def test_importing_the_ports_imports_no_backend() -> None:
         "import sys\n"
         "import core.store, core.store.base, core.commitments, core.commitments.store\n"
         "import core.heartbeat.store, core.reminders, core.reminders.store\n"
-        "import core.conversation, core.search.service\n"
+        "import core.conversation.manager, core.search.service\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('core.store.sqlite', "
         "'core.store.postgres', 'core.store.backends', 'aiosqlite', 'psycopg')))\n"
         "assert not loaded, loaded\n"

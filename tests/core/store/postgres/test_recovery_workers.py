@@ -10,10 +10,10 @@ from datetime import timedelta
 import pytest
 
 from core.clock import TestClock
-from core.config import KeptConfig
-from core.conversation import ConversationManager
+from core.config.model import KeptConfig
+from core.conversation.manager import ConversationManager
+from core.conversation.recovery import QUIET_FOR, UnansweredRecovery
 from core.locks import SessionLocks
-from core.recovery import QUIET_FOR, UnansweredRecovery
 from core.store.backends import Backend, open_backend
 from core.store.base import NewMessage
 from tests.conftest import RecordingSender

@@ -16,7 +16,7 @@ import pytest
 
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.heartbeat.scheduler import HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion

@@ -17,7 +17,7 @@ import pytest
 
 from core.clock import TestClock
 from core.commitments.store import Filter
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.heartbeat.lease import turn_lease
 from core.heartbeat.scheduler import SCOPE_CONCURRENCY, HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn

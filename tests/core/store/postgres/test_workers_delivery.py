@@ -15,7 +15,7 @@ import pytest
 
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.heartbeat.scheduler import BUSY_RETRY, HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion

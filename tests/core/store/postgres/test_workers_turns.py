@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pytest
 
 from core.clock import TestClock
-from core.config import KeptConfig
-from core.conversation import ConversationManager
+from core.config.model import KeptConfig
+from core.conversation.manager import ConversationManager
 from core.locks import SessionLocks
 from core.messages import Inbound, Target
 from core.store.backends import Backend, open_backend

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.config import KeptConfig
+from core.config.model import KeptConfig
 from core.logs import event
 
 # Key paths (camelCase, `*` for any list index or platform) read once at

@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 
 from core.clock import TestClock
-from core.config import ConfigError, KeptConfig
-from core.config_file import (
+from core.config.file import (
     ConfigWatcher,
     load_config,
     parse_config_text,
     secret_from_env,
     set_value,
 )
+from core.config.model import ConfigError, KeptConfig
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "kept.example.json"
+EXAMPLE = Path(__file__).resolve().parents[3] / "config" / "kept.example.json"
 
 Doc = dict[str, Any]
 

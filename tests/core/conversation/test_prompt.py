@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.chat_prompt import TurnPlace, system_prompt
-from core.config import AgentConfig
+from core.config.model import AgentConfig
+from core.conversation.prompt import TurnPlace, system_prompt
 
 NOW = datetime(2026, 12, 1, 0, 30, tzinfo=UTC)
 AGENT = AgentConfig(id="main", system_prompt="Be kind.", timezone="Europe/Paris")

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from core.config import AgentConfig
+from core.config.model import AgentConfig
 from core.messages import ChatKind
 from core.store.base import MessageRecord
 

@@ -8,13 +8,13 @@ import asyncio
 from datetime import timedelta
 
 from core.clock import TestClock
-from core.config import KeptConfig
-from core.conversation import RECOVERY_WINDOW, ConversationManager
+from core.config.model import KeptConfig
+from core.conversation.manager import RECOVERY_WINDOW, ConversationManager
 from core.locks import SessionLocks
 from core.store import Store
 from core.store.base import NewMessage
 from tests.conftest import RecordingSender
-from tests.core.test_conversation import inbound, transcript
+from tests.core.conversation.test_manager import inbound, transcript
 from tests.fakes.scripted_model import ScriptedModel, text
 
 KEY = "agent:main:telegram:private:1"

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from core.clock import TestClock
-from core.config import ConfigError, KeptConfig
-from core.config_env import known_variables, variable_for_key
-from core.config_file import (
+from core.config.env import known_variables, variable_for_key
+from core.config.file import (
     ConfigWatcher,
     env_override,
     get_value,
@@ -22,6 +21,7 @@ from core.config_file import (
     load_layers,
     set_value,
 )
+from core.config.model import ConfigError, KeptConfig
 
 Doc = dict[str, Any]
 

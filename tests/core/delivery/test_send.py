@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from core.clock import TestClock
-from core.delivery import deliver_once
+from core.delivery.send import deliver_once
 from core.messages import Outbound, SendResult, Target
 
 

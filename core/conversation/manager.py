@@ -27,16 +27,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from core.chat_prompt import TurnPlace, chat_messages
 from core.clock import Clock
-from core.config import AgentConfig, KeptConfig
+from core.config.model import AgentConfig, KeptConfig
+from core.conversation.prompt import TurnPlace, chat_messages
+from core.conversation.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.errors import KeptError
 from core.llm import Completion, LLMError, Role
 from core.locks import SessionLocks
 from core.logs import event
 from core.messages import ButtonAction, Inbound, Outbound, Sender, SendResult, Target, storable
 from core.metrics import recorder
-from core.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.store.base import (
     DuplicateMessage,
     MessageRecord,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from core.clock import Clock
-from core.conversation import ConversationManager
+from core.conversation.manager import ConversationManager
 from core.logs import event
 
 log = logging.getLogger("kept.conversation")

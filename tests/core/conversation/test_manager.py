@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 
 from core.clock import TestClock
-from core.config import AgentConfig, KeptConfig
-from core.conversation import (
+from core.config.model import AgentConfig, KeptConfig
+from core.conversation.manager import (
     APOLOGY,
     ConversationManager,
     MessageNotStored,

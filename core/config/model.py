@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from core.config_errors import ConfigError, KeyedValueError, describe_errors, json_type
+from core.config.errors import ConfigError, KeyedValueError, describe_errors, json_type
 
 
 class Model(BaseModel):

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.clock import Clock
-from core.config import ConfigError, KeptConfig, validate_document
-from core.config_env import (
+from core.config.env import (
     EnvLayer,
     describe_source,
     origins,
@@ -31,7 +30,8 @@ from core.config_env import (
     validate_layers,
     without_env_keys,
 )
-from core.config_errors import did_you_mean
+from core.config.errors import did_you_mean
+from core.config.model import ConfigError, KeptConfig, validate_document
 from core.logs import event
 from core.secrets import mask_secrets
 from core.secrets import remember as remember_secrets
@@ -113,7 +113,7 @@ class LoadedConfig:
 
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> KeptConfig:
     """The config in force: defaults < the file < KEPT_ variables (see
-    core/config_env.py); raises ConfigError naming every problem."""
+    core/config/env.py); raises ConfigError naming every problem."""
     return load_layers(path, environ).config
 
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from core.clock import TestClock
-from core.config import KeptConfig
-from core.conversation import ConversationManager, ReplyEvent
-from core.session_cache import SessionCache
+from core.config.model import KeptConfig
+from core.conversation.manager import ConversationManager, ReplyEvent
+from core.conversation.session_cache import SessionCache
 from core.store import Store
 from core.store.base import SessionRecord
 from tests.conftest import RecordingSender
-from tests.core.test_conversation import inbound, make_manager
+from tests.core.conversation.test_manager import inbound, make_manager
 from tests.fakes.scripted_model import ScriptedModel
 
 

@@ -28,8 +28,8 @@ from pydantic_settings import EnvSettingsSource
 from pydantic_settings.exceptions import SettingsError
 from pydantic_settings.sources.utils import parse_env_vars
 
-from core.config import ConfigError, KeptConfig
-from core.config_errors import error_items
+from core.config.errors import error_items
+from core.config.model import ConfigError, KeptConfig
 
 ENV_PREFIX = "KEPT_"
 NESTED_DELIMITER = "__"

@@ -1,0 +1,2 @@
+"""A conversation turn: the manager with its session cache, the chat prompt,
+recovery of unanswered messages."""
