@@ -24,12 +24,13 @@ from core.store.app_state import AppStateStore
 from core.store.base import Store
 from core.store.errors import DatabaseMissing, masked_url
 from core.store.parked import ParkedUpdates
+from core.store.sql.database import Database
+from core.store.sql.pairing import SqlPairingStore
 from core.store.sqlite import (
     SqliteAppStateStore,
     SqliteCommitmentStore,
     SqliteExtractionJobStore,
     SqliteHeartbeatStore,
-    SqlitePairingStore,
     SqliteParkedUpdates,
     SqlitePauseStore,
     SqliteReminderStore,
@@ -54,6 +55,8 @@ class Backend:
     opens or closes them all (they run on its connection)."""
 
     store: Store
+    # The connection SQL written once runs on (core/store/sql/database.py).
+    database: Database
     commitments: CommitmentStore
     heartbeat: HeartbeatStore
     reminders: ReminderStore
@@ -100,6 +103,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
     process)."""
     return Backend(
         store=store,
+        database=store,
         commitments=SqliteCommitmentStore(store),
         heartbeat=SqliteHeartbeatStore(store),
         reminders=SqliteReminderStore(store),
@@ -107,7 +111,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         extraction_pauses=SqlitePauseStore(store),
         app_state=SqliteAppStateStore(store),
         user_zones=SqliteUserZoneStore(store),
-        pairing=SqlitePairingStore(store),
+        pairing=SqlPairingStore(store),
         parked=SqliteParkedUpdates(store),
         wake_channel=None if store.path == ":memory:" else SqliteWakeChannel(store),
     )
@@ -124,7 +128,6 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         PostgresConnection,
         PostgresExtractionJobStore,
         PostgresHeartbeatStore,
-        PostgresPairingStore,
         PostgresParkedUpdates,
         PostgresPauseStore,
         PostgresReminderStore,
@@ -138,6 +141,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
     connection = PostgresConnection(url, migrate=migrate)
     return Backend(
         store=PostgresStore(connection),
+        database=connection,
         commitments=PostgresCommitmentStore(connection),
         heartbeat=PostgresHeartbeatStore(connection),
         reminders=PostgresReminderStore(connection),
@@ -145,7 +149,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         extraction_pauses=PostgresPauseStore(connection),
         app_state=PostgresAppStateStore(connection),
         user_zones=PostgresUserZoneStore(connection),
-        pairing=PostgresPairingStore(connection),
+        pairing=SqlPairingStore(connection),
         parked=PostgresParkedUpdates(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),

@@ -18,7 +18,6 @@ wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
 updates.py      the UpdateQueue: polled updates handed to every worker
 app_state.py    the AppStateStore (small values the bot keeps about itself)
 users.py        the UserZoneStore (each user's own time zone)
-pairing.py      the PairingStore (pairing codes and approved users)
 parked.py       ParkedUpdates (updates parked after failing while others were stored)
 """
 
@@ -29,7 +28,6 @@ from core.store.postgres.extraction_jobs import PostgresExtractionJobStore, Post
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
-from core.store.postgres.pairing import PostgresPairingStore
 from core.store.postgres.parked import PostgresParkedUpdates
 from core.store.postgres.reminders import PostgresReminderStore
 from core.store.postgres.updates import PostgresUpdateQueue
@@ -42,7 +40,6 @@ __all__ = [
     "PostgresConnection",
     "PostgresExtractionJobStore",
     "PostgresHeartbeatStore",
-    "PostgresPairingStore",
     "PostgresParkedUpdates",
     "PostgresPauseStore",
     "PostgresReminderStore",

@@ -11,15 +11,16 @@ transaction mode cannot keep them anyway. `plan_cache_mode` is set to
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, OperationalError
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from core.errors import KeptError
+from core.store.dialect import POSTGRES, PostgresDialect
 from core.store.errors import check_schema
 from core.store.postgres.migrations import (
     Migration,
@@ -27,6 +28,7 @@ from core.store.postgres.migrations import (
     current_version,
     load_migrations,
 )
+from core.store.sql.database import Params, Row, Work
 
 # Enough for a worker's concurrent turns, heartbeat and reminders; a busy
 # pool makes callers wait (up to POOL_TIMEOUT) rather than open more.
@@ -37,6 +39,7 @@ POOL_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 10
 
 Connection = AsyncConnection[TupleRow]
+T = TypeVar("T")
 
 
 class DatabaseUnreachable(KeptError, ConnectionError):
@@ -64,6 +67,39 @@ async def notifications(
             yield note.payload
         if not conn.closed:
             await conn.execute("SELECT 1")
+
+
+class _Statements:
+    """The Transaction of a body on one pooled connection inside its
+    transaction; `?` placeholders become psycopg's through the dialect."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    @property
+    def dialect(self) -> PostgresDialect:
+        return POSTGRES
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        cursor = await self._conn.execute(POSTGRES.sql(sql), params)
+        return cursor.rowcount
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        async with self._conn.cursor() as cursor:
+            await cursor.executemany(POSTGRES.sql(sql), rows)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        cursor = await self._conn.execute(POSTGRES.sql(sql), params)
+        return await cursor.fetchall()
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        cursor = await self._conn.execute(POSTGRES.sql(sql), params)
+        return await cursor.fetchone()
+
+    async def serialize(self, namespace: int, key: str) -> None:
+        await self._conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (namespace, key))
 
 
 class PostgresConnection:
@@ -172,6 +208,27 @@ class PostgresConnection:
         async with self.connection() as conn:
             cursor = await conn.execute(sql, params)  # type: ignore[arg-type]
             return await cursor.fetchall()
+
+    @property
+    def dialect(self) -> PostgresDialect:
+        return POSTGRES
+
+    async def transact(self, work: Work[T], *, durable: bool = True, bulk: bool = False) -> T:
+        """The Database port (core/store/sql/database.py): `work` inside
+        `transaction(durable=…)`; `bulk` changes nothing here."""
+        async with self.transaction(durable=durable) as conn:
+            return await work(_Statements(conn))
+
+    async def snapshot(self, work: Work[T]) -> T:
+        async with self._require().connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return await work(_Statements(conn))
+
+    async def query(self, sql: str, params: Params = ()) -> list[Row]:
+        return await self.fetchall(POSTGRES.sql(sql), params)
+
+    async def execute(self, sql: str, params: Params = ()) -> list[Row]:
+        return await self.write(POSTGRES.sql(sql), params)
 
     async def schema_version(self) -> int:
         async with self.connection() as conn:

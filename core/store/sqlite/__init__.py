@@ -13,7 +13,6 @@ reminders.py    the ReminderStore
 extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 app_state.py    the AppStateStore (small values the bot keeps about itself)
 users.py        the UserZoneStore (each user's own time zone)
-pairing.py      the PairingStore (pairing codes and approved users)
 parked.py       ParkedUpdates (updates parked after failing while others were stored)
 wake.py         the WakeChannel: another process's commit (the CLI) wakes the heartbeat
 """
@@ -23,7 +22,6 @@ from core.store.sqlite.commitments import SqliteCommitmentStore
 from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePauseStore
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
-from core.store.sqlite.pairing import SqlitePairingStore
 from core.store.sqlite.parked import SqliteParkedUpdates
 from core.store.sqlite.reminders import SqliteReminderStore
 from core.store.sqlite.users import SqliteUserZoneStore
@@ -34,7 +32,6 @@ __all__ = [
     "SqliteCommitmentStore",
     "SqliteExtractionJobStore",
     "SqliteHeartbeatStore",
-    "SqlitePairingStore",
     "SqliteParkedUpdates",
     "SqlitePauseStore",
     "SqliteReminderStore",

@@ -29,7 +29,9 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from core.clock import Clock, SystemClock
+from core.store.dialect import SQLITE, SqliteDialect
 from core.store.errors import DatabaseReplaced, check_schema
+from core.store.sql.database import Params, Row, Work
 from core.store.sqlite.files import FileWatch, create_private_file, match_companions
 from core.store.sqlite.migrations import (
     Migration,
@@ -85,6 +87,54 @@ def _transact(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T])
             conn.execute("ROLLBACK")
         raise
     return result
+
+
+class _Statements:
+    """The Transaction of a body running on the worker thread: every call
+    completes at once, so the body never suspends (see `_drive`)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    @property
+    def dialect(self) -> SqliteDialect:
+        return SQLITE
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        return self._conn.execute(sql, params).rowcount
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        self._conn.executemany(sql, rows)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        return self._conn.execute(sql, params).fetchall()
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        row: Row | None = self._conn.execute(sql, params).fetchone()
+        return row
+
+    async def serialize(self, namespace: int, key: str) -> None:
+        # BEGIN IMMEDIATE already holds the one write lock.
+        return None
+
+
+def _drive(work: Work[T]) -> Callable[[sqlite3.Connection], T]:
+    """`work`, an async body, as a plain function of the connection: its
+    statements complete without suspending, so one `send` runs it to the end
+    on this thread (one trip for the whole transaction)."""
+
+    def run(conn: sqlite3.Connection) -> T:
+        body = work(_Statements(conn))
+        try:
+            body.send(None)  # type: ignore[attr-defined]
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        body.close()  # type: ignore[attr-defined]
+        raise RuntimeError("a SQLite transaction body awaited something other than its statements")
+
+    return run
 
 
 def _snapshot(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -320,6 +370,30 @@ class SqliteConnection:
         async with self._lock:
             db = self._conn()
             return await self._run(db, _truncate_wal, self._busy_timeout_ms)
+
+    @property
+    def dialect(self) -> SqliteDialect:
+        return SQLITE
+
+    async def transact(self, work: Work[T], *, durable: bool = True, bulk: bool = False) -> T:
+        """The Database port (core/store/sql/database.py): `work` in one
+        BEGIN IMMEDIATE … COMMIT, one trip (`_write`); `bulk` on the bulk
+        connection (`_bulk_write`). Every commit here is as durable as
+        synchronous=NORMAL makes it, so `durable` changes nothing."""
+        runner = _drive(work)
+        return await (self._bulk_write(runner) if bulk else self._write(runner))
+
+    async def snapshot(self, work: Work[T]) -> T:
+        return await self._read(_drive(work))
+
+    async def query(self, sql: str, params: Params = ()) -> list[Row]:
+        return await self._fetch(sql, params)
+
+    async def execute(self, sql: str, params: Params = ()) -> list[Row]:
+        def one(conn: sqlite3.Connection) -> list[Row]:
+            return conn.execute(sql, params).fetchall()
+
+        return await self._write(one)
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         async with self._lock:

@@ -7,8 +7,7 @@ one database send one notice between them; reject, block and unblock."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -36,26 +35,18 @@ def pairing(backend: Backend, clock: TestClock) -> Pairing:
 
 
 def count_writes(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every write transaction the pairing store opens from now on (SQLite's
-    BEGIN IMMEDIATE, PostgreSQL's transaction), one entry each."""
+    """Every write the pairing store makes from now on (a transaction or a
+    one-statement write, on either backend), one entry each."""
     writes: list[str] = []
-    store: Any = backend.pairing
-    if hasattr(store, "_store"):  # SQLite
-        real_write = store._store._write
+    db: Any = backend.pairing._db  # type: ignore[attr-defined]
+    for name in ("transact", "execute"):
+        real = getattr(db, name)
 
-        async def write(work: Callable[..., Any]) -> Any:
-            writes.append("write")
-            return await real_write(work)
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            writes.append(_name)
+            return _real(*args, **kwargs)
 
-        monkeypatch.setattr(store._store, "_write", write)
-    else:  # PostgreSQL
-        real_transaction = store._db.transaction
-
-        def transaction(**kwargs: Any) -> AbstractAsyncContextManager[Any]:
-            writes.append("transaction")
-            return real_transaction(**kwargs)
-
-        monkeypatch.setattr(store._db, "transaction", transaction)
+        monkeypatch.setattr(db, name, counted)
     return writes
 
 

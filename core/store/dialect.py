@@ -1,0 +1,124 @@
+"""What differs between SQLite and PostgreSQL inside SQL written once
+(core/store/sql/): placeholders, how a time is stored, booleans, and the
+clause that claims rows another worker may be claiming.
+
+SQL under core/store/sql/ is written with `?` placeholders, times bound
+through `time()` and read back through `from_time()`, and truth bound as a
+parameter or compared with `TRUE`/`FALSE` spelt by the dialect. A backend's
+runner hands every statement through `sql()` before it reaches the driver.
+Everything else both databases read alike: `ON CONFLICT … DO UPDATE` with
+`excluded`, `RETURNING`, `count(*)`, `coalesce`, `IN (…)`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any, Literal
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def _refuse_naive(value: datetime) -> None:
+    if value.tzinfo is None or value.utcoffset() is None:
+        # A naive time is ambiguous; storing it as UTC would silently shift it.
+        raise ValueError(f"naive datetime {value!r}: the store needs timezone-aware times")
+
+
+def to_ms(value: datetime) -> int:
+    """Aware datetime → integer milliseconds since the epoch (UTC): how
+    SQLite stores a time."""
+    _refuse_naive(value)
+    return (value - _EPOCH) // _MS
+
+
+def from_ms(value: int) -> datetime:
+    return _EPOCH + value * _MS
+
+
+def utc(value: datetime) -> datetime:
+    """An aware datetime as UTC; a naive one is refused."""
+    _refuse_naive(value)
+    return value.astimezone(UTC)
+
+
+def placeholders(count: int) -> str:
+    """`?, ?, ?` for an `IN (…)` list or a VALUES row of `count` values."""
+    return ", ".join("?" * count)
+
+
+class Dialect:
+    """The part of a statement or a value that one database spells its own way."""
+
+    name: Literal["sqlite", "postgres"]
+    # Appended to a SELECT that picks rows to claim: PostgreSQL locks them
+    # and passes over rows another transaction holds; SQLite has one writer
+    # at a time, so its transaction already excludes every other claimer.
+    skip_locked: str
+    true: str
+    false: str
+
+    def sql(self, text: str) -> str:
+        """`text` as the driver takes it."""
+        raise NotImplementedError
+
+    def time(self, value: datetime) -> Any:
+        """An aware datetime as this database stores it."""
+        raise NotImplementedError
+
+    def from_time(self, value: Any) -> datetime:
+        """A stored time as an aware datetime in UTC."""
+        raise NotImplementedError
+
+    def maybe_time(self, value: datetime | None) -> Any:
+        return None if value is None else self.time(value)
+
+    def from_maybe_time(self, value: Any) -> datetime | None:
+        return None if value is None else self.from_time(value)
+
+
+class SqliteDialect(Dialect):
+    name = "sqlite"
+    skip_locked = ""
+    true = "1"
+    false = "0"
+
+    def sql(self, text: str) -> str:
+        return text
+
+    def time(self, value: datetime) -> int:
+        return to_ms(value)
+
+    def from_time(self, value: Any) -> datetime:
+        return from_ms(value)
+
+
+@lru_cache(maxsize=2048)
+def _format_style(text: str) -> str:
+    # psycopg takes %s and reads a lone % as the start of one.
+    return text.replace("%", "%%").replace("?", "%s")
+
+
+class PostgresDialect(Dialect):
+    name = "postgres"
+    skip_locked = " FOR UPDATE SKIP LOCKED"
+    true = "TRUE"
+    false = "FALSE"
+
+    def sql(self, text: str) -> str:
+        return _format_style(text)
+
+    def time(self, value: datetime) -> datetime:
+        # Refused when naive: PostgreSQL would read it in the session's zone.
+        _refuse_naive(value)
+        return value
+
+    def from_time(self, value: Any) -> datetime:
+        # psycopg returns timestamptz in the session's zone (UTC, as a
+        # ZoneInfo); records carry datetime.UTC on both backends.
+        return utc(value)
+
+
+SQLITE = SqliteDialect()
+POSTGRES = PostgresDialect()
