@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from core.store.base import INDEXED_KINDS, INDEXED_ROLES, MessageRecord, SessionRecord
+from core.store.dialect import utc
+
+__all__ = ["message_record", "session_record", "utc"]
 
 SESSION_COLUMNS = (
     "s.id, s.key, s.agent_id, s.platform, s.chat_id, s.chat_kind, s.thread_id, "
@@ -22,14 +24,6 @@ _IN_ROLES = f"({', '.join(repr(r) for r in sorted(INDEXED_ROLES))})"
 _IN_KINDS = f"({', '.join(repr(k) for k in sorted(INDEXED_KINDS))})"
 # `m` is an active message that has (or should have) a search row.
 INDEXED_SQL = f"m.role IN {_IN_ROLES} AND m.kind IN {_IN_KINDS}"
-
-
-def utc(value: datetime) -> datetime:
-    """An aware datetime as UTC; a naive one is refused."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        # A naive time is ambiguous; storing it as UTC would silently shift it.
-        raise ValueError(f"naive datetime {value!r}: the store needs timezone-aware times")
-    return value.astimezone(UTC)
 
 
 # Both follow the field order of the record dataclasses (see the column lists).

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.store.base import MessageRecord, SessionRecord
+from core.store.dialect import from_ms, to_ms
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
+__all__ = ["from_ms", "message_record", "session_record", "to_ms"]
+
 
 SESSION_COLUMNS = (
     "id, key, agent_id, platform, chat_id, chat_kind, thread_id, created_at, updated_at"
@@ -19,18 +19,6 @@ MESSAGE_COLUMNS = (
     "m.id, m.session_id, s.key, m.role, m.kind, m.text, m.ts, m.sender_id, "
     "m.platform_message_id, m.in_reply_to, m.payload, m.active"
 )
-
-
-def to_ms(value: datetime) -> int:
-    """Aware datetime → integer milliseconds since the epoch (UTC)."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        # A naive time is ambiguous; storing it as UTC would silently shift it.
-        raise ValueError(f"naive datetime {value!r}: the store needs timezone-aware times")
-    return (value - _EPOCH) // _MS
-
-
-def from_ms(value: int) -> datetime:
-    return _EPOCH + value * _MS
 
 
 # Both follow the field order of the record dataclasses (see the column lists).
