@@ -24,13 +24,13 @@ from core.store.app_state import AppStateStore
 from core.store.base import Store
 from core.store.errors import DatabaseMissing, masked_url
 from core.store.parked import ParkedUpdates
+from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sql.database import Database
+from core.store.sql.heartbeat import SqlHeartbeatStore
 from core.store.sql.pairing import SqlPairingStore
 from core.store.sqlite import (
     SqliteAppStateStore,
-    SqliteCommitmentStore,
     SqliteExtractionJobStore,
-    SqliteHeartbeatStore,
     SqliteParkedUpdates,
     SqlitePauseStore,
     SqliteReminderStore,
@@ -104,8 +104,8 @@ def sqlite_backend(store: SqliteStore) -> Backend:
     return Backend(
         store=store,
         database=store,
-        commitments=SqliteCommitmentStore(store),
-        heartbeat=SqliteHeartbeatStore(store),
+        commitments=SqlCommitmentStore(store),
+        heartbeat=SqlHeartbeatStore(store),
         reminders=SqliteReminderStore(store),
         extraction_jobs=SqliteExtractionJobStore(store),
         extraction_pauses=SqlitePauseStore(store),
@@ -124,10 +124,8 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
     # Imported here: a SQLite bot never loads psycopg.
     from core.store.postgres import (
         PostgresAppStateStore,
-        PostgresCommitmentStore,
         PostgresConnection,
         PostgresExtractionJobStore,
-        PostgresHeartbeatStore,
         PostgresParkedUpdates,
         PostgresPauseStore,
         PostgresReminderStore,
@@ -137,13 +135,14 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         PostgresUserZoneStore,
         PostgresWakeChannel,
     )
+    from core.store.postgres.due_claims import pick_due_per_chat
 
     connection = PostgresConnection(url, migrate=migrate)
     return Backend(
         store=PostgresStore(connection),
         database=connection,
-        commitments=PostgresCommitmentStore(connection),
-        heartbeat=PostgresHeartbeatStore(connection),
+        commitments=SqlCommitmentStore(connection),
+        heartbeat=SqlHeartbeatStore(connection, pick_due=pick_due_per_chat),
         reminders=PostgresReminderStore(connection),
         extraction_jobs=PostgresExtractionJobStore(connection),
         extraction_pauses=PostgresPauseStore(connection),

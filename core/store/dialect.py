@@ -12,6 +12,7 @@ Everything else both databases read alike: `ON CONFLICT … DO UPDATE` with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Literal
@@ -77,6 +78,15 @@ class Dialect:
     def from_maybe_time(self, value: Any) -> datetime | None:
         return None if value is None else self.from_time(value)
 
+    # `a <null_safe_equal> b`: equal, or both NULL. SQLite spells it `IS`
+    # (`IS NOT DISTINCT FROM` only since 3.39); PostgreSQL's `IS` takes no
+    # expression on its right.
+    null_safe_equal: str
+
+    def in_list(self, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+        """`IN (?, ?, …)` for a non-empty list, with its parameters."""
+        return f"IN ({placeholders(len(values))})", tuple(values)
+
 
 class SqliteDialect(Dialect):
     name = "sqlite"
@@ -92,6 +102,8 @@ class SqliteDialect(Dialect):
 
     def from_time(self, value: Any) -> datetime:
         return from_ms(value)
+
+    null_safe_equal = "IS"
 
 
 @lru_cache(maxsize=2048)
@@ -118,6 +130,12 @@ class PostgresDialect(Dialect):
         # psycopg returns timestamptz in the session's zone (UTC, as a
         # ZoneInfo); records carry datetime.UTC on both backends.
         return utc(value)
+
+    null_safe_equal = "IS NOT DISTINCT FROM"
+
+    def in_list(self, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+        # One array parameter however long the list.
+        return "= ANY(?)", (list(values),)
 
 
 SQLITE = SqliteDialect()

@@ -19,13 +19,12 @@ from core.heartbeat.store import HeartbeatStore
 from core.reminders.store import ReminderStore
 from core.store.base import Store
 from core.store.postgres import PostgresStore
-from core.store.postgres.commitments import PostgresCommitmentStore
 from core.store.postgres.connection import PostgresConnection
-from core.store.postgres.heartbeat import PostgresHeartbeatStore
+from core.store.postgres.due_claims import pick_due_per_chat
 from core.store.postgres.reminders import PostgresReminderStore
+from core.store.sql.commitments import SqlCommitmentStore
+from core.store.sql.heartbeat import SqlHeartbeatStore
 from core.store.sqlite import (
-    SqliteCommitmentStore,
-    SqliteHeartbeatStore,
     SqliteReminderStore,
     SqliteStore,
 )
@@ -95,8 +94,8 @@ class Followups:
 def postgres_followups(db: PostgresConnection) -> Followups:
     return Followups(
         "postgres",
-        PostgresCommitmentStore(db),
-        PostgresHeartbeatStore(db),
+        SqlCommitmentStore(db),
+        SqlHeartbeatStore(db, pick_due=pick_due_per_chat),
         PostgresReminderStore(db),
         postgres=db,
     )
@@ -110,8 +109,8 @@ async def open_followups(url: str) -> AsyncIterator[Followups]:
         async with store:
             yield Followups(
                 "sqlite",
-                SqliteCommitmentStore(store),
-                SqliteHeartbeatStore(store),
+                SqlCommitmentStore(store),
+                SqlHeartbeatStore(store),
                 SqliteReminderStore(store),
                 sqlite=store,
             )

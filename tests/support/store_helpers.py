@@ -14,12 +14,11 @@ from core.reminders.store import ReminderStore
 from core.store.backends import open_backend
 from core.store.base import SearchScope, Store
 from core.store.postgres import PostgresStore
-from core.store.postgres.commitments import PostgresCommitmentStore
-from core.store.postgres.heartbeat import PostgresHeartbeatStore
+from core.store.postgres.due_claims import pick_due_per_chat
 from core.store.postgres.reminders import PostgresReminderStore
+from core.store.sql.commitments import SqlCommitmentStore
+from core.store.sql.heartbeat import SqlHeartbeatStore
 from core.store.sqlite import (
-    SqliteCommitmentStore,
-    SqliteHeartbeatStore,
     SqliteReminderStore,
     SqliteStore,
 )
@@ -53,14 +52,14 @@ def _sqlite(store: Store) -> SqliteStore:
 
 def commitment_store_for(store: Store) -> CommitmentStore:
     if isinstance(store, PostgresStore):
-        return PostgresCommitmentStore(store.connection)
-    return SqliteCommitmentStore(_sqlite(store))
+        return SqlCommitmentStore(store.connection)
+    return SqlCommitmentStore(_sqlite(store))
 
 
 def heartbeat_store_for(store: Store) -> HeartbeatStore:
     if isinstance(store, PostgresStore):
-        return PostgresHeartbeatStore(store.connection)
-    return SqliteHeartbeatStore(_sqlite(store))
+        return SqlHeartbeatStore(store.connection, pick_due=pick_due_per_chat)
+    return SqlHeartbeatStore(_sqlite(store))
 
 
 def user_zone_store_for(store: Store) -> UserZoneStore:

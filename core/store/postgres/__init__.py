@@ -9,8 +9,7 @@ messages.py     PostgresStore: sessions, messages (the transcript Store)
 index.py        edits, deletions, imports, rebuilds of the search rows
 search.py       search and context reads
 claims.py       what the follow-up stores share: claim columns, fence, aware times
-commitments.py  the CommitmentStore
-heartbeat.py    the HeartbeatStore (delivery claims of commitments)
+due_claims.py   one statement claims a page of chats' due follow-ups, each chat whole
 reminders.py    the ReminderStore
 extraction_jobs.py  the ExtractionJobStore (the extraction queue) and PauseStore
 locks.py        the session guard: a chat's turns on one worker at a time
@@ -22,10 +21,8 @@ parked.py       ParkedUpdates (updates parked after failing while others were st
 """
 
 from core.store.postgres.app_state import PostgresAppStateStore
-from core.store.postgres.commitments import PostgresCommitmentStore
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.extraction_jobs import PostgresExtractionJobStore, PostgresPauseStore
-from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
 from core.store.postgres.parked import PostgresParkedUpdates
@@ -36,10 +33,8 @@ from core.store.postgres.wake import PostgresWakeChannel
 
 __all__ = [
     "PostgresAppStateStore",
-    "PostgresCommitmentStore",
     "PostgresConnection",
     "PostgresExtractionJobStore",
-    "PostgresHeartbeatStore",
     "PostgresParkedUpdates",
     "PostgresPauseStore",
     "PostgresReminderStore",

@@ -30,9 +30,9 @@ log = logging.getLogger("kept.store")
 
 # Advisory lock namespaces (the two-int form's first int), every one kept
 # uses: session turns, roles only one worker may hold, a session's due
-# follow-ups while one statement claims them (heartbeat.py), a session's
-# extraction results while they are applied (commitments.py), and a
-# platform's pairing requests while one is added (pairing.py).
+# follow-ups while one statement claims them (due_claims.py), a session's
+# extraction results while they are applied (sql/commitments.py), and a
+# platform's pairing requests while one is added (sql/pairing.py).
 SESSION_NAMESPACE = 0x6B70  # "kp"
 ROLE_NAMESPACE = 0x6B72  # "kr"
 CLAIM_NAMESPACE = 0x6B64  # "kd"

@@ -18,7 +18,7 @@ from core.commitments.service import (
     CommitmentService,
     SnoozeError,
 )
-from core.store.sqlite.commitments import _NO_ACTIVE_TWIN, _where
+from core.store.sql.commitments import NO_ACTIVE_TWIN, filter_sql
 from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import OTHER, SCOPE, Harness, make_harness
 from tests.support.store_helpers import chat_filter
@@ -251,10 +251,10 @@ async def test_resolved_and_expired_through_the_store_say_so(hb: Harness):
 
 async def test_the_reopen_statement_finds_its_twin_by_the_dedupe_index(tmp_path: Path):
     hb = await make_harness(tmp_path)  # SQLite's plan; PostgreSQL's in test_followup_plans_pg
-    clause, params = _where(HERE)
+    clause, params = filter_sql(HERE)
     sql = (
         f"UPDATE commitments SET status = 'snoozed' WHERE id = ? AND {clause} "
-        f"AND status = 'sent' AND {_NO_ACTIVE_TWIN}"
+        f"AND status = 'sent' AND {NO_ACTIVE_TWIN}"
     )
     try:
         rows = await hb.store.fetchall(f"EXPLAIN QUERY PLAN {sql}", ["cm_1", *params])  # type: ignore[attr-defined]

@@ -12,8 +12,8 @@ from typing import Any
 
 from core.commitments.extraction import JOB_LEASE, ExtractionWorker
 from core.llm import LLMClient
+from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sqlite import (
-    SqliteCommitmentStore,
     SqliteExtractionJobStore,
     SqlitePauseStore,
     SqliteStore,
@@ -133,16 +133,16 @@ async def test_a_batch_whose_follow_ups_could_not_be_stored_stays_queued(
     make_harness, monkeypatch
 ) -> None:
     h: Harness = await make_harness()
-    real = SqliteCommitmentStore.apply_extractions
+    real = SqlCommitmentStore.apply_extractions
     refusals: list[int] = []
 
-    async def refuse_once(self: SqliteCommitmentStore, *args: Any, **kwargs: Any) -> Any:
+    async def refuse_once(self: SqlCommitmentStore, *args: Any, **kwargs: Any) -> Any:
         if not refusals:
             refusals.append(1)
             raise sqlite3.OperationalError("database or disk is full")
         return await real(self, *args, **kwargs)
 
-    monkeypatch.setattr(SqliteCommitmentStore, "apply_extractions", refuse_once)
+    monkeypatch.setattr(SqlCommitmentStore, "apply_extractions", refuse_once)
     h.extraction.append(answer(interview()))
     await h.say("I have an interview tomorrow")
     assert refusals == [1] and await h.stored() == []

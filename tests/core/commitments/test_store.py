@@ -17,9 +17,8 @@ from core.commitments.expiry import EXPIRY_GRACE, sweep_expired
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.service import CommitmentService, SnoozeError
 from core.commitments.store import CommitmentStore, Filter
-from core.store.postgres.commitments import COLUMN_NAMES as PG_COLUMN_NAMES
+from core.store.sql.commitments import ACTIVE, COLUMN_NAMES, SqlCommitmentStore
 from core.store.sqlite import SqliteStore
-from core.store.sqlite.commitments import _COLUMN_NAMES, ACTIVE, SqliteCommitmentStore
 from core.store.sqlite.rows import to_ms
 from tests.support.followups import Followups
 from tests.support.store_helpers import (
@@ -71,9 +70,9 @@ def cstore(followups: Followups) -> CommitmentStore:
 
 
 @pytest.fixture
-def sqlite_cstore(store: SqliteStore) -> SqliteCommitmentStore:
+def sqlite_cstore(store: SqliteStore) -> SqlCommitmentStore:
     built = commitment_store_for(store)
-    assert isinstance(built, SqliteCommitmentStore)
+    assert isinstance(built, SqlCommitmentStore)
     return built
 
 
@@ -86,8 +85,7 @@ async def add(cstore: CommitmentStore, *items: NewCommitment) -> list[Commitment
 
 
 def test_columns_follow_the_record_fields() -> None:
-    assert [f.name for f in fields(Commitment)] == list(_COLUMN_NAMES)
-    assert [f.name for f in fields(Commitment)] == list(PG_COLUMN_NAMES)
+    assert [f.name for f in fields(Commitment)] == list(COLUMN_NAMES)
 
 
 async def test_insert_then_same_key_merges_into_one_row(cstore: CommitmentStore) -> None:
