@@ -26,6 +26,7 @@ from core.store.errors import DatabaseMissing, masked_url
 from core.store.parked import ParkedUpdates
 from core.store.sql.database import Database
 from core.store.sql.pairing import SqlPairingStore
+from core.store.sql.users import SqlUserZoneStore
 from core.store.sqlite import (
     SqliteAppStateStore,
     SqliteCommitmentStore,
@@ -35,7 +36,6 @@ from core.store.sqlite import (
     SqlitePauseStore,
     SqliteReminderStore,
     SqliteStore,
-    SqliteUserZoneStore,
     SqliteWakeChannel,
 )
 from core.store.sqlite.files import make_private_dirs
@@ -110,7 +110,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         extraction_jobs=SqliteExtractionJobStore(store),
         extraction_pauses=SqlitePauseStore(store),
         app_state=SqliteAppStateStore(store),
-        user_zones=SqliteUserZoneStore(store),
+        user_zones=SqlUserZoneStore(store),
         pairing=SqlPairingStore(store),
         parked=SqliteParkedUpdates(store),
         wake_channel=None if store.path == ":memory:" else SqliteWakeChannel(store),
@@ -134,7 +134,6 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         PostgresSessionGuard,
         PostgresStore,
         PostgresUpdateQueue,
-        PostgresUserZoneStore,
         PostgresWakeChannel,
     )
 
@@ -148,7 +147,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         extraction_jobs=PostgresExtractionJobStore(connection),
         extraction_pauses=PostgresPauseStore(connection),
         app_state=PostgresAppStateStore(connection),
-        user_zones=PostgresUserZoneStore(connection),
+        user_zones=SqlUserZoneStore(connection),
         pairing=SqlPairingStore(connection),
         parked=PostgresParkedUpdates(connection),
         session_guard=PostgresSessionGuard(url),

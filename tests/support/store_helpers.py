@@ -64,12 +64,11 @@ def heartbeat_store_for(store: Store) -> HeartbeatStore:
 
 
 def user_zone_store_for(store: Store) -> UserZoneStore:
-    from core.store.postgres import PostgresUserZoneStore
-    from core.store.sqlite import SqliteUserZoneStore
+    from core.store.sql.users import SqlUserZoneStore
 
     if isinstance(store, PostgresStore):
-        return PostgresUserZoneStore(store.connection)
-    return SqliteUserZoneStore(_sqlite(store))
+        return SqlUserZoneStore(store.connection)
+    return SqlUserZoneStore(_sqlite(store))
 
 
 def make_reminder_store(store: Store) -> ReminderStore:

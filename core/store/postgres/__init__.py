@@ -17,7 +17,6 @@ locks.py        the session guard: a chat's turns on one worker at a time
 wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
 updates.py      the UpdateQueue: polled updates handed to every worker
 app_state.py    the AppStateStore (small values the bot keeps about itself)
-users.py        the UserZoneStore (each user's own time zone)
 parked.py       ParkedUpdates (updates parked after failing while others were stored)
 """
 
@@ -31,7 +30,6 @@ from core.store.postgres.messages import PostgresStore
 from core.store.postgres.parked import PostgresParkedUpdates
 from core.store.postgres.reminders import PostgresReminderStore
 from core.store.postgres.updates import PostgresUpdateQueue
-from core.store.postgres.users import PostgresUserZoneStore
 from core.store.postgres.wake import PostgresWakeChannel
 
 __all__ = [
@@ -46,6 +44,5 @@ __all__ = [
     "PostgresSessionGuard",
     "PostgresStore",
     "PostgresUpdateQueue",
-    "PostgresUserZoneStore",
     "PostgresWakeChannel",
 ]

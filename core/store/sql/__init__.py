@@ -3,4 +3,5 @@ each backend supplies a `Database` (database.py) and what really differs
 (full-text search, migrations, PostgreSQL's locks and wake-ups).
 
 database.py    the Database / Transaction port the backends' runners implement
+users.py       the UserZoneStore (each user's own time zone)
 """

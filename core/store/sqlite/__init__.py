@@ -12,7 +12,6 @@ heartbeat.py    the HeartbeatStore
 reminders.py    the ReminderStore
 extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 app_state.py    the AppStateStore (small values the bot keeps about itself)
-users.py        the UserZoneStore (each user's own time zone)
 parked.py       ParkedUpdates (updates parked after failing while others were stored)
 wake.py         the WakeChannel: another process's commit (the CLI) wakes the heartbeat
 """
@@ -24,7 +23,6 @@ from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
 from core.store.sqlite.parked import SqliteParkedUpdates
 from core.store.sqlite.reminders import SqliteReminderStore
-from core.store.sqlite.users import SqliteUserZoneStore
 from core.store.sqlite.wake import SqliteWakeChannel
 
 __all__ = [
@@ -36,6 +34,5 @@ __all__ = [
     "SqlitePauseStore",
     "SqliteReminderStore",
     "SqliteStore",
-    "SqliteUserZoneStore",
     "SqliteWakeChannel",
 ]
