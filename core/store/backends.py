@@ -24,15 +24,15 @@ from core.store.app_state import AppStateStore
 from core.store.base import Store
 from core.store.errors import DatabaseMissing, masked_url
 from core.store.parked import ParkedUpdates
+from core.store.sql.app_state import SqlAppStateStore
 from core.store.sql.database import Database
 from core.store.sql.pairing import SqlPairingStore
+from core.store.sql.parked import SqlParkedUpdates
 from core.store.sql.users import SqlUserZoneStore
 from core.store.sqlite import (
-    SqliteAppStateStore,
     SqliteCommitmentStore,
     SqliteExtractionJobStore,
     SqliteHeartbeatStore,
-    SqliteParkedUpdates,
     SqlitePauseStore,
     SqliteReminderStore,
     SqliteStore,
@@ -109,10 +109,10 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         reminders=SqliteReminderStore(store),
         extraction_jobs=SqliteExtractionJobStore(store),
         extraction_pauses=SqlitePauseStore(store),
-        app_state=SqliteAppStateStore(store),
+        app_state=SqlAppStateStore(store),
         user_zones=SqlUserZoneStore(store),
         pairing=SqlPairingStore(store),
-        parked=SqliteParkedUpdates(store),
+        parked=SqlParkedUpdates(store),
         wake_channel=None if store.path == ":memory:" else SqliteWakeChannel(store),
     )
 
@@ -123,12 +123,10 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
     that hands polled updates to every worker."""
     # Imported here: a SQLite bot never loads psycopg.
     from core.store.postgres import (
-        PostgresAppStateStore,
         PostgresCommitmentStore,
         PostgresConnection,
         PostgresExtractionJobStore,
         PostgresHeartbeatStore,
-        PostgresParkedUpdates,
         PostgresPauseStore,
         PostgresReminderStore,
         PostgresSessionGuard,
@@ -146,10 +144,10 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         reminders=PostgresReminderStore(connection),
         extraction_jobs=PostgresExtractionJobStore(connection),
         extraction_pauses=PostgresPauseStore(connection),
-        app_state=PostgresAppStateStore(connection),
+        app_state=SqlAppStateStore(connection),
         user_zones=SqlUserZoneStore(connection),
         pairing=SqlPairingStore(connection),
-        parked=PostgresParkedUpdates(connection),
+        parked=SqlParkedUpdates(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

@@ -58,6 +58,10 @@ class Dialect:
     skip_locked: str
     true: str
     false: str
+    # Whether `UPDATE … FROM (…) AS t … RETURNING` may return t's columns
+    # (the rows as they were before the update): PostgreSQL's can, SQLite's
+    # returns only the updated table's.
+    returning_from: bool
 
     def sql(self, text: str) -> str:
         """`text` as the driver takes it."""
@@ -83,6 +87,7 @@ class SqliteDialect(Dialect):
     skip_locked = ""
     true = "1"
     false = "0"
+    returning_from = False
 
     def sql(self, text: str) -> str:
         return text
@@ -105,6 +110,7 @@ class PostgresDialect(Dialect):
     skip_locked = " FOR UPDATE SKIP LOCKED"
     true = "TRUE"
     false = "FALSE"
+    returning_from = True
 
     def sql(self, text: str) -> str:
         return _format_style(text)
