@@ -26,14 +26,13 @@ from core.store.errors import DatabaseMissing, masked_url
 from core.store.parked import ParkedUpdates
 from core.store.sql.app_state import SqlAppStateStore
 from core.store.sql.database import Database
+from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
 from core.store.sql.pairing import SqlPairingStore
 from core.store.sql.parked import SqlParkedUpdates
 from core.store.sql.users import SqlUserZoneStore
 from core.store.sqlite import (
     SqliteCommitmentStore,
-    SqliteExtractionJobStore,
     SqliteHeartbeatStore,
-    SqlitePauseStore,
     SqliteReminderStore,
     SqliteStore,
     SqliteWakeChannel,
@@ -107,8 +106,8 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         commitments=SqliteCommitmentStore(store),
         heartbeat=SqliteHeartbeatStore(store),
         reminders=SqliteReminderStore(store),
-        extraction_jobs=SqliteExtractionJobStore(store),
-        extraction_pauses=SqlitePauseStore(store),
+        extraction_jobs=SqlExtractionJobStore(store),
+        extraction_pauses=SqlPauseStore(store),
         app_state=SqlAppStateStore(store),
         user_zones=SqlUserZoneStore(store),
         pairing=SqlPairingStore(store),
@@ -125,9 +124,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
     from core.store.postgres import (
         PostgresCommitmentStore,
         PostgresConnection,
-        PostgresExtractionJobStore,
         PostgresHeartbeatStore,
-        PostgresPauseStore,
         PostgresReminderStore,
         PostgresSessionGuard,
         PostgresStore,
@@ -142,8 +139,8 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         commitments=PostgresCommitmentStore(connection),
         heartbeat=PostgresHeartbeatStore(connection),
         reminders=PostgresReminderStore(connection),
-        extraction_jobs=PostgresExtractionJobStore(connection),
-        extraction_pauses=PostgresPauseStore(connection),
+        extraction_jobs=SqlExtractionJobStore(connection),
+        extraction_pauses=SqlPauseStore(connection),
         app_state=SqlAppStateStore(connection),
         user_zones=SqlUserZoneStore(connection),
         pairing=SqlPairingStore(connection),

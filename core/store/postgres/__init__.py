@@ -12,7 +12,6 @@ claims.py       what the follow-up stores share: claim columns, fence, aware tim
 commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore (delivery claims of commitments)
 reminders.py    the ReminderStore
-extraction_jobs.py  the ExtractionJobStore (the extraction queue) and PauseStore
 locks.py        the session guard: a chat's turns on one worker at a time
 wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
 updates.py      the UpdateQueue: polled updates handed to every worker
@@ -20,7 +19,6 @@ updates.py      the UpdateQueue: polled updates handed to every worker
 
 from core.store.postgres.commitments import PostgresCommitmentStore
 from core.store.postgres.connection import PostgresConnection
-from core.store.postgres.extraction_jobs import PostgresExtractionJobStore, PostgresPauseStore
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
@@ -31,9 +29,7 @@ from core.store.postgres.wake import PostgresWakeChannel
 __all__ = [
     "PostgresCommitmentStore",
     "PostgresConnection",
-    "PostgresExtractionJobStore",
     "PostgresHeartbeatStore",
-    "PostgresPauseStore",
     "PostgresReminderStore",
     "PostgresSessionGuard",
     "PostgresStore",

@@ -10,12 +10,10 @@ search.py       search and context reads
 commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore
 reminders.py    the ReminderStore
-extraction_jobs.py  the ExtractionJobStore (the extraction queue)
 wake.py         the WakeChannel: another process's commit (the CLI) wakes the heartbeat
 """
 
 from core.store.sqlite.commitments import SqliteCommitmentStore
-from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePauseStore
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
 from core.store.sqlite.reminders import SqliteReminderStore
@@ -23,9 +21,7 @@ from core.store.sqlite.wake import SqliteWakeChannel
 
 __all__ = [
     "SqliteCommitmentStore",
-    "SqliteExtractionJobStore",
     "SqliteHeartbeatStore",
-    "SqlitePauseStore",
     "SqliteReminderStore",
     "SqliteStore",
     "SqliteWakeChannel",
