@@ -29,11 +29,11 @@ from core.store.sql.database import Database
 from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
 from core.store.sql.pairing import SqlPairingStore
 from core.store.sql.parked import SqlParkedUpdates
+from core.store.sql.reminders import SqlReminderStore
 from core.store.sql.users import SqlUserZoneStore
 from core.store.sqlite import (
     SqliteCommitmentStore,
     SqliteHeartbeatStore,
-    SqliteReminderStore,
     SqliteStore,
     SqliteWakeChannel,
 )
@@ -105,7 +105,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         database=store,
         commitments=SqliteCommitmentStore(store),
         heartbeat=SqliteHeartbeatStore(store),
-        reminders=SqliteReminderStore(store),
+        reminders=SqlReminderStore(store),
         extraction_jobs=SqlExtractionJobStore(store),
         extraction_pauses=SqlPauseStore(store),
         app_state=SqlAppStateStore(store),
@@ -125,7 +125,6 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         PostgresCommitmentStore,
         PostgresConnection,
         PostgresHeartbeatStore,
-        PostgresReminderStore,
         PostgresSessionGuard,
         PostgresStore,
         PostgresUpdateQueue,
@@ -138,7 +137,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         database=connection,
         commitments=PostgresCommitmentStore(connection),
         heartbeat=PostgresHeartbeatStore(connection),
-        reminders=PostgresReminderStore(connection),
+        reminders=SqlReminderStore(connection),
         extraction_jobs=SqlExtractionJobStore(connection),
         extraction_pauses=SqlPauseStore(connection),
         app_state=SqlAppStateStore(connection),

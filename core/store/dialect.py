@@ -62,6 +62,8 @@ class Dialect:
     # (the rows as they were before the update): PostgreSQL's can, SQLite's
     # returns only the updated table's.
     returning_from: bool
+    # One millisecond, added to a stored time (`last_fired_at + …`).
+    millisecond: str
 
     def sql(self, text: str) -> str:
         """`text` as the driver takes it."""
@@ -81,6 +83,11 @@ class Dialect:
     def from_maybe_time(self, value: Any) -> datetime | None:
         return None if value is None else self.from_time(value)
 
+    def unindexed(self, column: str) -> str:
+        """`column` in a WHERE term the planner is not to answer from an
+        index on it (where another index is the better way in)."""
+        return column
+
 
 class SqliteDialect(Dialect):
     name = "sqlite"
@@ -88,6 +95,7 @@ class SqliteDialect(Dialect):
     true = "1"
     false = "0"
     returning_from = False
+    millisecond = "1"
 
     def sql(self, text: str) -> str:
         return text
@@ -97,6 +105,10 @@ class SqliteDialect(Dialect):
 
     def from_time(self, value: Any) -> datetime:
         return from_ms(value)
+
+    def unindexed(self, column: str) -> str:
+        # A unary plus makes the term unusable for an index on the column.
+        return f"+{column}"
 
 
 @lru_cache(maxsize=2048)
@@ -111,6 +123,7 @@ class PostgresDialect(Dialect):
     true = "TRUE"
     false = "FALSE"
     returning_from = True
+    millisecond = "interval '1 millisecond'"
 
     def sql(self, text: str) -> str:
         return _format_style(text)

@@ -22,11 +22,10 @@ from core.store.postgres import PostgresStore
 from core.store.postgres.commitments import PostgresCommitmentStore
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
-from core.store.postgres.reminders import PostgresReminderStore
+from core.store.sql.reminders import SqlReminderStore
 from core.store.sqlite import (
     SqliteCommitmentStore,
     SqliteHeartbeatStore,
-    SqliteReminderStore,
     SqliteStore,
 )
 from tests.support.store_helpers import open_store
@@ -97,7 +96,7 @@ def postgres_followups(db: PostgresConnection) -> Followups:
         "postgres",
         PostgresCommitmentStore(db),
         PostgresHeartbeatStore(db),
-        PostgresReminderStore(db),
+        SqlReminderStore(db),
         postgres=db,
     )
 
@@ -112,7 +111,7 @@ async def open_followups(url: str) -> AsyncIterator[Followups]:
                 "sqlite",
                 SqliteCommitmentStore(store),
                 SqliteHeartbeatStore(store),
-                SqliteReminderStore(store),
+                SqlReminderStore(store),
                 sqlite=store,
             )
         return

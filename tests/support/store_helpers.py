@@ -16,11 +16,10 @@ from core.store.base import SearchScope, Store
 from core.store.postgres import PostgresStore
 from core.store.postgres.commitments import PostgresCommitmentStore
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
-from core.store.postgres.reminders import PostgresReminderStore
+from core.store.sql.reminders import SqlReminderStore
 from core.store.sqlite import (
     SqliteCommitmentStore,
     SqliteHeartbeatStore,
-    SqliteReminderStore,
     SqliteStore,
 )
 from core.store.sqlite.fts import AGENT_SPAN, rowid_sql, session_filter
@@ -73,8 +72,8 @@ def user_zone_store_for(store: Store) -> UserZoneStore:
 
 def make_reminder_store(store: Store) -> ReminderStore:
     if isinstance(store, PostgresStore):
-        return PostgresReminderStore(store.connection)
-    return SqliteReminderStore(_sqlite(store))
+        return SqlReminderStore(store.connection)
+    return SqlReminderStore(_sqlite(store))
 
 
 async def mark_sent(

@@ -11,7 +11,6 @@ search.py       search and context reads
 claims.py       what the follow-up stores share: claim columns, fence, aware times
 commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore (delivery claims of commitments)
-reminders.py    the ReminderStore
 locks.py        the session guard: a chat's turns on one worker at a time
 wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
 updates.py      the UpdateQueue: polled updates handed to every worker
@@ -22,7 +21,6 @@ from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
-from core.store.postgres.reminders import PostgresReminderStore
 from core.store.postgres.updates import PostgresUpdateQueue
 from core.store.postgres.wake import PostgresWakeChannel
 
@@ -30,7 +28,6 @@ __all__ = [
     "PostgresCommitmentStore",
     "PostgresConnection",
     "PostgresHeartbeatStore",
-    "PostgresReminderStore",
     "PostgresSessionGuard",
     "PostgresStore",
     "PostgresUpdateQueue",

@@ -9,20 +9,17 @@ index.py        edits, deletions, imports, rebuilds of the full-text index
 search.py       search and context reads
 commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore
-reminders.py    the ReminderStore
 wake.py         the WakeChannel: another process's commit (the CLI) wakes the heartbeat
 """
 
 from core.store.sqlite.commitments import SqliteCommitmentStore
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
 from core.store.sqlite.messages import SqliteStore
-from core.store.sqlite.reminders import SqliteReminderStore
 from core.store.sqlite.wake import SqliteWakeChannel
 
 __all__ = [
     "SqliteCommitmentStore",
     "SqliteHeartbeatStore",
-    "SqliteReminderStore",
     "SqliteStore",
     "SqliteWakeChannel",
 ]
