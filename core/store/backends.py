@@ -24,18 +24,17 @@ from core.store.app_state import AppStateStore
 from core.store.base import Store
 from core.store.errors import DatabaseMissing, masked_url
 from core.store.parked import ParkedUpdates
+from core.store.sql.app_state import SqlAppStateStore
 from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sql.database import Database
+from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
 from core.store.sql.heartbeat import SqlHeartbeatStore
 from core.store.sql.pairing import SqlPairingStore
+from core.store.sql.parked import SqlParkedUpdates
+from core.store.sql.reminders import SqlReminderStore
+from core.store.sql.users import SqlUserZoneStore
 from core.store.sqlite import (
-    SqliteAppStateStore,
-    SqliteExtractionJobStore,
-    SqliteParkedUpdates,
-    SqlitePauseStore,
-    SqliteReminderStore,
     SqliteStore,
-    SqliteUserZoneStore,
     SqliteWakeChannel,
 )
 from core.store.sqlite.files import make_private_dirs
@@ -106,13 +105,13 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         database=store,
         commitments=SqlCommitmentStore(store),
         heartbeat=SqlHeartbeatStore(store),
-        reminders=SqliteReminderStore(store),
-        extraction_jobs=SqliteExtractionJobStore(store),
-        extraction_pauses=SqlitePauseStore(store),
-        app_state=SqliteAppStateStore(store),
-        user_zones=SqliteUserZoneStore(store),
+        reminders=SqlReminderStore(store),
+        extraction_jobs=SqlExtractionJobStore(store),
+        extraction_pauses=SqlPauseStore(store),
+        app_state=SqlAppStateStore(store),
+        user_zones=SqlUserZoneStore(store),
         pairing=SqlPairingStore(store),
-        parked=SqliteParkedUpdates(store),
+        parked=SqlParkedUpdates(store),
         wake_channel=None if store.path == ":memory:" else SqliteWakeChannel(store),
     )
 
@@ -123,16 +122,10 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
     that hands polled updates to every worker."""
     # Imported here: a SQLite bot never loads psycopg.
     from core.store.postgres import (
-        PostgresAppStateStore,
         PostgresConnection,
-        PostgresExtractionJobStore,
-        PostgresParkedUpdates,
-        PostgresPauseStore,
-        PostgresReminderStore,
         PostgresSessionGuard,
         PostgresStore,
         PostgresUpdateQueue,
-        PostgresUserZoneStore,
         PostgresWakeChannel,
     )
     from core.store.postgres.due_claims import pick_due_per_chat
@@ -143,13 +136,13 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         database=connection,
         commitments=SqlCommitmentStore(connection),
         heartbeat=SqlHeartbeatStore(connection, pick_due=pick_due_per_chat),
-        reminders=PostgresReminderStore(connection),
-        extraction_jobs=PostgresExtractionJobStore(connection),
-        extraction_pauses=PostgresPauseStore(connection),
-        app_state=PostgresAppStateStore(connection),
-        user_zones=PostgresUserZoneStore(connection),
+        reminders=SqlReminderStore(connection),
+        extraction_jobs=SqlExtractionJobStore(connection),
+        extraction_pauses=SqlPauseStore(connection),
+        app_state=SqlAppStateStore(connection),
+        user_zones=SqlUserZoneStore(connection),
         pairing=SqlPairingStore(connection),
-        parked=PostgresParkedUpdates(connection),
+        parked=SqlParkedUpdates(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

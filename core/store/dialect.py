@@ -59,6 +59,12 @@ class Dialect:
     skip_locked: str
     true: str
     false: str
+    # Whether `UPDATE … FROM (…) AS t … RETURNING` may return t's columns
+    # (the rows as they were before the update): PostgreSQL's can, SQLite's
+    # returns only the updated table's.
+    returning_from: bool
+    # One millisecond, added to a stored time (`last_fired_at + …`).
+    millisecond: str
 
     def sql(self, text: str) -> str:
         """`text` as the driver takes it."""
@@ -87,12 +93,19 @@ class Dialect:
         """`IN (?, ?, …)` for a non-empty list, with its parameters."""
         return f"IN ({placeholders(len(values))})", tuple(values)
 
+    def unindexed(self, column: str) -> str:
+        """`column` in a WHERE term the planner is not to answer from an
+        index on it (where another index is the better way in)."""
+        return column
+
 
 class SqliteDialect(Dialect):
     name = "sqlite"
     skip_locked = ""
     true = "1"
     false = "0"
+    returning_from = False
+    millisecond = "1"
 
     def sql(self, text: str) -> str:
         return text
@@ -104,6 +117,10 @@ class SqliteDialect(Dialect):
         return from_ms(value)
 
     null_safe_equal = "IS"
+
+    def unindexed(self, column: str) -> str:
+        # A unary plus makes the term unusable for an index on the column.
+        return f"+{column}"
 
 
 @lru_cache(maxsize=2048)
@@ -117,6 +134,8 @@ class PostgresDialect(Dialect):
     skip_locked = " FOR UPDATE SKIP LOCKED"
     true = "TRUE"
     false = "FALSE"
+    returning_from = True
+    millisecond = "interval '1 millisecond'"
 
     def sql(self, text: str) -> str:
         return _format_style(text)

@@ -21,11 +21,10 @@ from core.store.base import Store
 from core.store.postgres import PostgresStore
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.due_claims import pick_due_per_chat
-from core.store.postgres.reminders import PostgresReminderStore
 from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sql.heartbeat import SqlHeartbeatStore
+from core.store.sql.reminders import SqlReminderStore
 from core.store.sqlite import (
-    SqliteReminderStore,
     SqliteStore,
 )
 from tests.support.store_helpers import open_store
@@ -96,7 +95,7 @@ def postgres_followups(db: PostgresConnection) -> Followups:
         "postgres",
         SqlCommitmentStore(db),
         SqlHeartbeatStore(db, pick_due=pick_due_per_chat),
-        PostgresReminderStore(db),
+        SqlReminderStore(db),
         postgres=db,
     )
 
@@ -111,7 +110,7 @@ async def open_followups(url: str) -> AsyncIterator[Followups]:
                 "sqlite",
                 SqlCommitmentStore(store),
                 SqlHeartbeatStore(store),
-                SqliteReminderStore(store),
+                SqlReminderStore(store),
                 sqlite=store,
             )
         return

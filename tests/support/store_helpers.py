@@ -15,11 +15,10 @@ from core.store.backends import open_backend
 from core.store.base import SearchScope, Store
 from core.store.postgres import PostgresStore
 from core.store.postgres.due_claims import pick_due_per_chat
-from core.store.postgres.reminders import PostgresReminderStore
 from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sql.heartbeat import SqlHeartbeatStore
+from core.store.sql.reminders import SqlReminderStore
 from core.store.sqlite import (
-    SqliteReminderStore,
     SqliteStore,
 )
 from core.store.sqlite.fts import AGENT_SPAN, rowid_sql, session_filter
@@ -63,18 +62,17 @@ def heartbeat_store_for(store: Store) -> HeartbeatStore:
 
 
 def user_zone_store_for(store: Store) -> UserZoneStore:
-    from core.store.postgres import PostgresUserZoneStore
-    from core.store.sqlite import SqliteUserZoneStore
+    from core.store.sql.users import SqlUserZoneStore
 
     if isinstance(store, PostgresStore):
-        return PostgresUserZoneStore(store.connection)
-    return SqliteUserZoneStore(_sqlite(store))
+        return SqlUserZoneStore(store.connection)
+    return SqlUserZoneStore(_sqlite(store))
 
 
 def make_reminder_store(store: Store) -> ReminderStore:
     if isinstance(store, PostgresStore):
-        return PostgresReminderStore(store.connection)
-    return SqliteReminderStore(_sqlite(store))
+        return SqlReminderStore(store.connection)
+    return SqlReminderStore(_sqlite(store))
 
 
 async def mark_sent(

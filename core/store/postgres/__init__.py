@@ -10,37 +10,21 @@ index.py        edits, deletions, imports, rebuilds of the search rows
 search.py       search and context reads
 claims.py       what the follow-up stores share: claim columns, fence, aware times
 due_claims.py   one statement claims a page of chats' due follow-ups, each chat whole
-reminders.py    the ReminderStore
-extraction_jobs.py  the ExtractionJobStore (the extraction queue) and PauseStore
 locks.py        the session guard: a chat's turns on one worker at a time
 wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others
 updates.py      the UpdateQueue: polled updates handed to every worker
-app_state.py    the AppStateStore (small values the bot keeps about itself)
-users.py        the UserZoneStore (each user's own time zone)
-parked.py       ParkedUpdates (updates parked after failing while others were stored)
 """
 
-from core.store.postgres.app_state import PostgresAppStateStore
 from core.store.postgres.connection import PostgresConnection
-from core.store.postgres.extraction_jobs import PostgresExtractionJobStore, PostgresPauseStore
 from core.store.postgres.locks import PostgresSessionGuard
 from core.store.postgres.messages import PostgresStore
-from core.store.postgres.parked import PostgresParkedUpdates
-from core.store.postgres.reminders import PostgresReminderStore
 from core.store.postgres.updates import PostgresUpdateQueue
-from core.store.postgres.users import PostgresUserZoneStore
 from core.store.postgres.wake import PostgresWakeChannel
 
 __all__ = [
-    "PostgresAppStateStore",
     "PostgresConnection",
-    "PostgresExtractionJobStore",
-    "PostgresParkedUpdates",
-    "PostgresPauseStore",
-    "PostgresReminderStore",
     "PostgresSessionGuard",
     "PostgresStore",
     "PostgresUpdateQueue",
-    "PostgresUserZoneStore",
     "PostgresWakeChannel",
 ]

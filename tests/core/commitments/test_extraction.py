@@ -36,7 +36,8 @@ from core.config.model import (
 from core.conversation.manager import ConversationManager
 from core.llm import LLMClient
 from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
-from core.store.sqlite import SqliteExtractionJobStore, SqlitePauseStore, SqliteStore
+from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
+from core.store.sqlite import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, error, hang, reply
 from tests.support.store_helpers import commitment_store_for, open_store
 
@@ -165,8 +166,8 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         worker_args.setdefault("worker", "w1")
         worker = ExtractionWorker(
             store=commitment_store_for(store),
-            jobs=SqliteExtractionJobStore(store),
-            pauses=SqlitePauseStore(store),
+            jobs=SqlExtractionJobStore(store),
+            pauses=SqlPauseStore(store),
             llm=llm,
             config=lambda: config[0],
             clock=clock,

@@ -13,11 +13,8 @@ from typing import Any
 from core.commitments.extraction import JOB_LEASE, ExtractionWorker
 from core.llm import LLMClient
 from core.store.sql.commitments import SqlCommitmentStore
-from core.store.sqlite import (
-    SqliteExtractionJobStore,
-    SqlitePauseStore,
-    SqliteStore,
-)
+from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
+from core.store.sqlite import SqliteStore
 from tests.core.commitments.test_extraction import (
     LOG,
     SCOPE_42,
@@ -45,8 +42,8 @@ def second_worker(
     llm = LLMClient(h.config[0].llm, environ={"OPENAI_API_KEY": "sk-test"}, clock=h.clock)
     return ExtractionWorker(
         store=commitment_store_for(store),
-        jobs=SqliteExtractionJobStore(store),
-        pauses=SqlitePauseStore(store),
+        jobs=SqlExtractionJobStore(store),
+        pauses=SqlPauseStore(store),
         llm=llm,
         config=lambda: h.config[0],
         clock=h.clock,

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from core.store.sqlite import SqliteUserZoneStore
+from core.store.sql.users import SqlUserZoneStore
 from core.users import UserZones
 from tests.core.commitments.test_extraction import (  # noqa: F401  (make_harness: a fixture)
     START,
@@ -34,7 +34,7 @@ async def test_the_window_is_in_the_members_own_zone(make_harness: Callable[...,
             return await holder[0].many(users)
 
     h = await make_harness(zones=LateZones())
-    zones = UserZones(SqliteUserZoneStore(h.store), lambda _agent: "Europe/Paris")
+    zones = UserZones(SqlUserZoneStore(h.store), lambda _agent: "Europe/Paris")
     holder.append(zones)
     await zones.set("telegram", "u42", "Asia/Tokyo", now=START)
 

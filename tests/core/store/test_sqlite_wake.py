@@ -7,7 +7,8 @@ import asyncio
 from pathlib import Path
 
 from core.clock import TestClock
-from core.store.sqlite import SqliteAppStateStore, SqliteStore, SqliteWakeChannel
+from core.store.sql.app_state import SqlAppStateStore
+from core.store.sqlite import SqliteStore, SqliteWakeChannel
 from core.store.sqlite.wake import POLL_SECONDS
 
 
@@ -31,10 +32,10 @@ async def test_only_another_connections_commit_wakes(tmp_path: Path) -> None:
 
     try:
         await poll()
-        await SqliteAppStateStore(bot).put("k", "own write")
+        await SqlAppStateStore(bot).put("k", "own write")
         await poll()
         assert woken == []  # the bot's own commit
-        await SqliteAppStateStore(cli).put("k", "the CLI's")
+        await SqlAppStateStore(cli).put("k", "the CLI's")
         await poll()
         assert woken == [1] and channel.heard == 1
         await poll()

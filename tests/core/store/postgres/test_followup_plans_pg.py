@@ -141,7 +141,7 @@ async def test_reminder_queries_use_their_indexes(
     await rs.release_expired_claims(NOW + LEASE)
 
     expected = {
-        "ORDER BY next_fire_at, id LIMIT": "reminders_due",  # due
+        "ORDER BY next_fire_at LIMIT %s": "reminders_due",  # due
         "ORDER BY next_fire_at LIMIT 1": "reminders_due",  # next_due
         "WHERE session_key = %s": "reminders_session",
         "claim_phase IS NOT NULL": "reminders_lease",
