@@ -36,7 +36,7 @@ from channels.telegram.messages import (
     said_of,
     target_of,
 )
-from core.conversation.manager import MessageNotStored
+from core.errors import MessageNotStored
 from core.logs import event
 from core.messages import ChatKind, Inbound, Outbound, session_key
 
