@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from telegram import Bot, InlineKeyboardMarkup, Update
 
@@ -78,7 +79,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         self._typing = TypingIndicator(lambda: self._connection.bot, pace, ctx.clock)
         self._turns: set[asyncio.Task[None]] = set()
         commands = TelegramCommands(ctx, self._reply, self._is_admin)
-        self._handlers: tuple[UpdateHandler[object], ...] = (
+        self._handlers: tuple[UpdateHandler[Any], ...] = (
             ButtonPressHandler(self, commands),
             EditHandler(self, ctx),
             MessageHandler(self, self._connection, commands, self._turns),
