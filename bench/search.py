@@ -359,9 +359,10 @@ def main() -> None:
     if args.backend == "postgres" and args.fill == "live":
         parser.exit(2, "search.py: --fill live is SQLite only; drop --backend postgres\n")
     server = search_pg.start_server(args) if args.backend == "postgres" else None
-    # As `kept run` does by default, before the store's thread exists (and
-    # after the throwaway server started, whose processes would inherit it).
-    args.pinned_cpu = None if args.no_pin else pin_to_one_cpu()
+    # As `kept run` does by default (SQLite only: bot/cpu.py), before the
+    # store's thread exists.
+    pin = not args.no_pin and args.backend != "postgres"
+    args.pinned_cpu = pin_to_one_cpu() if pin else None
     _log(f"threads pinned to CPU {args.pinned_cpu}" if args.pinned_cpu is not None else "unpinned")
     try:
         asyncio.run(main_async(args))

@@ -15,7 +15,7 @@ import click
 from bot.commitments_cmd import commitments_group
 from bot.config_cmd import config_group
 from bot.context import EXAMPLE_CONFIG, config_option, fail, require_agent, resolve_config_path
-from bot.cpu import pin_to_one_cpu
+from bot.cpu import pin_for_storage
 from bot.doctor import run_doctor
 from bot.eval_cmd import eval_group
 from bot.pairing_cmd import pairing_group
@@ -91,9 +91,7 @@ def _refuse_to_start(config: KeptConfig, *, channels: bool) -> None:
 
 def _pin_cpu(config: KeptConfig) -> None:
     """Before the store opens, so that its worker thread shares the CPU."""
-    if not config.storage.pin_cpu:
-        return
-    cpu = pin_to_one_cpu()
+    cpu = pin_for_storage(config.storage)
     if cpu is not None:
         event(log, logging.INFO, "cpu.pinned", cpu=cpu, off_with="storage.pinCpu=false")
 

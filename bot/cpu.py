@@ -12,6 +12,10 @@ Only the calling thread is pinned, and threads it starts afterwards (the
 store's worker, executor threads) inherit that, so pin before the store is
 opened. The CPU chosen is the one the thread runs on now, which spreads
 several bot processes on one machine the way the scheduler already did.
+
+Only SQLite is served that way: PostgreSQL's driver talks to its server over
+a socket from the event loop, with no worker thread to share a CPU with, so
+a process on PostgreSQL is not pinned (it would only give up parallelism).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+
+from core.config.model import StorageConfig
 
 
 def current_cpu() -> int | None:
@@ -35,6 +41,14 @@ def current_cpu() -> int | None:
         return int(fields[36])
     except (IndexError, ValueError):
         return None
+
+
+def pin_for_storage(storage: StorageConfig) -> int | None:
+    """Pin as `storage.pinCpu` asks when the store is SQLite; the CPU, or None
+    when nothing was pinned."""
+    if not storage.pin_cpu or not storage.url.startswith("sqlite:"):
+        return None
+    return pin_to_one_cpu()
 
 
 def pin_to_one_cpu() -> int | None:

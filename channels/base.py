@@ -53,8 +53,7 @@ from channels.split import split_plain
 from core.clock import Clock, SystemClock
 from core.commitments.service import CommitmentService
 from core.config.model import KeptConfig
-from core.conversation.manager import MessageNotStored
-from core.errors import KeptError
+from core.errors import KeptError, MessageNotStored
 from core.locks import SessionGuard
 from core.logs import event
 from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target

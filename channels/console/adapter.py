@@ -45,7 +45,7 @@ from channels.console.lines import (
 from channels.console.render import ConsoleOutput
 from core.clock import Clock
 from core.commitments.visibility import Asker
-from core.conversation.manager import MessageNotStored
+from core.errors import MessageNotStored
 from core.logs import event
 from core.messages import (
     Action,

@@ -36,7 +36,7 @@ import discord
 from channels.discord.errors import describe
 from channels.discord.scope import PLATFORM, ChatRef, ref_of_session
 from core.clock import Clock, sleep_or_until_set
-from core.conversation.manager import MessageNotStored
+from core.errors import MessageNotStored
 from core.locks import KeyedLocks
 from core.logs import event
 from core.store import Store

@@ -20,7 +20,7 @@ from discord.ext import commands
 
 from channels.base import Conversation
 from channels.discord.scope import PLATFORM, addressed, chat_of, clean_text
-from core.conversation.manager import MessageNotStored
+from core.errors import MessageNotStored
 from core.logs import event
 
 if TYPE_CHECKING:

@@ -57,7 +57,7 @@ from channels.listener import ServedApp, serve_app
 from channels.telegram.parking import PARK_AFTER, UpdateParking
 from channels.telegram.send import retry_after_seconds, scrub
 from core.clock import Clock, sleep_or_until_set
-from core.conversation.manager import MessageNotStored
+from core.errors import MessageNotStored
 from core.logs import event
 from core.store.errors import root_cause
 from core.store.parked import ParkedUpdates

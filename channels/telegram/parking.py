@@ -28,7 +28,7 @@ from telegram import Bot, Update
 
 from channels.telegram.send import scrub
 from core.clock import Clock
-from core.conversation.manager import MessageNotStored
+from core.errors import MessageNotStored
 from core.logs import event
 from core.metrics import recorder
 from core.store.errors import root_cause

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import httpx
-from telegram import Message, MessageEntity
+from telegram import Bot, InlineKeyboardMarkup, Message, MessageEntity, ReplyParameters
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -47,11 +47,12 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
-from channels.base import SendFenced
+from channels.base import Departure, SendFenced
 from channels.telegram.format import Entity, TelegramChunk
+from channels.telegram.messages import chat_id_param
 from core.clock import Clock
 from core.logs import event
-from core.messages import FollowUpVerb, SendResult
+from core.messages import FollowUpVerb, SendResult, Target
 from core.metrics import recorder
 
 log = logging.getLogger("kept.telegram")
@@ -171,6 +172,44 @@ async def send_formatted(
     return await send_once(
         lambda: send(chunk.text, None), clock, secret=secret, what="sendMessage", chat=chat
     )
+
+
+async def send_message(
+    bot: Bot,
+    target: Target,
+    chunk: TelegramChunk,
+    reply_to: str | None,
+    buttons: InlineKeyboardMarkup | None,
+    departure: Departure | None,
+    clock: Clock,
+    *,
+    secret: str,
+) -> SendResult:
+    """One message into `target` (its forum topic too), quoting `reply_to`
+    when it is still there; `departure` goes to the pace (pace.py), which
+    calls it once the message may leave, just before the request."""
+    try:
+        thread = int(target.thread_id) if target.thread_id is not None else None
+        reply_id = int(reply_to) if reply_to is not None else None
+    except ValueError:
+        return SendResult(error=f"not a Telegram thread or message id in {target}")
+    reply = None
+    if reply_id is not None:
+        reply = ReplyParameters(message_id=reply_id, allow_sending_without_reply=True)
+
+    async def call(text: str, entities: list[MessageEntity] | None) -> Message:
+        # Entities, never parse_mode: nothing in the text needs escaping.
+        return await bot.send_message(
+            chat_id=chat_id_param(target.chat_id),
+            text=text,
+            entities=entities,
+            message_thread_id=thread,
+            reply_parameters=reply,
+            reply_markup=buttons,
+            rate_limit_args=departure,
+        )
+
+    return await send_formatted(call, chunk, clock, secret=secret, chat=target.chat_id)
 
 
 def entities_refused(result: SendResult) -> bool:

@@ -31,7 +31,7 @@ from core.clock import Clock
 from core.config.model import AgentConfig, KeptConfig
 from core.conversation.prompt import TurnPlace, chat_messages
 from core.conversation.session_cache import SESSION_CACHE_SIZE, SessionCache
-from core.errors import KeptError
+from core.errors import MessageNotStored
 from core.llm import Completion, LLMError, Role
 from core.locks import SessionLocks
 from core.logs import event
@@ -45,7 +45,6 @@ from core.store.base import (
     Store,
     UnknownSession,
 )
-from core.store.errors import refused_value, storage_action
 from core.tools import ChatAdmins, ToolContext, ToolRegistry
 from core.users import UserZones
 
@@ -56,26 +55,6 @@ APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again i
 WITHDRAWN = "(the user cancelled this answer)"
 RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
-
-
-class MessageNotStored(KeptError):
-    """`handle` could not store the incoming message, or `edit` / `delete`
-    could not store their change (database locked past its busy timeout, disk
-    full, I/O error). Nothing was answered; the channel must not confirm the
-    message to its platform, and should offer it again once storage
-    recovers. The store's own error is the `__cause__`."""
-
-    @property
-    def action(self) -> str:
-        """What the operator should do, for the log line."""
-        return storage_action(self.__cause__ or self)
-
-    @property
-    def deterministic(self) -> bool:
-        """The store refused a value it can never take (not an outage):
-        retrying cannot help, so the channel confirms the message instead of
-        holding it (core/store/errors.py)."""
-        return refused_value(self.__cause__ or self)
 
 
 class ChatModel(Protocol):

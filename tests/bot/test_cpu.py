@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.cli import _pin_cpu
-from bot.cpu import current_cpu, pin_to_one_cpu
+from bot.cpu import current_cpu, pin_for_storage, pin_to_one_cpu
 from core.config.model import KeptConfig
 
 
@@ -56,3 +56,20 @@ def test_pin_cpu_false_leaves_affinity_alone() -> None:
     assert in_thread(run) == allowed
     pinned = in_thread(lambda: (_pin_cpu(KeptConfig()), os.sched_getaffinity(0))[1])
     assert len(pinned) == 1 or len(allowed) == 1
+
+
+def test_a_postgres_store_leaves_affinity_alone_where_sqlite_pins() -> None:
+    allowed = os.sched_getaffinity(0)
+    postgres = KeptConfig.model_validate({"storage": {"url": "postgresql://kept@db/kept"}})
+    sqlite = KeptConfig.model_validate({"storage": {"url": "sqlite:///data/kept.sqlite"}})
+
+    def run(config: KeptConfig) -> tuple[int | None, set[int]]:
+        return pin_for_storage(config.storage), os.sched_getaffinity(0)
+
+    assert in_thread(lambda: run(postgres)) == (None, allowed)
+    cpu, pinned = in_thread(lambda: run(sqlite))
+    # The positive control: the same call pins when the store is SQLite.
+    if len(allowed) > 1:
+        assert cpu in allowed and pinned == {cpu}
+    else:
+        assert cpu is None and pinned == allowed

@@ -18,7 +18,7 @@ import pytest
 from channels.base import DuringModel, Said
 from core.clock import TestClock
 from core.commitments.model import Scope
-from core.conversation.manager import MessageNotStored
+from core.errors import MessageNotStored
 from core.messages import Inbound, Target
 from tests.fakes.discord_helpers import Rig, build_rig, message_dict, sent_messages
 from tests.support.adapters import QuietAdapter

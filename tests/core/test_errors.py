@@ -9,8 +9,7 @@ from bot.runtime import StartupError
 from core.commitments.candidates import UnusableAnswer
 from core.commitments.service import SnoozeError
 from core.config.model import ConfigError
-from core.conversation.manager import MessageNotStored
-from core.errors import KeptError
+from core.errors import KeptError, MessageNotStored
 from core.llm import LLMError
 from core.reminders.schedule import ScheduleError
 from core.search.service import NotVisible

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 
-from core.conversation.manager import MessageNotStored
+from core.errors import MessageNotStored
 from core.messages import Inbound, Target, storable
 from core.store.base import ImportRow, NewMessage
 from core.store.errors import REFUSED_ACTION, refused_value, root_cause, storage_action

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from channels.base import ChannelStartError
-from channels.telegram.adapter import POLL_FAILURES_NOT_READY, TelegramAdapter
+from channels.telegram.adapter import TelegramAdapter
+from channels.telegram.connection import POLL_FAILURES_NOT_READY
 from tests.fakes.telegram_server import TOKEN
 from tests.support.telegram_harness import TelegramHarness, drive, telegram_harness
 
