@@ -8,7 +8,6 @@ lexemes.py      kept's tokenizer: a message's tsvector, a query's tsquery
 messages.py     PostgresStore: sessions, messages (the transcript Store)
 index.py        edits, deletions, imports, rebuilds of the search rows
 search.py       search and context reads
-claims.py       what the follow-up stores share: claim columns, fence, aware times
 due_claims.py   one statement claims a page of chats' due follow-ups, each chat whole
 locks.py        the session guard: a chat's turns on one worker at a time
 wake.py         LISTEN/NOTIFY: a follow-up stored by one worker wakes the others

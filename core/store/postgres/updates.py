@@ -24,7 +24,7 @@ from datetime import datetime
 import psycopg
 from psycopg import AsyncConnection
 
-from core.store.postgres.claims import aware
+from core.store.dialect import POSTGRES
 from core.store.postgres.connection import PostgresConnection, notifications
 from core.store.updates import DONE_RETENTION, NewUpdate, QueuedUpdate, UpdateQueue
 
@@ -70,13 +70,13 @@ class PostgresUpdateQueue(UpdateQueue):
         async with self._db.transaction() as conn:
             await conn.execute(
                 "DELETE FROM update_queue WHERE source = %s AND done_at < %s",
-                (source, aware(now) - DONE_RETENTION),
+                (source, POSTGRES.time(now) - DONE_RETENTION),
             )
             cursor = await conn.execute(
                 _PUT,
                 (
                     source,
-                    aware(now),
+                    POSTGRES.time(now),
                     [u.update_id for u in ordered],
                     [u.lane for u in ordered],
                     [u.payload for u in ordered],
@@ -101,8 +101,8 @@ class PostgresUpdateQueue(UpdateQueue):
         params = {
             "source": source,
             "worker": worker,
-            "now": aware(now),
-            "until": aware(lease_until),
+            "now": POSTGRES.time(now),
+            "until": POSTGRES.time(lease_until),
             "lanes": lanes,
         }
         rows = await self._db.write(_CLAIM, params)
@@ -115,7 +115,7 @@ class PostgresUpdateQueue(UpdateQueue):
         rows = await self._db.write(
             "UPDATE update_queue SET lease_until = %s "
             "WHERE claimed_by = %s AND done_at IS NULL AND id = ANY(%s) RETURNING id",
-            (aware(lease_until), worker, list(ids)),
+            (POSTGRES.time(lease_until), worker, list(ids)),
         )
         return sorted(int(r[0]) for r in rows)
 
@@ -127,7 +127,7 @@ class PostgresUpdateQueue(UpdateQueue):
         await self._db.write(
             "UPDATE update_queue SET done_at = %s, payload = '', claimed_by = NULL, "
             "lease_until = NULL WHERE id = ANY(%s) AND done_at IS NULL",
-            (aware(now), list(ids)),
+            (POSTGRES.time(now), list(ids)),
         )
 
     async def release(self, *, worker: str) -> int:
