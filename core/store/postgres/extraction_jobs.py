@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from core.commitments.exchange import Exchange
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
 from core.commitments.model import Scope
 from core.commitments.pause import PauseResult, PauseStore
-from core.commitments.rules import Exchange
 from core.store.postgres.claims import aware
 from core.store.postgres.connection import PostgresConnection
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from core.commitments.exchange import Exchange
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
 from core.commitments.model import Scope
 from core.commitments.pause import PauseResult, PauseStore
-from core.commitments.rules import Exchange
 from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.rows import from_ms, to_ms
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.commitments.cues import worth_extracting
-from core.commitments.rules import Exchange
+from core.commitments.exchange import Exchange
 from core.config.model import CommitmentsConfig, KeptConfig, LlmConfig
 from core.evaluation.cases import load_cases
 from core.evaluation.metrics import metrics
