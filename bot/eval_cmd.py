@@ -16,6 +16,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,18 @@ import click
 from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-import bot
 from bot.context import config_option, fail, resolve_config_path
 from bot.eval_report import comparison_report, composition, composition_table, run_report
 from bot.store_access import load_or_fail
 from core.clock import SystemClock
-from core.evaluation.cases import LANGUAGES, Case, CaseFileError, load_cases, select
+from core.evaluation.cases import (
+    LANGUAGES,
+    Case,
+    CaseFileError,
+    labelled_set,
+    load_cases,
+    select,
+)
 from core.evaluation.compare import RunFileError, SavedRun, compare, read_run, run_document
 from core.evaluation.metrics import metrics
 from core.evaluation.runner import (
@@ -40,8 +47,6 @@ from core.evaluation.runner import (
 from core.evaluation.scoring import CaseResult
 from core.llm import LLMClient
 from core.logs import setup_logging
-
-DEFAULT_CASES = Path(bot.__file__).resolve().parent.parent / "tests" / "data" / "extraction"
 
 
 @click.group("eval")
@@ -66,12 +71,12 @@ def _cases_option(func: Callable[..., Any]) -> Callable[..., Any]:
         "cases_path",
         type=click.Path(path_type=Path),
         default=None,
-        help="A .jsonl case file or a directory of them (default: tests/data/extraction).",
+        help="A .jsonl case file or a directory of them (default: the labelled set kept ships).",
     )(func)
 
 
-def _load(cases_path: Path | None) -> tuple[Path, list[Case]]:
-    path = cases_path if cases_path is not None else DEFAULT_CASES
+def _load(cases_path: Path | None) -> tuple[Traversable, list[Case]]:
+    path = cases_path if cases_path is not None else labelled_set()
     try:
         return path, load_cases(path)
     except CaseFileError as exc:

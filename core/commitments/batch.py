@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 from core.clock import Clock
 from core.commitments.cues import worth_sending
+from core.commitments.exchange import Exchange
 from core.commitments.jobs import ExtractionJob
 from core.commitments.judge import judge
 from core.commitments.model import Commitment, Scope
 from core.commitments.pause import Pauses
-from core.commitments.rules import Exchange, merge_fields
+from core.commitments.rules import merge_fields
 from core.commitments.store import CommitmentStore, ScopeResult
 from core.config.model import KeptConfig
 from core.conversation.manager import ChatModel

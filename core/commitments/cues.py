@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from core.commitments.exchange import Exchange
 from core.commitments.text import fold
-
-if TYPE_CHECKING:
-    from core.commitments.rules import Exchange
 
 # Stems, written as fold() leaves them: lower case, accents and apostrophes
 # gone (é → e, ş → s, but Turkish ı stays ı), Arabic script with Persian

@@ -11,14 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from core.commitments.candidates import Candidate
 from core.commitments.cues import CUES, has_cue
+from core.commitments.exchange import Exchange
 from core.commitments.text import fold
-
-if TYPE_CHECKING:
-    from core.commitments.rules import Exchange
 
 
 def _any(patterns: Iterable[str]) -> re.Pattern[str]:

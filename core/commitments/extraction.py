@@ -26,11 +26,11 @@ from datetime import datetime, timedelta
 
 from core.clock import Clock
 from core.commitments.batch import BatchExtractor
+from core.commitments.exchange import Exchange
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
 from core.commitments.lane import Lane
 from core.commitments.model import Scope
 from core.commitments.pause import Pauses, PauseStore
-from core.commitments.rules import Exchange
 from core.commitments.store import CommitmentStore
 from core.config.model import KeptConfig
 from core.conversation.manager import ChatModel, ReplyEvent

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.commitments.exchange import Exchange
 from core.commitments.model import Scope
-from core.commitments.rules import Exchange
 from core.messages import ChatKind
 
 

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from core.commitments.candidates import ExtractionAnswer, UnusableAnswer, parse_answer
+from core.commitments.exchange import Exchange
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.prompt import build_messages
-from core.commitments.rules import Exchange, Rejection, evaluate
+from core.commitments.rules import Rejection, evaluate
 from core.conversation.manager import ChatModel
 from core.llm import Completion
 from core.messages import ChatKind

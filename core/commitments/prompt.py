@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from core.commitments.exchange import Exchange
 from core.commitments.model import Commitment
-from core.commitments.rules import Exchange
 
 # Long messages keep their start and end; the middle rarely decides a follow-up.
 EXCHANGE_CHARS = 2000

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from core.commitments.candidates import Candidate
+from core.commitments.exchange import Exchange
 from core.commitments.explicit import is_reminder_candidate, split_reminders
 from core.commitments.model import Commitment, NewCommitment, Scope, Sensitivity
 from core.messages import ChatKind
@@ -37,15 +38,6 @@ _SPACES = re.compile(r"\s+")
 
 
 # --- candidates → new commitments -------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One user message and the reply it got, as the model saw them."""
-
-    user_message_id: int
-    user_text: str
-    assistant_text: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,9 @@ after the code rules: no candidate, or each expected follow-up's kind,
 sensitivity and an acceptable due window, plus the pending ids the exchange
 closes. A case file that breaks a rule is refused whole, with the line and
 the reason, so a mislabelled case never quietly skews a measurement.
+
+The labelled set itself ships with the package (data/extraction, one file
+per language), so `kept eval` finds it wherever kept is installed.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from typing import Annotated, Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -176,18 +180,28 @@ def parse_cases(lines: Iterable[str], *, source: str) -> list[Case]:
     return cases
 
 
-def load_cases(path: Path) -> list[Case]:
-    """Every case in `path` (a .jsonl file, or a directory of them, sorted by name)."""
+def labelled_set() -> Traversable:
+    """The labelled set kept ships with: a directory of .jsonl files inside
+    the installed package (a plain directory, or one inside a zip)."""
+    return files(__package__).joinpath("data", "extraction")
+
+
+def load_cases(path: Traversable) -> list[Case]:
+    """Every case in `path` (a .jsonl file, or a directory of them, sorted by
+    name): a `Path`, or a `Traversable` such as `labelled_set()`."""
     if path.is_dir():
-        files = sorted(path.glob("*.jsonl"))
-        if not files:
+        found = sorted(
+            (f for f in path.iterdir() if f.name.endswith(".jsonl") and f.is_file()),
+            key=lambda f: f.name,
+        )
+        if not found:
             raise CaseFileError(f"no .jsonl files in {path}")
     elif path.is_file():
-        files = [path]
+        found = [path]
     else:
         raise CaseFileError(f"no labelled set at {path}")
     cases: list[Case] = []
-    for file in files:
+    for file in found:
         with file.open(encoding="utf-8") as handle:
             cases.extend(parse_cases(handle, source=str(file)))
     seen: set[str] = set()

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from core.commitments.cues import worth_extracting
+from core.commitments.exchange import Exchange
 from core.commitments.judge import Judgement, judge
 from core.commitments.model import Commitment, Scope
-from core.commitments.rules import Exchange
 from core.config.model import KeptConfig
 from core.conversation.manager import ChatModel
 from core.evaluation.cases import Case

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.commitments.exchange import Exchange
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
 from core.commitments.model import Scope
 from core.commitments.pause import PauseResult, PauseStore
-from core.commitments.rules import Exchange
 from core.store.dialect import Dialect, placeholders
 from core.store.sql.database import Database, Row, Transaction
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from core.commitments.batch import per_call
+from core.commitments.exchange import Exchange
 from core.commitments.jobs import ExtractionJob
 from core.commitments.lane import Lane
 from core.commitments.model import Scope
-from core.commitments.rules import Exchange
 from core.config.model import CommitmentsConfig
 from tests.core.commitments.test_extraction import answer, make_harness
 from tests.fakes.openai_server import reply

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from core.commitments.exchange import Exchange
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
 from core.commitments.model import Scope
-from core.commitments.rules import Exchange
 from core.store.backends import Backend, open_backend
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

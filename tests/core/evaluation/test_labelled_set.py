@@ -1,28 +1,26 @@
 """The labels agree with the rules: a model answering exactly what the
-labelled set (tests/data/extraction) expects — each window at the middle of
+labelled set (core/evaluation/data/extraction) expects — each window at the middle of
 its ranges, confidence 0.95 — scores perfectly through the real judge. A
 label the rules can never meet (a window they clamp away, a group follow-up
 they refuse, a mixed case whose follow-up they drop) fails here."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from core.commitments.cues import worth_extracting
-from core.commitments.rules import Exchange
+from core.commitments.exchange import Exchange
 from core.config.model import CommitmentsConfig, KeptConfig, LlmConfig
-from core.evaluation.cases import load_cases
+from core.evaluation.cases import labelled_set, load_cases
 from core.evaluation.metrics import metrics
 from core.evaluation.runner import RunSettings, run_cases
 from core.llm import LLMClient
 from tests.fakes.openai_server import FakeOpenAI
 from tests.support.eval_scripts import responder
 
-LABELLED_SET = Path(__file__).resolve().parents[2] / "data" / "extraction"
+LABELLED_SET = labelled_set()
 
 
 async def test_a_perfect_answer_to_every_labelled_case_scores_perfectly() -> None:
-    files = sorted(LABELLED_SET.glob("*.jsonl")) if LABELLED_SET.is_dir() else []
+    files = [f for f in LABELLED_SET.iterdir() if f.name.endswith(".jsonl")]
     assert files, f"{LABELLED_SET} has no .jsonl case files (the labelled set lands there)"
     cases = load_cases(LABELLED_SET)
     # The worker's own heartbeat lead and deadline, from the default config.

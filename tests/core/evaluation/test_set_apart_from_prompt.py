@@ -5,13 +5,12 @@ was given, not on what it understood."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from core.commitments.prompt import SYSTEM_PROMPT
 from core.commitments.text import fold
-from core.evaluation.cases import Case, load_cases
+from core.evaluation.cases import Case, labelled_set, load_cases
 
-SET = Path(__file__).resolve().parents[2] / "data" / "extraction"
+SET = labelled_set()
 SHINGLE = 5  # words in a row that would make a case's sentence the prompt's
 
 

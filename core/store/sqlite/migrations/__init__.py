@@ -1,6 +1,7 @@
 """Numbered schema migrations for the SQLite backend.
 
-Each migration is a module `mNNNN_<name>.py` in this package with either a
+The steps are the ones both backends follow (core/store/migration_steps.py).
+Each is a module `mNNNN_<name>.py` in this package with either a
 `SQL` string (statements separated by `;`) or an `async def upgrade(db)` for
 changes SQL alone cannot make (e.g. re-deriving full-text columns in Python).
 Migrations live in Python modules rather than .sql files so that they ship in
@@ -8,7 +9,8 @@ a wheel without package-data configuration.
 
 `apply_migrations` runs each pending migration in its own BEGIN IMMEDIATE
 transaction together with its `schema_version` row, so a failure leaves the
-database at the previous version.
+database at the previous version. A database recorded in this backend's old
+numbering (`OLD_NUMBERING`) is renumbered first, in a transaction of its own.
 """
 
 from __future__ import annotations
@@ -25,10 +27,35 @@ from dataclasses import dataclass
 import aiosqlite
 
 from core.store.errors import MigrationError
+from core.store.migration_steps import STEPS, LegacyStep, Step, renumber
 
 Upgrade = Callable[[aiosqlite.Connection], Awaitable[None]]
 
 _MODULE_NAME = re.compile(r"^m(\d{4})_(\w+)$")
+
+# This backend's numbering before the shared list: each old step, and the
+# shared version a database that had applied it has reached (update queue
+# and search scope, PostgreSQL's, came between extraction pauses and user zones).
+OLD_NUMBERING: tuple[LegacyStep, ...] = tuple(
+    LegacyStep(name, reaches)
+    for name, reaches in (
+        ("initial", 1),
+        ("search", 2),
+        ("commitments", 3),
+        ("reminders", 4),
+        ("heartbeat", 5),
+        ("agent_ranges", 6),
+        ("claim_leases", 7),
+        ("extraction_jobs", 8),
+        ("extraction_pauses", 9),
+        ("user_zones", 12),
+        ("app_state", 13),
+        ("pairing", 14),
+        ("parked_updates", 15),
+        ("pairing_notices_and_blocks", 16),
+        ("reply_send_state", 17),
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +117,11 @@ def load_migrations() -> list[Migration]:
             )
         )
     found.sort(key=lambda m: m.version)
+    if [(m.version, m.name) for m in found] != [(s.version, s.name) for s in STEPS]:
+        raise MigrationError(
+            "the SQLite migrations must be the shared steps (core/store/migration_steps.py); "
+            f"found {[f'{m.version:04d}_{m.name}' for m in found]}"
+        )
     return found
 
 
@@ -105,8 +137,18 @@ def _check_sequence(migrations: Sequence[Migration]) -> None:
 
 
 async def current_version(db: aiosqlite.Connection) -> int:
-    rows = list(await db.execute_fetchall("SELECT coalesce(max(version), 0) FROM schema_version"))
-    return int(rows[0][0])
+    """The schema version in the shared numbering, also for a database still
+    recorded in the old one (opened without migrating)."""
+    applied = await _applied(db)
+    replaced = renumber(applied, OLD_NUMBERING)
+    if replaced is not None:
+        return replaced[-1][1].version
+    return max((version for version, _ in applied), default=0)
+
+
+async def _applied(db: aiosqlite.Connection) -> list[tuple[int, str]]:
+    rows = await db.execute_fetchall("SELECT version, name FROM schema_version")
+    return [(int(version), str(name)) for version, name in rows]
 
 
 async def existing_version(db: aiosqlite.Connection) -> int:
@@ -123,6 +165,33 @@ async def _rollback(db: aiosqlite.Connection) -> None:
         await db.execute("ROLLBACK")
 
 
+async def _renumber_old_versions(db: aiosqlite.Connection) -> None:
+    """Rewrite `schema_version` from the old numbering to the shared one,
+    keeping each step's time of application; a no-op once done."""
+    if renumber(await _applied(db), OLD_NUMBERING) is None:
+        return
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        # Read under the write lock: another process may have renumbered.
+        replaced = renumber(await _applied(db), OLD_NUMBERING)
+        if replaced is not None:
+            await _rewrite_versions(db, replaced)
+        await db.execute("COMMIT")
+    except BaseException:
+        await _rollback(db)
+        raise
+
+
+async def _rewrite_versions(db: aiosqlite.Connection, replaced: list[tuple[int, Step]]) -> None:
+    rows = await db.execute_fetchall("SELECT version, applied_at FROM schema_version")
+    times = {int(version): int(at) for version, at in rows}
+    await db.execute("DELETE FROM schema_version")
+    await db.executemany(
+        "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+        [(step.version, step.name, times[old]) for old, step in replaced],
+    )
+
+
 async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> int:
     """Bring the schema up to the last migration; return the resulting version.
 
@@ -133,6 +202,7 @@ async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migrat
         "CREATE TABLE IF NOT EXISTS schema_version ("
         " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
     )
+    await _renumber_old_versions(db)
     version = await current_version(db)
     if version > len(migrations):
         raise MigrationError(

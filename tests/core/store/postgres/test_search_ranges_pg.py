@@ -1,5 +1,5 @@
 """How a PostgreSQL search bounds its work: search rows carry their agent
-(migration 0007), and a search reads the newest range of ids first, wider
+(migration 0011), and a search reads the newest range of ids first, wider
 ones only while its window is not full, with the same answer as one
 unbounded statement (core/store/postgres/search.py)."""
 
@@ -20,7 +20,7 @@ from core.store.postgres import PostgresStore
 from core.store.postgres import search as pg_search
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.lexemes import tsvector_literal
-from core.store.postgres.migrations import load_migrations, m0007_search_scope
+from core.store.postgres.migrations import load_migrations, m0011_search_scope
 from tests.core.store.test_contract import (
     KEY,
     OTHER,
@@ -223,7 +223,7 @@ async def test_a_bounded_search_starts_from_its_scopes_range(store: PostgresStor
 
 
 async def test_span_lexemes_are_the_same_in_sql_and_python(store: PostgresStore) -> None:
-    assert pg_search.SPAN_BITS == m0007_search_scope.SPAN_BITS
+    assert pg_search.SPAN_BITS == m0011_search_scope.SPAN_BITS
     await pg_helpers.execute(
         store, "SELECT setval(pg_get_serial_sequence('messages', 'id'), %s)", (3 << 14,)
     )
@@ -249,17 +249,17 @@ async def test_span_lexemes_are_the_same_in_sql_and_python(store: PostgresStore)
     assert await matches("b", 0, last.id - (1 << 14)) == [last.id]
 
 
-# --- migration 0007 -----------------------------------------------------------------
+# --- migration 0011 -----------------------------------------------------------------
 
 
 @pytest.fixture
 def fresh_url(postgres_server: str) -> Iterator[str]:
-    with fresh_database(postgres_server, "kept_m0007_backfill") as url:
+    with fresh_database(postgres_server, "kept_m0011_backfill") as url:
         yield url
 
 
-async def test_migration_0007_gives_existing_rows_their_agent(fresh_url: str) -> None:
-    before = PostgresConnection(fresh_url, migrations=load_migrations()[:6])
+async def test_migration_0011_gives_existing_rows_their_agent(fresh_url: str) -> None:
+    before = PostgresConnection(fresh_url, migrations=load_migrations()[:10])
     await before.open()
     await before.close()
     texts = {KEY: "alpha in a", OTHER: "beta in a", B1: "alpha in b"}
@@ -284,7 +284,7 @@ async def test_migration_0007_gives_existing_rows_their_agent(fresh_url: str) ->
     migrated = open_any_store(fresh_url)
     assert isinstance(migrated, PostgresStore)
     async with migrated:
-        assert await migrated.schema_version() >= 7
+        assert await migrated.schema_version() >= 11
         rows = await migrated.connection.fetchall(
             "SELECT s.key, ms.agent_id FROM message_search ms "
             "JOIN sessions s ON s.id = ms.session_id ORDER BY s.key"

@@ -182,7 +182,7 @@ async def test_migrations_apply_once(tmp_path: Path) -> None:
         assert await store.schema_version() == latest
         rows = await store.fetchall("SELECT version, name FROM schema_version ORDER BY version")
         assert [r[0] for r in rows] == list(range(1, latest + 1))
-        assert tuple(rows[0]) == (1, "initial")
+        assert tuple(rows[0]) == (1, "transcript")
         assert await store.get_session(KEY) is not None
 
 

@@ -1,13 +1,8 @@
-"""Follow-up state: commitments, reminders and heartbeat turns.
+"""Inferred commitments: short-lived follow-ups, one scope each.
 
-The SQLite backend reached this schema in steps (its m0003–m0007); here it
-is created whole. Times are `timestamptz`. Every row carries its session key
-and agent id, so a PostgreSQL sharded by session key needs no new columns.
-
-A delivery claim has two phases (`claimed`, then `sending` just before the
-platform call), an owner (`claimed_by`, one worker id per process) and a
-lease (`lease_until`). `claimed_at` is the "has a claim" marker the due
-queries filter on; every statement that ends a claim clears all four.
+Times are `timestamptz`. Every row carries its session key and agent id, so
+a PostgreSQL sharded by session key needs no new columns. The claim columns
+come with steps 5 (heartbeat) and 7 (claim leases), as on SQLite.
 
 Indexes, each answering one question that would otherwise scan the table:
 
@@ -17,9 +12,6 @@ Indexes, each answering one question that would otherwise scan the table:
 - commitments_expiry:  the expiry sweep, "active with due_latest before T"
 - commitments_sent:    the rolling 24 h cap, "sent in this agent session since T"
 - commitments_session: a chat's commitments of any status, and session deletion
-- *_lease:             claims whose lease has ended, and the next lease end
-- reminders_due:       active, unclaimed reminders by fire time
-- reminders_session:   one chat's reminders, and session deletion
 
 Partial indexes name the active statuses exactly as the queries do, so the
 planner can prove a query's WHERE implies the index's.
@@ -60,11 +52,7 @@ CREATE TABLE commitments (
     dismissed_at       timestamptz,
     snoozed_until      timestamptz,
     expired_at         timestamptz,
-    resolved_at        timestamptz,
-    claimed_at         timestamptz,
-    claim_phase        text CHECK (claim_phase IN ('claimed', 'sending')),
-    claimed_by         text,
-    lease_until        timestamptz
+    resolved_at        timestamptz
 );
 
 CREATE INDEX commitments_due ON commitments(due_earliest)
@@ -82,60 +70,15 @@ CREATE INDEX commitments_sent ON commitments(agent_id, session_key, sent_at)
 
 CREATE INDEX commitments_session ON commitments(session_key, status);
 
-CREATE INDEX commitments_lease ON commitments(lease_until) WHERE claim_phase IS NOT NULL;
-
-CREATE TABLE reminders (
-    id             text PRIMARY KEY,
-    agent_id       text NOT NULL,
-    session_key    text NOT NULL,
-    platform       text NOT NULL,
-    chat_id        text NOT NULL,
-    thread_id      text,
-    created_by     text,
-    text           text NOT NULL,
-    kind           text NOT NULL CHECK (kind IN ('at', 'after', 'cron')),
-    -- Not checked beyond presence: a damaged expression must still load, so
-    -- the service can report that one row and carry on with the others.
-    cron           text CHECK ((kind = 'cron') = (cron IS NOT NULL)),
-    timezone       text NOT NULL,
-    next_fire_at   timestamptz NOT NULL,
-    status         text NOT NULL CHECK (status IN ('active', 'done', 'cancelled', 'failed')),
-    claimed_at     timestamptz,
-    last_fired_at  timestamptz,
-    attempts       integer NOT NULL DEFAULT 0,
-    last_error     text,
-    created_at     timestamptz NOT NULL,
-    updated_at     timestamptz NOT NULL,
-    claim_phase    text CHECK (claim_phase IN ('claimed', 'sending')),
-    claimed_by     text,
-    lease_until    timestamptz
-);
-
--- Only the rows that can fire: finished and in-flight ones never enter it.
-CREATE INDEX reminders_due ON reminders(next_fire_at)
-    WHERE status = 'active' AND claimed_at IS NULL;
-
-CREATE INDEX reminders_session ON reminders(session_key, next_fire_at);
-
-CREATE INDEX reminders_lease ON reminders(lease_until) WHERE claim_phase IS NOT NULL;
-
-CREATE TABLE heartbeat_turns (
-    agent_id      text NOT NULL,
-    session_key   text NOT NULL,
-    last_turn_at  timestamptz NOT NULL,
-    PRIMARY KEY (session_key, agent_id)
-);
-
 -- A deleted session takes its follow-up state along in the same
 -- transaction: reasons quote the conversation, and nothing may be delivered
 -- into a conversation that no longer exists. A trigger, not a foreign key:
--- a commitment or reminder may name a session key before (or without) a
--- session row, as on SQLite.
+-- a commitment may name a session key before (or without) a session row, as
+-- on SQLite. Steps 4 and 5 extend the function to reminders and heartbeat
+-- turns.
 CREATE FUNCTION sessions_delete_followups() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM commitments WHERE session_key = OLD.key;
-    DELETE FROM reminders WHERE session_key = OLD.key;
-    DELETE FROM heartbeat_turns WHERE session_key = OLD.key;
     RETURN NULL;
 END $$;
 

@@ -1,6 +1,6 @@
-"""The extraction queue as rows (core/commitments/jobs.py), as the SQLite
-backend's m0008: exchanges waiting for the extraction pass survive a stop or
-a crash, and any worker may adopt the ones nobody vouches for."""
+"""The extraction queue as rows (core/commitments/jobs.py), as on SQLite:
+exchanges waiting for the extraction pass survive a stop or a crash, and any
+worker may adopt the ones nobody vouches for."""
 
 SQL = """
 CREATE TABLE extraction_jobs (

@@ -1,0 +1,27 @@
+"""Heartbeat delivery state.
+
+- commitments.claimed_at: set in the transaction that claims a delivery,
+  cleared when its outcome is recorded (step 7 gives claims a phase, an
+  owner and a lease).
+- heartbeat_turns: when each agent session last had a heartbeat turn, so
+  "at most one turn per interval" survives a restart.
+"""
+
+SQL = """
+ALTER TABLE commitments ADD COLUMN claimed_at timestamptz;
+
+CREATE TABLE heartbeat_turns (
+    agent_id      text NOT NULL,
+    session_key   text NOT NULL,
+    last_turn_at  timestamptz NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+);
+
+CREATE OR REPLACE FUNCTION sessions_delete_followups() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM commitments WHERE session_key = OLD.key;
+    DELETE FROM reminders WHERE session_key = OLD.key;
+    DELETE FROM heartbeat_turns WHERE session_key = OLD.key;
+    RETURN NULL;
+END $$;
+"""
