@@ -30,11 +30,12 @@ from core.commitments.expiry import sweep_expired
 from core.commitments.model import Commitment, Scope
 from core.commitments.store import CommitmentStore
 from core.config.model import KeptConfig
-from core.delivery.send import settle_despite_cancel
+from core.delivery.lease import turn_lease
+from core.heartbeat.claim import FollowUpClaim
+from core.heartbeat.decisions import log_decision
 from core.heartbeat.gates import blocked, interval
-from core.heartbeat.lease import turn_lease
 from core.heartbeat.store import HeartbeatStore, ReapedClaims
-from core.heartbeat.turn import HeartbeatTurn, log_decision
+from core.heartbeat.turn import HeartbeatTurn
 from core.locks import SessionLocks
 from core.logs import event
 from core.users import UserZones
@@ -64,10 +65,9 @@ CAP_WINDOW = timedelta(hours=24)
 
 @dataclass(frozen=True, slots=True)
 class _Claimed:
-    """A scope's claimed rows, waiting for its turn."""
+    """A scope's claim, waiting for its turn."""
 
-    scope: Scope
-    claimed: list[Commitment]
+    claim: FollowUpClaim
     due: int  # the scope's due rows on the page that named it
 
 
@@ -247,7 +247,7 @@ class HeartbeatScheduler:
                     failures.append(exc)
                     continue
                 if retry_at is not None:
-                    self._deferred[item.scope] = retry_at
+                    self._deferred[item.claim.scope] = retry_at
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -262,7 +262,7 @@ class HeartbeatScheduler:
             # Stopped with claims still queued: they never reached the platform.
             while not ready.empty():
                 if (item := ready.get_nowait()) is not None:
-                    await self._release(item.claimed, "stopped before its turn")
+                    await item.claim.release("stopped before its turn")
         if failures:
             raise failures[0]
 
@@ -315,11 +315,8 @@ class HeartbeatScheduler:
     ) -> bool:
         """Claim the scopes' due rows in one statement and queue their turns;
         False when another worker had them all."""
-        claimed = await self._turn.claim(scopes, per_scope=MAX_PER_TURN, lease=lease)
-        by_scope: dict[Scope, list[Commitment]] = {}
-        for c in claimed:
-            by_scope.setdefault(c.scope, []).append(c)
-        waiting = [_Claimed(s, by_scope[s], len(groups[s])) for s in scopes if s in by_scope]
+        claims = await self._turn.claim(scopes, per_scope=MAX_PER_TURN, lease=lease)
+        waiting = [_Claimed(c, len(groups[c.scope])) for c in claims]
         try:
             while waiting:
                 await ready.put(waiting[0])
@@ -327,8 +324,8 @@ class HeartbeatScheduler:
         finally:
             # Stopped while these waited for a place: nothing was sent.
             for item in waiting:
-                await self._release(item.claimed, "stopped before its turn")
-        return bool(by_scope)
+                await item.claim.release("stopped before its turn")
+        return bool(claims)
 
     async def _may_speak(
         self,
@@ -380,79 +377,56 @@ class HeartbeatScheduler:
         worker = self._turn.worker
         return sorted(scopes, key=lambda s: zlib.crc32(f"{worker}:{s.session_key}".encode()))
 
-    async def _release(self, claimed: list[Commitment], why: str) -> None:
-        """Give back claims that never reached the platform."""
-        work = self._store.release(
-            claimed, worker=self._turn.worker, now=self._clock.now(), error=why
-        )
-        try:
-            await settle_despite_cancel(work)
-        except Exception as exc:
-            event(
-                log,
-                logging.WARNING,
-                "heartbeat_claim_release_failed",
-                session=claimed[0].session_key,
-                commitments=",".join(c.id for c in claimed),
-                error=repr(exc),
-                action="none needed: the claim's lease ends it",
-            )
-
     async def _scope_turn(
         self, item: _Claimed, now: datetime, config: KeptConfig
     ) -> datetime | None:
         """Run the scope's turn with its claimed rows if the interval and the
         cap allow; else release them and say when to retry."""
-        scope, claimed = item.scope, item.claimed
+        claim = item.claim
+        scope = claim.scope
         if self._stopping:
-            await self._release(claimed, "stopped before its turn")
+            await claim.release("stopped before its turn")
             return None
         agent = config.agent_or_default(scope.agent_id)
         every = interval(config, scope.agent_id)
-        handed = False  # to the turn, which settles its claims from then on
-        try:
-            # The interval and the cap are read under the session's lock (the
-            # database's, across workers), so two workers never both find room.
-            # A chat another worker holds is left to it (or to a later look):
-            # waiting behind it would line every worker up on the same chats.
-            async with self._session_locks.hold_unless_elsewhere(scope.session_key) as held:
-                if not held:
-                    await self._release(claimed, "chat busy on another worker")
-                    return now + BUSY_RETRY
-                cap = config.commitments.max_per_day
-                sent = await self._store.sent_times_since(
-                    scope.agent_id, scope.session_key, now - CAP_WINDOW
-                )
-                room = cap - len(sent)
-                if room <= 0:
-                    await self._release(claimed, "daily cap reached")
-                    frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else now + every
-                    log_decision(scope, item.due, "cap", until=frees.isoformat())
-                    return frees
-                # The interval's check and the turn's record are one statement.
-                last = await self._store.take_turn(
-                    scope.agent_id, scope.session_key, now=now, every=every
-                )
-                if last is not None:
-                    await self._release(claimed, "a turn was taken meanwhile")
-                    return last + every
-                batch, spare = claimed[:room], claimed[room:]
-                if spare:
-                    await self._release(spare, "daily cap leaves no room")
-                handed = True
-                result = await self._turn.run(
-                    scope,
-                    batch,
-                    timezone=await self._zone_of(scope, agent.timezone),
-                    lease=turn_lease(config.llm),
-                    # The one live read: the off switch, asked again just before
-                    # sending, as switching off during the model call must stop it.
-                    may_send=lambda: self._config().commitments.enabled,
-                )
-        except BaseException as exc:
-            if not handed:  # stopped or broken before the turn: nothing was sent
-                await self._release(claimed, f"{type(exc).__name__} before its turn")
-            raise
+        # The claim settles itself on any way out: stopped or broken before
+        # the turn, it goes back (nothing was sent); the turn settles the rest.
+        # The interval and the cap are read under the session's lock (the
+        # database's, across workers), so two workers never both find room.
+        # A chat another worker holds is left to it (or to a later look):
+        # waiting behind it would line every worker up on the same chats.
+        async with (
+            claim,
+            self._session_locks.hold_unless_elsewhere(scope.session_key) as held,
+        ):
+            if not held:
+                await claim.release("chat busy on another worker")
+                return now + BUSY_RETRY
+            cap = config.commitments.max_per_day
+            sent = await self._store.sent_times_since(
+                scope.agent_id, scope.session_key, now - CAP_WINDOW
+            )
+            room = cap - len(sent)
+            if room <= 0:
+                await claim.release("daily cap reached")
+                frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else now + every
+                log_decision(scope, item.due, "cap", until=frees.isoformat())
+                return frees
+            # The interval's check and the turn's record are one statement.
+            last = await self._store.take_turn(
+                scope.agent_id, scope.session_key, now=now, every=every
+            )
+            if last is not None:
+                await claim.release("a turn was taken meanwhile")
+                return last + every
+            await claim.release_beyond(room, "daily cap leaves no room")
+            result = await self._turn.run(
+                claim,
+                timezone=await self._zone_of(scope, agent.timezone),
+                # The one live read: the off switch, asked again just before
+                # sending, as switching off during the model call must stop it.
+                may_send=lambda: self._config().commitments.enabled,
+            )
         log_decision(
             scope,
             item.due,

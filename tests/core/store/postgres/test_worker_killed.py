@@ -18,7 +18,7 @@ import pytest
 from core.clock import TestClock
 from core.commitments.store import Filter
 from core.config.model import KeptConfig
-from core.heartbeat.lease import turn_lease
+from core.delivery.lease import turn_lease
 from core.heartbeat.scheduler import SCOPE_CONCURRENCY, HeartbeatScheduler
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
