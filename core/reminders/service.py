@@ -202,6 +202,29 @@ class ReminderService:
         """From now on claim nothing new; sends already claimed go on."""
         self._stopping = True
 
+    # --- as the scheduler's due source ----------------------------------------------
+
+    name = "reminders"
+
+    async def start_up(self) -> None:
+        await self.recover_missed()
+
+    async def run_due(self) -> None:
+        await self.reap_expired_claims()
+        if not self._stopping:
+            await self.fire_due()
+
+    async def next_wake(self, now: datetime) -> datetime | None:
+        candidates = []
+        if (due := await self.next_due()) is not None:
+            candidates.append(max(due, now))
+        if (lease := await self.next_lease_expiry()) is not None:
+            candidates.append(lease)
+        return min(candidates, default=None)
+
+    def forget_deferrals(self) -> None:
+        pass  # nothing is deferred: every pass reads what is due
+
     async def next_lease_expiry(self) -> datetime | None:
         return await self._store.next_lease_expiry()
 
