@@ -41,11 +41,12 @@ from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.store import Filter
 from core.config.model import KeptConfig
-from core.heartbeat.scheduler import HeartbeatScheduler
+from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
+from core.scheduler import Scheduler
 from core.store.backends import Backend, open_backend
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -143,21 +144,26 @@ async def work(url: str, name: str, latency: tuple[float, float], go: Any, done:
         store = TimedClaims(backend)
         clock = TestClock(NOW)
         config = KeptConfig.model_validate(CONFIG)
-        scheduler = HeartbeatScheduler(
-            config=lambda: config,
-            commitments=backend.commitments,
-            store=store,  # type: ignore[arg-type]
-            turn=HeartbeatTurn(
-                store=store,  # type: ignore[arg-type]
-                transcript=backend.store,
-                llm=BenchModel(latency[0]),  # type: ignore[arg-type]
-                sender=BenchSender(latency[1]),
-                clock=clock,
-                worker=name,
-            ),
+        scheduler = Scheduler(
+            [
+                FollowUpSource(
+                    config=lambda: config,
+                    commitments=backend.commitments,
+                    store=store,  # type: ignore[arg-type]
+                    turn=HeartbeatTurn(
+                        store=store,  # type: ignore[arg-type]
+                        transcript=backend.store,
+                        llm=BenchModel(latency[0]),  # type: ignore[arg-type]
+                        sender=BenchSender(latency[1]),
+                        clock=clock,
+                        worker=name,
+                    ),
+                    clock=clock,
+                    platforms=lambda: {"telegram"},
+                    session_locks=SessionLocks(shared=backend.session_guard),
+                )
+            ],
             clock=clock,
-            platforms=lambda: {"telegram"},
-            session_locks=SessionLocks(shared=backend.session_guard),
         )
         # Open the pool's connections before the start (as a running worker
         # has them), so the run measures deliveries, not connecting.

@@ -31,11 +31,12 @@ from rich.table import Table
 from core.clock import TestClock
 from core.commitments.model import Scope
 from core.config.model import KeptConfig
-from core.heartbeat.scheduler import HeartbeatScheduler
+from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
+from core.scheduler import Scheduler
 from core.store.backends import open_backend
 from core.store.sqlite.rows import to_ms
 
@@ -124,21 +125,26 @@ async def measure(pending: int, repeat: int, tmp: Path) -> dict[str, Any]:
         next_wake.append((time.perf_counter() - t0) * 1000)
     clock = TestClock(NOW)
     config = KeptConfig.model_validate({"commitments": {"enabled": True}})
-    scheduler = HeartbeatScheduler(
-        config=lambda: config,
-        commitments=backend.commitments,
-        store=hb,
-        turn=HeartbeatTurn(
-            store=hb,
-            transcript=store,
-            llm=InstantModel(),
-            sender=NullSender(),
-            clock=clock,
-            worker="bench",
-        ),
+    scheduler = Scheduler(
+        [
+            FollowUpSource(
+                config=lambda: config,
+                commitments=backend.commitments,
+                store=hb,
+                turn=HeartbeatTurn(
+                    store=hb,
+                    transcript=store,
+                    llm=InstantModel(),
+                    sender=NullSender(),
+                    clock=clock,
+                    worker="bench",
+                ),
+                clock=clock,
+                platforms=lambda: {"telegram"},
+                session_locks=SessionLocks(),
+            )
+        ],
         clock=clock,
-        platforms=lambda: {"telegram"},
-        session_locks=SessionLocks(),
     )
     t0 = time.perf_counter()
     await scheduler.tick()

@@ -2,7 +2,7 @@
 
 - `/healthz`: 200 while the process runs (a liveness probe: restart me if not);
 - `/readyz`: 200 when the store answers, every enabled channel is connected
-  and the heartbeat scheduler runs; else 503 with a JSON body naming what is
+  and the scheduler runs; else 503 with a JSON body naming what is
   not ready (a readiness probe: send me no work yet);
 - `/metrics`: Prometheus text format (bot/metrics.py).
 

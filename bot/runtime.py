@@ -204,7 +204,7 @@ class Runtime:
 
     async def readiness(self) -> dict[str, str]:
         """/readyz: "ok" or why not, for the store, each enabled channel
-        and the heartbeat scheduler."""
+        and the scheduler."""
         return await readiness_checks(self)
 
     async def _refresh_metrics(self) -> None:
@@ -223,7 +223,7 @@ class Runtime:
         if self._llm is not None:
             self._llm.update_config(new.llm)
         if self.services is not None:
-            self.services.heartbeat.wake(reset=True)
+            self.services.scheduler.wake(reset=True)
         changed = changed_keys(old, new)
         event(
             log, logging.INFO, "config_reloaded", path=self.config_path, changed=",".join(changed)
@@ -265,10 +265,10 @@ class Runtime:
             self._background_started = True
             self._tasks.extend(start_background(self.services))
         elif self.services is not None:
-            self.services.heartbeat.wake(reset=True)
+            self.services.scheduler.wake(reset=True)
 
     async def stop(self) -> None:
-        """Stop in the order that loses nothing: 1) the heartbeat takes no
+        """Stop in the order that loses nothing: 1) the scheduler takes no
         new follow-ups or reminders, and its in-flight turn or sends get
         shutdown.graceSeconds to finish (after that they are cancelled, and a
         claim that had not reached `sending` is released); 2) the adapters
@@ -277,7 +277,7 @@ class Runtime:
         /readyz says "stopping" from the start; the listener closes last."""
         self._stopping = True
         if self.services is not None:
-            await self.services.heartbeat.stop(self.stop_grace)
+            await self.services.scheduler.stop(self.stop_grace)
         for adapter in reversed(self.adapters):
             try:
                 await adapter.stop()
@@ -344,11 +344,11 @@ async def readiness_checks(runtime: Runtime) -> dict[str, str]:
         adapter = next((a for a in runtime.adapters if a.platform == name), None)
         connected = adapter is not None and getattr(adapter, "connected", True)
         checks[name] = "ok" if connected else "not connected"
-    heartbeat = next((t for t in runtime._tasks if t.get_name() == "heartbeat"), None)
-    if heartbeat is None:
+    scheduler = next((t for t in runtime._tasks if t.get_name() == "scheduler"), None)
+    if scheduler is None:
         checks["scheduler"] = "not started"
     else:
-        checks["scheduler"] = "ok" if not heartbeat.done() else "stopped"
+        checks["scheduler"] = "ok" if not scheduler.done() else "stopped"
     return checks
 
 

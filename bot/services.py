@@ -22,13 +22,14 @@ from core.config.model import KeptConfig
 from core.conversation.manager import ConversationManager
 from core.conversation.recovery import UnansweredRecovery
 from core.delivery.send import AccessCheck
-from core.heartbeat.scheduler import HeartbeatScheduler
+from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
 from core.pairing import Pairing
 from core.reminders import ReminderService, register_reminder_tools
+from core.scheduler import Scheduler
 from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
 from core.search.tools import register_search_tools
@@ -52,7 +53,8 @@ class Services:
     users: UserZones
     # Pairing codes and approved users (dmPolicy: pairing).
     pairing: Pairing
-    heartbeat: HeartbeatScheduler
+    # One wake loop over the due sources: reminders, follow-ups.
+    scheduler: Scheduler
     reconciler: IndexReconciler
     recovery: UnansweredRecovery
     wake: Wake
@@ -92,7 +94,7 @@ def build_services(
     `admins`: who administers a group, for the model's tools (the router too);
     None: nobody."""
     worker = worker or new_worker_id()
-    # Storing a reminder or a follow-up wakes the sleeping heartbeat, on
+    # Storing a reminder or a follow-up wakes the sleeping scheduler, on
     # every worker of the database.
     wake = Wake(backend.wake_channel)
     # A chat turn and a heartbeat turn of one session never interleave.
@@ -142,7 +144,7 @@ def build_services(
     )
 
     heartbeat_store = backend.heartbeat
-    heartbeat = HeartbeatScheduler(
+    followups = FollowUpSource(
         config=config,
         commitments=commitment_store,
         store=heartbeat_store,
@@ -158,10 +160,9 @@ def build_services(
         clock=clock,
         platforms=platforms,
         session_locks=session_locks,
-        reminders=reminders,
-        wake=wake,
         zones=users,
     )
+    scheduler = Scheduler([reminders, followups], clock=clock, wake=wake)
 
     return Services(
         backend=backend,
@@ -173,7 +174,7 @@ def build_services(
         reminders=reminders,
         users=users,
         pairing=Pairing(backend.pairing, clock),
-        heartbeat=heartbeat,
+        scheduler=scheduler,
         reconciler=IndexReconciler(store, clock),
         # A worker that died left its chats' stored messages unanswered.
         recovery=UnansweredRecovery(manager, clock, platforms),
@@ -185,11 +186,11 @@ def build_services(
 
 def start_background(services: Services) -> list[asyncio.Task[None]]:
     """The long-running loops; started once the adapters are up, because the
-    heartbeat's start-up may deliver missed reminders."""
+    scheduler's start-up may deliver missed reminders."""
     services.extraction.start()
     tasks = [
         asyncio.create_task(services.reconciler.run(), name="index-reconciler"),
-        services.heartbeat.start(),
+        services.scheduler.start(),
         asyncio.create_task(services.recovery.run(), name="unanswered-recovery"),
     ]
     if services.backend.wake_channel is not None:

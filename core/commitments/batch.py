@@ -80,7 +80,7 @@ class BatchExtractor:
         self._backlog_per_call = max(self._per_call, backlog_exchanges_per_call)
         self._calls = asyncio.Semaphore(concurrency)
         # Called after a batch created or changed commitments, so a sleeping
-        # heartbeat can look at the new due times (e.g. HeartbeatScheduler.wake).
+        # heartbeat can look at the new due times (e.g. Scheduler.wake).
         self._on_stored = on_stored
         self.requests = 0  # model calls made, for tests, logs and the benchmark
         self.skipped = 0  # exchanges the pre-filter kept from the model

@@ -1,9 +1,10 @@
 """One heartbeat turn for one scope: claim, ask the model, send once, record.
 
-The claim is `claimed` during the model call and becomes `sending` in its own
-fenced transaction just before the platform call. Stopped before that, the
-claim is released (nothing was sent); stopped after it, the commitment ends
-`failed` (the send may have happened, so it is never repeated).
+The turn owns its scope's claim (core/delivery/claim.py): `claimed` during the
+model call, `sending` from its own fenced transaction just before the platform
+call. Stopped before that, the claim is released (nothing was sent); stopped
+after it, the commitment ends `failed` (the send may have happened, so it is
+never repeated).
 
 The destination is the scope stored with the commitments (platform, chat,
 thread) and nothing else; the model's text is only ever the message body. In
@@ -12,8 +13,6 @@ a group, the check-in replies to the member's own message it is about.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,16 +20,14 @@ from typing import Literal, Protocol
 
 from core.clock import Clock
 from core.commitments.model import Commitment, Scope
-from core.delivery.send import AccessCheck, ServeAll, deliver_once, settle_despite_cancel
+from core.delivery.send import AccessCheck, ServeAll, deliver_once
+from core.heartbeat.claim import FollowUpClaim
 from core.heartbeat.prompt import build_messages, clean_checkin, same_text
-from core.heartbeat.store import Final, HeartbeatStore
+from core.heartbeat.store import HeartbeatStore
 from core.llm import Completion, LLMError
-from core.logs import event
 from core.messages import Outbound, Sender, Target, followup_actions, parse_session_key
 from core.metrics import recorder
 from core.store.base import NewMessage, Store
-
-log = logging.getLogger("kept.heartbeat")
 
 DUPLICATE_WINDOW = timedelta(hours=24)
 
@@ -99,52 +96,53 @@ class HeartbeatTurn:
 
     async def claim(
         self, scopes: Sequence[Scope], *, per_scope: int, lease: timedelta
-    ) -> list[Commitment]:
+    ) -> list[FollowUpClaim]:
         """Claim (phase `claimed`) up to `per_scope` due rows of each scope
-        for this worker, in one statement. `lease` covers the wait for the
-        turn, the model call and the send."""
+        for this worker, in one statement: one claim per scope that got rows,
+        in the order of `scopes`. `lease` covers the wait for the turn, the
+        model call and the send."""
         if not scopes:
             return []
         now = self._clock.now()
-        return await self._store.claim_due(
+        rows = await self._store.claim_due(
             scopes, per_scope=per_scope, worker=self._worker, now=now, lease_until=now + lease
         )
+        by_scope: dict[Scope, list[Commitment]] = {}
+        for c in rows:
+            by_scope.setdefault(c.scope, []).append(c)
+        return [
+            FollowUpClaim(
+                s, by_scope[s], store=self._store, worker=self._worker, clock=self._clock,
+                lease=lease,
+            )
+            for s in scopes
+            if s in by_scope
+        ]  # fmt: skip
 
     async def run(
         self,
-        scope: Scope,
-        claimed: list[Commitment],
+        claim: FollowUpClaim,
         *,
         timezone: str,
-        lease: timedelta,
         may_send: Callable[[], bool] = lambda: True,
     ) -> TurnResult:
-        """Ask, send once, with the scope's claimed rows (see `claim`).
-        `lease` covers the model call and the send; `may_send` is asked
-        again just before sending (config read live)."""
-        progress = _Progress()
-        try:
-            return await self._claimed(scope, claimed, timezone, lease, may_send, progress)
-        except BaseException as exc:
-            # Stopped (cancelled) or broken mid-turn: a claim that never reached
-            # the platform goes back; one that did may have been sent.
-            await self._settle_interrupted(claimed, progress, exc)
-            raise
+        """Ask, send once, with the scope's claim (see `claim`), which this
+        settles whatever happens. `may_send` is asked again just before
+        sending (config read live)."""
+        # Stopped (cancelled) or broken mid-turn, the claim settles by its
+        # phase: one that never reached the platform goes back, one that did
+        # may have been sent.
+        async with claim:
+            return await self._claimed(claim, timezone, may_send)
 
     async def _claimed(
-        self,
-        scope: Scope,
-        claimed: list[Commitment],
-        timezone: str,
-        lease: timedelta,
-        may_send: Callable[[], bool],
-        progress: _Progress,
+        self, claim: FollowUpClaim, timezone: str, may_send: Callable[[], bool]
     ) -> TurnResult:
-        ids = tuple(c.id for c in claimed)
+        scope, claimed, ids = claim.scope, claim.rows, claim.ids
         # Asked before the model call (none for a chat that gets nothing) and
         # again just before sending: access may change while the model writes.
         if (why := await self.refusal(scope)) is not None:
-            await self._release(claimed, progress, f"not served: {why}")
+            await claim.release(f"not served: {why}")
             return TurnResult("not_served", ids, error=why)
         now = self._clock.now()
         try:
@@ -153,36 +151,30 @@ class HeartbeatTurn:
             )
         except LLMError as exc:
             # Nothing was sent: the commitments stay active for a later turn.
-            await self._release(claimed, progress, f"model: {exc.kind}")
+            await claim.release(f"model: {exc.kind}")
             return TurnResult("model_failed", ids, error=f"{exc.kind}: {exc}")
 
         text = clean_checkin(completion.text)
         if text is None:
-            await self._finish(claimed, progress, "dismissed", error="HEARTBEAT_OK")
+            await claim.finish("dismissed", error="HEARTBEAT_OK")
             return TurnResult("ok", ids)
         since = self._clock.now() - DUPLICATE_WINDOW
         recent = await self._store.recent_checkin_texts(scope.session_key, since)
         if any(same_text(text, old) for old in recent):
-            why = "same text sent in the last 24 h"
-            await self._finish(claimed, progress, "dismissed", error=why)
+            await claim.finish("dismissed", error="same text sent in the last 24 h")
             return TurnResult("duplicate", ids)
         reply_to = await self._member_message(scope, claimed)
 
         if not may_send():
-            await self._release(claimed, progress, "commitments were switched off")
+            await claim.release("commitments were switched off")
             return TurnResult("switched_off", ids)
         if (why := await self.refusal(scope)) is not None:
-            await self._release(claimed, progress, f"not served: {why}")
+            await claim.release(f"not served: {why}")
             return TurnResult("not_served", ids, error=why)
-        now = self._clock.now()
-        if not await self._store.begin_sending(
-            claimed, worker=self._worker, now=now, lease_until=now + lease
-        ):
+        if not await claim.begin_sending():
             # Dismissed, snoozed, expired or taken over while the model wrote:
-            # what it wrote is no longer ours to send.
-            await self._release(claimed, progress, "claim lost before sending")
+            # what it wrote is no longer ours to send (the claim was released).
             return TurnResult("lost_claim", ids)
-        progress.phase = "sending"
 
         target = Target(scope.platform, scope.chat_id, scope.thread_id)
         outbound = Outbound(
@@ -197,11 +189,11 @@ class HeartbeatTurn:
             error = delivery.result.error or "send failed"
             if delivery.outcome == "unknown":
                 error = f"outcome unknown, not resent: {error}"
-            await self._finish(claimed, progress, "failed", error=error)
+            await claim.finish("failed", error=error)
             recorder().checkin("failed")
             return TurnResult("failed", ids, error=error)
 
-        await self._finish(claimed, progress, "sent", message_id=delivery.message_id)
+        await claim.finish("sent", message_id=delivery.message_id)
         recorder().checkin("sent")
         # Written into the transcript (and its index), so the user's answer
         # arrives with its question.
@@ -240,87 +232,3 @@ class HeartbeatTurn:
             ):
                 return message.platform_message_id
         return None
-
-    async def _release(self, claimed: list[Commitment], progress: _Progress, why: str) -> None:
-        await self._store.release(claimed, worker=self._worker, now=self._clock.now(), error=why)
-        progress.phase = "settled"
-
-    async def _finish(
-        self,
-        claimed: list[Commitment],
-        progress: _Progress,
-        status: Final,
-        *,
-        message_id: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        await self._store.finish(
-            claimed,
-            status,
-            worker=self._worker,
-            now=self._clock.now(),
-            message_id=message_id,
-            error=error,
-        )
-        progress.phase = "settled"
-
-    async def _settle_interrupted(
-        self, claimed: list[Commitment], progress: _Progress, exc: BaseException
-    ) -> None:
-        why = "stopped" if isinstance(exc, asyncio.CancelledError) else repr(exc)
-        now = self._clock.now()
-        if progress.phase == "claimed":
-            work = self._store.release(
-                claimed, worker=self._worker, now=now, error=f"{why} before sending; released"
-            )
-        elif progress.phase == "sending":
-            work = self._store.finish(
-                claimed,
-                "failed",
-                worker=self._worker,
-                now=now,
-                error=f"{why} while sending: outcome unknown, not resent",
-            )
-        else:
-            return
-        # A second cancellation must not cut the bookkeeping short. Should it
-        # fail anyway, the lease ends the claim the same way later.
-        try:
-            await settle_despite_cancel(work)
-            outcome = "released" if progress.phase == "claimed" else "failed"
-            log_decision(
-                claimed[0].scope,
-                len(claimed),
-                outcome,
-                commitments=",".join(c.id for c in claimed),
-                reason=f"{why} {'before' if outcome == 'released' else 'while'} sending",
-            )
-        except Exception as err:
-            event(
-                log,
-                logging.ERROR,
-                "heartbeat_claim_settle_failed",
-                phase=progress.phase,
-                commitments=",".join(c.id for c in claimed),
-                error=repr(err),
-                action="none needed: the claim's lease ends it",
-            )
-
-
-@dataclass(slots=True)
-class _Progress:
-    # claimed -> sending -> settled; settled once the store has the outcome.
-    phase: Literal["claimed", "sending", "settled"] = "claimed"
-
-
-def log_decision(scope: Scope, due: int, outcome: str, **fields: object) -> None:
-    event(
-        log,
-        logging.WARNING if outcome in ("failed", "model_failed") else logging.INFO,
-        "heartbeat",
-        agent=scope.agent_id,
-        session=scope.session_key,
-        due=due,
-        outcome=outcome,
-        **fields,
-    )

@@ -27,15 +27,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core.clock import Clock
+from core.delivery.lease import SEND_LEASE
 from core.delivery.send import (
     DEFAULT_ATTEMPTS,
     AccessCheck,
     Delivery,
     ServeAll,
     deliver_once,
-    settle_despite_cancel,
 )
-from core.heartbeat.lease import SEND_LEASE
 from core.logs import event
 from core.messages import (
     ChatKind,
@@ -47,10 +46,11 @@ from core.messages import (
     reminder_snooze_actions,
 )
 from core.metrics import recorder
+from core.reminders.claim import UNCONFIRMED, ReminderClaim, after_unknown
 from core.reminders.model import NewReminder, Reminder
 from core.reminders.policy import Decision, decide
 from core.reminders.schedule import Schedule, ScheduleError, next_cron
-from core.reminders.store import Claim, ReminderStore
+from core.reminders.store import ReminderStore
 from core.store.base import NewMessage, Store
 
 log = logging.getLogger("kept.reminders")
@@ -62,11 +62,6 @@ PAGE = 100
 MAX_PAGES = 50
 # Chats served at once; reminders of one chat go out one by one, in order.
 CONCURRENCY = 8
-
-UNCONFIRMED = (
-    "the process stopped after this reminder was claimed and before its send was "
-    "confirmed; not sent again, so the user gets at most one copy"
-)
 
 
 @dataclass(slots=True)
@@ -207,6 +202,29 @@ class ReminderService:
         """From now on claim nothing new; sends already claimed go on."""
         self._stopping = True
 
+    # --- as the scheduler's due source ----------------------------------------------
+
+    name = "reminders"
+
+    async def start_up(self) -> None:
+        await self.recover_missed()
+
+    async def run_due(self) -> None:
+        await self.reap_expired_claims()
+        if not self._stopping:
+            await self.fire_due()
+
+    async def next_wake(self, now: datetime) -> datetime | None:
+        candidates = []
+        if (due := await self.next_due()) is not None:
+            candidates.append(max(due, now))
+        if (lease := await self.next_lease_expiry()) is not None:
+            candidates.append(lease)
+        return min(candidates, default=None)
+
+    def forget_deferrals(self) -> None:
+        pass  # nothing is deferred: every pass reads what is due
+
     async def next_lease_expiry(self) -> datetime | None:
         return await self._store.next_lease_expiry()
 
@@ -225,7 +243,7 @@ class ReminderService:
             self._log(logging.INFO, "reminder_claim_released", r, reason="lease expired unsent")
         resolved = 0
         for r in await self._store.expired_sends(now):
-            following = self._after_unknown(r, now)
+            following = after_unknown(r, now)
             done = await self._store.fail_expired_send(
                 r, now=now, error=UNCONFIRMED, next_fire_at=following
             )
@@ -342,50 +360,38 @@ class ReminderService:
             )
             if claimed is None:
                 return  # cancelled, or claimed by a concurrent pass, since it was read
-            await self._send_claimed(claimed, decision, tally, startup)
+            claim = ReminderClaim(
+                claimed, store=self._store, worker=self._worker, clock=self._clock,
+                lease=SEND_LEASE,
+            )  # fmt: skip
+            # Interrupted before `sending`, the claim is released; after, the
+            # reminder is settled as a send of unknown outcome.
+            async with claim:
+                await self._send_claimed(claim, decision, tally, startup)
         finally:
             self._in_flight.discard(r.id)
 
     async def _send_claimed(
-        self, claimed: Reminder, decision: Decision, tally: _Tally, startup: bool
+        self, claim: ReminderClaim, decision: Decision, tally: _Tally, startup: bool
     ) -> None:
-        """`claimed` -> `sending` (fenced, own transaction) -> send -> record.
-        Interrupted before `sending`, the claim is released; after, the
-        reminder is settled as a send of unknown outcome."""
-        phase = "claimed"
-        try:
-            if await self._not_served(claimed, decision, tally):
-                return
-            now = self._clock.now()
-            sending = await self._store.begin_sending(
-                claimed, worker=self._worker, now=now, lease_until=now + SEND_LEASE
-            )
-            if sending is None:
-                # Cancelled meanwhile (or the claim is no longer ours).
-                await self._store.release(
-                    claimed, worker=self._worker, now=now, error="claim lost before sending"
-                )
-                return
-            phase = "sending"
-            await self._deliver(sending, decision, tally, startup)
-            phase = "settled"
-        except BaseException as exc:
-            await self._settle_interrupted(claimed, phase, exc)
-            raise
+        """`claimed` -> `sending` (fenced, own transaction) -> send -> record."""
+        if await self._not_served(claim, decision, tally):
+            return
+        if not await claim.begin_sending():
+            return  # cancelled meanwhile (or the claim is no longer ours): released
+        await self._deliver(claim, decision, tally, startup)
 
-    async def _not_served(self, r: Reminder, decision: Decision, tally: _Tally) -> bool:
+    async def _not_served(self, claim: ReminderClaim, decision: Decision, tally: _Tally) -> bool:
         """Settle a claimed firing whose chat is no longer served (its member
         revoked or blocked, its group removed): nothing is sent. A repeating
         reminder moves on to its next time; a one-shot one ends `failed` (it
         was not delivered, and no one cancelled it). False when it is served;
         an access check that cannot be made releases the claim (fires later)."""
+        r = claim.row
         try:
             why = await self._access.refusal(r.target, _chat_kind(r), r.created_by)
         except Exception as exc:
-            now = self._clock.now()
-            await self._store.release(
-                r, worker=self._worker, now=now, error=f"access check failed: {exc!r}"
-            )
+            await claim.release(f"access check failed: {exc!r}")
             self._log(
                 logging.WARNING,
                 "reminder_access_check_failed",
@@ -398,13 +404,7 @@ class ReminderService:
             return False
         now = self._clock.now()
         following = self._following(r, decision, now)
-        await self._store.mark_failed(
-            r.id,
-            now=now,
-            error=f"not sent: {why}",
-            next_fire_at=following,
-            claim=Claim(self._worker, r.attempts),
-        )
+        await claim.mark_failed(at=now, error=f"not sent: {why}", next_fire_at=following)
         tally.skipped += 1
         self._log(
             logging.WARNING,
@@ -422,48 +422,10 @@ class ReminderService:
         )
         return True
 
-    async def _settle_interrupted(self, r: Reminder, phase: str, exc: BaseException) -> None:
-        why = "stopped" if isinstance(exc, asyncio.CancelledError) else repr(exc)
-        now = self._clock.now()
-        if phase == "claimed":
-            work = self._store.release(
-                r, worker=self._worker, now=now, error=f"{why} before sending; released"
-            )
-        elif phase == "sending":
-            following = self._after_unknown(r, now)
-            self._log(logging.WARNING, "reminder_outcome_unknown", r, error=why, next=following)
-            work = self._store.mark_failed(
-                r.id,
-                now=now,
-                error=f"{why} while sending; {UNCONFIRMED}",
-                next_fire_at=following,
-                claim=Claim(self._worker, r.attempts),
-            )
-        else:
-            return
-        try:
-            await settle_despite_cancel(work)
-        except Exception as err:
-            self._log(
-                logging.ERROR,
-                "reminder_claim_settle_failed",
-                r,
-                phase=phase,
-                error=repr(err),
-                action="none needed: the claim's lease ends it",
-            )
-
-    def _after_unknown(self, r: Reminder, now: datetime) -> datetime | None:
-        """After a send of unknown outcome: a recurring reminder's next time,
-        None for a one-shot one (or an unusable schedule): it ends failed."""
-        if r.cron is None:
-            return None
-        try:
-            return next_cron(r.cron, r.timezone, max(now, r.next_fire_at))
-        except ScheduleError:
-            return None
-
-    async def _deliver(self, r: Reminder, decision: Decision, tally: _Tally, startup: bool) -> None:
+    async def _deliver(
+        self, claim: ReminderClaim, decision: Decision, tally: _Tally, startup: bool
+    ) -> None:
+        r = claim.row
         text = decision.text(r)
         # Its Snooze buttons name this firing (the attempt this claim counted).
         actions = reminder_snooze_actions(r.id, r.attempts)
@@ -488,11 +450,7 @@ class ReminderService:
             "tries": delivery.attempts,
         }
         if delivery.outcome == "sent":
-            claim = Claim(self._worker, r.attempts)
-            if (
-                await self._store.mark_fired(r.id, now=done_at, next_fire_at=following, claim=claim)
-                is None
-            ):
+            if not await claim.mark_fired(at=done_at, next_fire_at=following):
                 self._log(
                     logging.WARNING,
                     "reminder_claim_lost_after_send",
@@ -524,13 +482,7 @@ class ReminderService:
                 action="check the bot's access to this chat",
                 **fields,
             )
-        await self._store.mark_failed(
-            r.id,
-            now=done_at,
-            error=why,
-            next_fire_at=following,
-            claim=Claim(self._worker, r.attempts),
-        )
+        await claim.mark_failed(at=done_at, error=why, next_fire_at=following)
 
     def _following(self, r: Reminder, decision: Decision, at: datetime) -> datetime | None:
         """A recurring reminder's next time after `at` (sending may have taken a

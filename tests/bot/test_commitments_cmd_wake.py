@@ -20,10 +20,11 @@ from bot.commitments_cmd import commitments_group
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
 from core.config.model import KeptConfig
-from core.heartbeat.scheduler import MAX_SLEEP, HeartbeatScheduler
+from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.locks import SessionLocks
+from core.scheduler import MAX_SLEEP, Scheduler
 from core.store.backends import Backend, open_backend
 from core.store.postgres import PostgresWakeChannel
 from core.wake import Wake
@@ -90,21 +91,26 @@ async def test_a_cli_snooze_wakes_the_running_heartbeat(storage_url: str, tmp_pa
     async with open_backend(storage_url) as bot:
         commitment_id = await delivered_check_in(bot, clock.now())
         wake = Wake(bot.wake_channel)
-        heartbeat = HeartbeatScheduler(
-            config=lambda: config,
-            commitments=bot.commitments,
-            store=bot.heartbeat,
-            turn=HeartbeatTurn(
-                store=bot.heartbeat,
-                transcript=bot.store,
-                llm=EchoModel(),  # type: ignore[arg-type]
-                sender=sender,
-                clock=clock,
-                worker="bot",
-            ),
+        heartbeat = Scheduler(
+            [
+                FollowUpSource(
+                    config=lambda: config,
+                    commitments=bot.commitments,
+                    store=bot.heartbeat,
+                    turn=HeartbeatTurn(
+                        store=bot.heartbeat,
+                        transcript=bot.store,
+                        llm=EchoModel(),  # type: ignore[arg-type]
+                        sender=sender,
+                        clock=clock,
+                        worker="bot",
+                    ),
+                    clock=clock,
+                    platforms=lambda: {"telegram"},
+                    session_locks=SessionLocks(shared=bot.session_guard),
+                )
+            ],
             clock=clock,
-            platforms=lambda: {"telegram"},
-            session_locks=SessionLocks(shared=bot.session_guard),
             wake=wake,
         )
         listener = asyncio.create_task(wake.listen(clock))

@@ -40,7 +40,7 @@ async def test_a_stored_reminder_wakes_the_sleeping_heartbeat(tmp_path: Path) ->
         thread_id=None,
         now=clock.now(),
     )
-    task = services.heartbeat.start()
+    task = services.scheduler.start()
     try:
         for _ in range(200):  # until the heartbeat sleeps, with nothing due
             await asyncio.sleep(0.005)

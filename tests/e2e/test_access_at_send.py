@@ -80,7 +80,7 @@ async def test_revoked_user_and_removed_group_get_nothing_until_let_in_again(
 
     for _ in range(3):
         await tg.clock.advance(60)
-        await tg.services.heartbeat.tick()
+        await tg.services.scheduler.tick()
     assert tg.fake.sent == [] and tg.model.requests == []
     assert (await tg.commitment(private.id)).status == "pending"
     assert (await tg.commitment(in_group.id)).status == "pending"
@@ -90,7 +90,7 @@ async def test_revoked_user_and_removed_group_get_nothing_until_let_in_again(
     await approve(tg)  # approved again, within the follow-up's window
     for _ in range(2):
         await tg.clock.advance(61)
-        await tg.services.heartbeat.tick()
+        await tg.services.scheduler.tick()
     assert [(s.chat_id, s.text) for s in tg.fake.sent] == [(USER, "Hi! How did it go?")]
     assert (await tg.commitment(private.id)).status == "sent"
     assert (await tg.commitment(in_group.id)).status == "pending"
@@ -122,14 +122,14 @@ async def test_a_discord_server_removed_from_groups_gets_no_check_in(tmp_path: P
         [created] = (await store.apply_extraction(member, [new], [], now=now)).created
         settings.groups = ["123456789012345678"]  # another server only
         harness.model.steps.append(text("How did the interview go?"))
-        await harness.services.heartbeat.tick()
+        await harness.services.scheduler.tick()
         assert fake.sent == [] and harness.model.requests == []
         found = await store.get(created.id)
         assert found is not None and found.status == "pending"
 
         settings.groups = [str(fake.guild_id)]  # listed again
         await harness.clock.advance(61)
-        await harness.services.heartbeat.tick()
+        await harness.services.scheduler.tick()
         await fake.wait_for(lambda: fake.sent)
         assert [(s.channel_id, s.content) for s in fake.sent] == [
             (fake.general, "How did the interview go?")

@@ -47,7 +47,7 @@ async def test_a_server_check_in_replies_to_the_members_message(tmp_path: Path) 
         store = harness.services.backend.commitments
         [created] = (await store.apply_extraction(member, [new], [], now=now)).created
         harness.model.steps.append(text("How did the interview go?"))
-        await harness.services.heartbeat.tick()
+        await harness.services.scheduler.tick()
         await fake.wait_for(lambda: len(fake.sent) >= 2)
 
         checkin = fake.sent[-1]

@@ -73,13 +73,13 @@ async def test_interview_mention_to_follow_up_in_that_channel_only(
 
     # Before the window nothing is sent.
     rig.clock.set(tomorrow_evening - timedelta(hours=2))
-    await rig.services.heartbeat.tick()
+    await rig.services.scheduler.tick()
     assert sent_messages() == []
 
     # The next evening the heartbeat delivers one check-in, in that channel.
     rig.clock.set(tomorrow_evening + timedelta(minutes=5))
     payloads.clear()
-    await rig.services.heartbeat.tick()
+    await rig.services.scheduler.tick()
     [follow_up] = sent_messages()
     assert follow_up.channel.id == here.id
     assert follow_up.content == "How did the interview go?"
@@ -103,7 +103,7 @@ async def test_interview_mention_to_follow_up_in_that_channel_only(
 
     # Only one check-in: later ticks send nothing more.
     rig.clock.set(tomorrow_evening + timedelta(hours=3))
-    await rig.services.heartbeat.tick()
+    await rig.services.scheduler.tick()
     assert sent_messages() == []
     assert rig.model.roles.count("heartbeat") == 1
 

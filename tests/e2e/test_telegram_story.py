@@ -72,11 +72,11 @@ async def test_interview_mention_to_follow_up_in_that_chat_only(tg: TelegramHarn
 
     before = len(tg.fake.sent)
     tg.clock.set(evening - timedelta(hours=2))
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     assert len(tg.fake.sent) == before
 
     tg.clock.set(evening + timedelta(minutes=5))
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     [follow_up] = tg.fake.sent[before:]
     assert (follow_up.chat_id, follow_up.text) == (GROUP, "How did the interview go?")
     assert follow_up.reply_markup is not None
@@ -84,7 +84,7 @@ async def test_interview_mention_to_follow_up_in_that_chat_only(tg: TelegramHarn
 
     # Later ticks send nothing more, anywhere.
     tg.clock.set(evening + timedelta(hours=3))
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     assert len(tg.fake.sent) == before + 1
 
     # Ana answers by replying to the check-in: her answer follows its question.

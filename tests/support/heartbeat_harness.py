@@ -14,12 +14,13 @@ from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.store import CommitmentStore, Filter
 from core.config.model import KeptConfig
 from core.delivery.send import AccessCheck
-from core.heartbeat.scheduler import HeartbeatScheduler
+from core.heartbeat.source import FollowUpSource
 from core.heartbeat.store import HeartbeatStore
 from core.heartbeat.turn import HeartbeatTurn
 from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
 from core.reminders import ReminderService
+from core.scheduler import DueSource, Scheduler
 from core.store import Store
 from core.store.postgres import PostgresStore
 from core.store.sqlite.rows import to_ms
@@ -86,7 +87,7 @@ class Harness:
         worker: str = WORKER,
         reminders: ReminderService | None = None,
         zones: UserZones | None = None,
-    ) -> HeartbeatScheduler:
+    ) -> Scheduler:
         turn = HeartbeatTurn(
             store=self.heartbeat,
             transcript=self.store,
@@ -96,7 +97,7 @@ class Harness:
             worker=worker,
             access=self.access,
         )
-        return HeartbeatScheduler(
+        followups = FollowUpSource(
             config=lambda: self.config,
             commitments=self.commitments,
             store=self.heartbeat,
@@ -104,9 +105,10 @@ class Harness:
             clock=self.clock,
             platforms=lambda: self.platforms,
             session_locks=self.locks,
-            reminders=reminders,
             zones=zones,
         )
+        sources: list[DueSource] = [followups] if reminders is None else [reminders, followups]
+        return Scheduler(sources, clock=self.clock)
 
     async def seed(
         self,

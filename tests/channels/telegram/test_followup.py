@@ -38,7 +38,7 @@ async def test_heartbeat_follow_up_arrives_in_its_topic_with_buttons(tg: Telegra
     await tg.seed(scope(GROUP, sender=USER, thread=99), "Did the parcel arrive?")
     await tg.start()
     tg.model.steps.extend([check_in, check_in])
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
 
     by_thread = {s.thread_id: s for s in tg.fake.sent}
     assert set(by_thread) == {TOPIC, 99} and {s.chat_id for s in tg.fake.sent} == {GROUP}
@@ -75,7 +75,7 @@ async def test_snooze_on_a_delivered_follow_up_brings_it_up_again_tomorrow(
     c = await tg.seed(scope(42))
     await tg.start()
     tg.model.steps.append(text("How did it go?"))
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     sent = tg.fake.sent[0]
     delivered = await tg.commitment(c.id)
     assert sent.reply_markup is not None and delivered.status == "sent"
@@ -92,14 +92,14 @@ async def test_snooze_on_a_delivered_follow_up_brings_it_up_again_tomorrow(
     assert (snoozed.status, snoozed.due_earliest) == ("snoozed", tomorrow)
     assert snoozed.sent_at == delivered.sent_at  # that delivery still counts toward the cap
 
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     await tg.clock.advance(23 * 3600)
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     assert len(tg.fake.sent) == 1, "nothing before the snooze is over"
     await tg.clock.advance(3600)
     tg.model.steps.append(text("Hi again! How did the interview go in the end?"))
-    await tg.services.heartbeat.tick()
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
+    await tg.services.scheduler.tick()
     assert [s.text for s in tg.fake.sent[1:]] == ["Hi again! How did the interview go in the end?"]
     again = await tg.commitment(c.id)
     assert again.status == "sent" and again.sent_at == tomorrow
@@ -109,7 +109,7 @@ async def test_dismiss_on_a_delivered_follow_up_closes_it(tg: TelegramHarness) -
     c = await tg.seed(scope(42))
     await tg.start()
     tg.model.steps.append(text("How did it go?"))
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     sent = tg.fake.sent[0]
     sent_at = (await tg.commitment(c.id)).sent_at
     assert sent.reply_markup is not None

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from core.heartbeat.scheduler import SCOPE_CONCURRENCY
+from core.heartbeat.source import SCOPE_CONCURRENCY
 from core.heartbeat.store import HeartbeatStore
 from core.llm import Completion
 from tests.fakes.scripted_model import text

@@ -17,8 +17,8 @@ import pytest
 
 from core.commitments.model import Commitment
 from core.config.model import KeptConfig
-from core.heartbeat.lease import turn_lease
-from core.heartbeat.scheduler import SCOPE_CONCURRENCY
+from core.delivery.lease import turn_lease
+from core.heartbeat.source import SCOPE_CONCURRENCY
 from core.llm import Completion
 from core.messages import Outbound, SendResult
 from core.store.sqlite import SqliteStore

@@ -72,7 +72,7 @@ async def test_group_check_in_replies_to_the_members_message(tg: TelegramHarness
     c = await seed_from_message(tg, scope(GROUP, sender=MEMBER), "321")
     await tg.start()
     tg.model.steps.append(text("How did the driving test go?"))
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     [sent] = tg.fake.sent
     assert (sent.chat_id, sent.reply_to) == (GROUP, 321)
     assert sent.text == "How did the driving test go?"
@@ -83,7 +83,7 @@ async def test_private_check_in_is_not_a_reply(tg: TelegramHarness) -> None:
     await seed_from_message(tg, scope(42), "321")
     await tg.start()
     tg.model.steps.append(text("How did the driving test go?"))
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     [sent] = tg.fake.sent
     assert (sent.chat_id, sent.reply_to) == (42, None)
 
@@ -102,6 +102,6 @@ async def test_a_source_message_of_another_chat_is_never_replied_to(tg: Telegram
     await seed_from_message(tg, scope(GROUP, sender=MEMBER), "321", session_key=other)
     await tg.start()
     tg.model.steps.append(text("How did the driving test go?"))
-    await tg.services.heartbeat.tick()
+    await tg.services.scheduler.tick()
     [sent] = tg.fake.sent
     assert (sent.chat_id, sent.reply_to) == (GROUP, None)

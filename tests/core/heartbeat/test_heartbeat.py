@@ -380,8 +380,8 @@ async def test_blocked_scopes_never_hide_a_deliverable_follow_up(
 ) -> None:
     # Pages of 5: twelve due rows of a scope whose platform has no adapter
     # come first; the deliverable one, due last, still goes out this tick.
-    monkeypatch.setattr("core.heartbeat.scheduler.DUE_PAGE_FIRST", 5)
-    monkeypatch.setattr("core.heartbeat.scheduler.DUE_PAGE_MAX", 5)
+    monkeypatch.setattr("core.heartbeat.source.DUE_PAGE_FIRST", 5)
+    monkeypatch.setattr("core.heartbeat.source.DUE_PAGE_MAX", 5)
     blocked = Scope("main", "agent:main:discord:private:9", "discord", "9", None, "u9")
     for i in range(12):
         await hb.seed(blocked, text=f"blocked {i}", key=f"b{i}", due_in=-100 + i)

@@ -17,10 +17,11 @@ import pytest
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
 from core.config.model import KeptConfig
-from core.heartbeat.scheduler import HeartbeatScheduler
+from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.locks import SessionLocks
+from core.scheduler import Scheduler
 from core.store.backends import Backend, open_backend
 from core.store.postgres import PostgresStore, PostgresWakeChannel
 from core.wake import Wake
@@ -95,21 +96,26 @@ async def test_a_follow_up_stored_on_one_worker_wakes_another_workers_heartbeat(
     config = KeptConfig.model_validate({"commitments": {"enabled": True}})
     wake_a, wake_b = Wake(a.wake_channel), Wake(b.wake_channel)
     sender = ScriptedSender()
-    heartbeat_b = HeartbeatScheduler(
-        config=lambda: config,
-        commitments=b.commitments,
-        store=b.heartbeat,
-        turn=HeartbeatTurn(
-            store=b.heartbeat,
-            transcript=b.store,
-            llm=EchoModel(),  # type: ignore[arg-type]
-            sender=sender,
-            clock=clock,
-            worker="b",
-        ),
+    heartbeat_b = Scheduler(
+        [
+            FollowUpSource(
+                config=lambda: config,
+                commitments=b.commitments,
+                store=b.heartbeat,
+                turn=HeartbeatTurn(
+                    store=b.heartbeat,
+                    transcript=b.store,
+                    llm=EchoModel(),  # type: ignore[arg-type]
+                    sender=sender,
+                    clock=clock,
+                    worker="b",
+                ),
+                clock=clock,
+                platforms=lambda: {"telegram"},
+                session_locks=SessionLocks(shared=b.session_guard),
+            )
+        ],
         clock=clock,
-        platforms=lambda: {"telegram"},
-        session_locks=SessionLocks(shared=b.session_guard),
         wake=wake_b,
     )
     listener = asyncio.create_task(wake_b.listen(clock))

@@ -18,12 +18,13 @@ import pytest
 from core.clock import TestClock
 from core.commitments.store import Filter
 from core.config.model import KeptConfig
-from core.heartbeat.lease import turn_lease
-from core.heartbeat.scheduler import SCOPE_CONCURRENCY, HeartbeatScheduler
+from core.delivery.lease import turn_lease
+from core.heartbeat.source import SCOPE_CONCURRENCY, FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
+from core.scheduler import Scheduler
 from core.store.backends import Backend, open_backend
 from tests.core.store.postgres.test_workers_delivery import TAG, scheduler, seed
 from tests.support.heartbeat_harness import ScriptedSender
@@ -94,21 +95,26 @@ async def test_a_killed_workers_turns_are_finished_by_the_others_never_twice(
     clock = TestClock()
     await seed(victim_backend, clock, count=COUNT)
     frozen = Frozen()
-    victim = HeartbeatScheduler(
-        config=lambda: CONFIG,
-        commitments=victim_backend.commitments,
-        store=victim_backend.heartbeat,
-        turn=HeartbeatTurn(
-            store=victim_backend.heartbeat,
-            transcript=victim_backend.store,
-            llm=frozen,  # type: ignore[arg-type]
-            sender=frozen,
-            clock=clock,
-            worker="victim",
-        ),
+    victim = Scheduler(
+        [
+            FollowUpSource(
+                config=lambda: CONFIG,
+                commitments=victim_backend.commitments,
+                store=victim_backend.heartbeat,
+                turn=HeartbeatTurn(
+                    store=victim_backend.heartbeat,
+                    transcript=victim_backend.store,
+                    llm=frozen,  # type: ignore[arg-type]
+                    sender=frozen,
+                    clock=clock,
+                    worker="victim",
+                ),
+                clock=clock,
+                platforms=lambda: {"telegram"},
+                session_locks=SessionLocks(shared=victim_backend.session_guard),
+            )
+        ],
         clock=clock,
-        platforms=lambda: {"telegram"},
-        session_locks=SessionLocks(shared=victim_backend.session_guard),
     )
     victim_tick = asyncio.create_task(victim.tick())
     await asyncio.wait_for(frozen.stuck.wait(), 10)

@@ -16,10 +16,11 @@ import pytest
 from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
 from core.config.model import KeptConfig
-from core.heartbeat.scheduler import BUSY_RETRY, HeartbeatScheduler
+from core.heartbeat.source import BUSY_RETRY, FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.locks import SessionLocks
+from core.scheduler import Scheduler
 from core.store.backends import Backend, open_backend
 from core.store.postgres.locks import CLAIM_NAMESPACE, session_lock_id
 from tests.support.heartbeat_harness import ScriptedSender
@@ -72,22 +73,27 @@ def scheduler(
     sender: ScriptedSender,
     worker: str,
     model: TagModel | None = None,
-) -> HeartbeatScheduler:
-    return HeartbeatScheduler(
-        config=lambda: config,
-        commitments=backend.commitments,
-        store=backend.heartbeat,
-        turn=HeartbeatTurn(
-            store=backend.heartbeat,
-            transcript=backend.store,
-            llm=model or TagModel(),  # type: ignore[arg-type]
-            sender=sender,
-            clock=clock,
-            worker=worker,
-        ),
+) -> Scheduler:
+    return Scheduler(
+        [
+            FollowUpSource(
+                config=lambda: config,
+                commitments=backend.commitments,
+                store=backend.heartbeat,
+                turn=HeartbeatTurn(
+                    store=backend.heartbeat,
+                    transcript=backend.store,
+                    llm=model or TagModel(),  # type: ignore[arg-type]
+                    sender=sender,
+                    clock=clock,
+                    worker=worker,
+                ),
+                clock=clock,
+                platforms=lambda: {"telegram"},
+                session_locks=SessionLocks(shared=backend.session_guard),
+            )
+        ],
         clock=clock,
-        platforms=lambda: {"telegram"},
-        session_locks=SessionLocks(shared=backend.session_guard),
     )
 
 
@@ -202,7 +208,7 @@ async def test_two_workers_never_both_find_room_in_a_chat(backends) -> None:
     sender = ScriptedSender()
     gated = GatedTurns(backends[0])
     a = scheduler(backends[0], config, clock, sender, "a")
-    a._store = gated  # type: ignore[assignment]  # the scheduler's checks and record
+    a._sources[0]._store = gated  # type: ignore[attr-defined]  # the follow-ups' checks and record
     b_model = TagModel()
     b = scheduler(backends[1], config, clock, sender, "b", b_model)
     first = asyncio.create_task(a.tick())

@@ -1,46 +1,36 @@
-"""The heartbeat scheduler: one task per process.
+"""The follow-up due source: which commitments get a check-in turn, and when.
 
-It sleeps until the earliest of the next due commitment, the next due
-reminder and the earliest time a blocked scope may speak again — each found by
-an indexed query — and is woken early when something new is stored. Due
-commitments are grouped by exact scope; each scope gets at most one turn per
-`heartbeat.every`, only inside its active hours, only while its platform has a
-running adapter, and only while its rolling 24 h cap allows. While
+Due commitments are grouped by exact scope; each scope gets at most one turn
+per `heartbeat.every`, only inside its active hours, only while its platform
+has a running adapter, and only while its rolling 24 h cap allows. While
 `commitments.enabled` is false (read on every tick) no follow-up is claimed
-or delivered; reminders fire either way.
+or delivered. The scheduler (core/scheduler.py) decides when to look.
 
 Every tick (and start-up) first settles claims whose lease has expired, of
 any worker: unsent ones are released, ones caught mid-send fail (see turn.py).
-`stop(grace)` takes no new work and gives the running turn `grace` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
 
-from core.clock import Clock, sleep_or_until_set
+from core.clock import Clock
 from core.commitments.expiry import sweep_expired
 from core.commitments.model import Commitment, Scope
 from core.commitments.store import CommitmentStore
 from core.config.model import KeptConfig
-from core.delivery.send import settle_despite_cancel
+from core.delivery.lease import turn_lease
+from core.heartbeat.claim import FollowUpClaim
+from core.heartbeat.decisions import log_decision
 from core.heartbeat.gates import blocked, interval
-from core.heartbeat.lease import turn_lease
 from core.heartbeat.store import HeartbeatStore, ReapedClaims
-from core.heartbeat.turn import HeartbeatTurn, log_decision
+from core.heartbeat.turn import HeartbeatTurn
 from core.locks import SessionLocks
-from core.logs import event
 from core.users import UserZones
-from core.wake import Wake
-
-log = logging.getLogger("kept.heartbeat")
 
 MAX_PER_TURN = 3
 # Chats whose check-in turns run at once in one worker.
@@ -51,8 +41,6 @@ DUE_PAGE_MAX = 500
 # Pages of due rows read per tick at most; what lies beyond waits for the
 # next tick (a bound on one tick's reads, not a delivery limit).
 MAX_DUE_PAGES = 400
-MAX_SLEEP = 300.0
-MIN_SLEEP = timedelta(seconds=1)
 # A chat another worker holds is looked at again after this.
 BUSY_RETRY = timedelta(seconds=5)
 # A chat that is not served (member revoked, group removed) is asked again
@@ -64,23 +52,17 @@ CAP_WINDOW = timedelta(hours=24)
 
 @dataclass(frozen=True, slots=True)
 class _Claimed:
-    """A scope's claimed rows, waiting for its turn."""
+    """A scope's claim, waiting for its turn."""
 
-    scope: Scope
-    claimed: list[Commitment]
+    claim: FollowUpClaim
     due: int  # the scope's due rows on the page that named it
 
 
-class Reminders(Protocol):
-    async def next_due(self) -> datetime | None: ...
-    async def fire_due(self) -> int: ...
-    async def recover_missed(self) -> int: ...
-    async def reap_expired_claims(self) -> int: ...
-    async def next_lease_expiry(self) -> datetime | None: ...
-    def stop_taking_work(self) -> None: ...
+class FollowUpSource:
+    """The DueSource of follow-ups (check-in turns)."""
 
+    name = "followups"
 
-class HeartbeatScheduler:
     def __init__(
         self,
         *,
@@ -91,8 +73,6 @@ class HeartbeatScheduler:
         clock: Clock,
         platforms: Callable[[], set[str]],
         session_locks: SessionLocks,
-        reminders: Reminders | None = None,
-        wake: Wake | None = None,
         zones: UserZones | None = None,
     ) -> None:
         self._config = config
@@ -102,9 +82,6 @@ class HeartbeatScheduler:
         self._clock = clock
         self._platforms = platforms
         self._session_locks = session_locks
-        self._reminders = reminders
-        # Set by whoever stores new timed work (reminders, extraction).
-        self._wake = wake if wake is not None else Wake()
         # Members' own zones: quiet hours and a check-in's times are theirs.
         self._zones = zones
         # Scopes that are due but may not speak yet, and when to look again.
@@ -112,91 +89,32 @@ class HeartbeatScheduler:
         self._deferred: dict[Scope, datetime] = {}
         self._last_sweep: datetime | None = None
         self._stopping = False
-        self._task: asyncio.Task[None] | None = None
 
-    def wake(self, *, reset: bool = False) -> None:
-        """Look again now; `reset` forgets deferrals (config or adapters changed)."""
-        if reset:
-            self._deferred.clear()
-        self._wake()
+    def forget_deferrals(self) -> None:
+        self._deferred.clear()
+
+    def stop_taking_work(self) -> None:
+        self._stopping = True
 
     async def start_up(self) -> None:
         """Settle what a previous process left behind, before the first tick:
         only claims whose lease has expired (a live one may be another
         worker's); later ticks reap the rest as their leases run out."""
         await self._reap(startup=True)
-        if self._reminders is not None:
-            await self._reminders.recover_missed()
 
-    def start(self) -> asyncio.Task[None]:
-        """Run the loop as a task that `stop` can end with grace."""
-        self._task = asyncio.create_task(self.run(), name="heartbeat")
-        return self._task
-
-    async def stop(self, grace: float) -> None:
-        """Take no new work, give the running turn or reminder sends `grace`
-        seconds (on the injected clock) to finish, then cancel them: a claim
-        that has not reached `sending` is then released, never failed."""
-        self._stopping = True
-        if self._reminders is not None:
-            self._reminders.stop_taking_work()
-        self._wake()
-        task = self._task
-        if task is None or task.done():
-            return
-        timer = asyncio.ensure_future(self._clock.sleep(grace))
-        try:
-            await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await timer
-        if not task.done():
-            event(
-                log,
-                logging.WARNING,
-                "heartbeat_stop_grace_exceeded",
-                grace_s=grace,
-                action="none: unsent claims were released, a send in flight is not repeated",
-            )
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-
-    async def run(self) -> None:
-        await self.start_up()
-        while not self._stopping:
-            try:
-                wake_at = await self.tick()
-            except Exception as exc:  # the scheduler must outlive a bad tick
-                event(
-                    log,
-                    logging.ERROR,
-                    "heartbeat_tick_failed",
-                    error=repr(exc),
-                    action="check the database; the heartbeat retries on its own",
-                )
-                wake_at = self._clock.now() + timedelta(seconds=30)
-            if self._stopping:
-                break
-            await self._sleep_until(wake_at)
-
-    async def tick(self) -> datetime:
-        """Do all work due now; return when to look next."""
+    async def run_due(self) -> None:
+        """Deliver what is due now."""
         now = self._clock.now()
         await self._reap(startup=False)
         if self._last_sweep is None or now - self._last_sweep >= SWEEP_EVERY:
             await sweep_expired(self._commitments, now=now)
             self._last_sweep = now
-        if self._reminders is not None and not self._stopping:
-            await self._reminders.fire_due()
         # The tick's one snapshot of the config, passed down to every scope's
         # turn. Switched off, stored follow-ups stay as they are (not claimed,
         # not consumed) until it is switched on again.
         config = self._config()
-        if config.commitments.enabled:
+        if config.commitments.enabled and not self._stopping:
             await self._deliver_due(now, config)
-        return await self._next_wake(self._clock.now())
 
     async def _reap(self, *, startup: bool) -> None:
         now = self._clock.now()
@@ -217,9 +135,6 @@ class HeartbeatScheduler:
                 reason="claim expired mid-send: outcome unknown, not resent",
                 startup=startup or None,
             )
-        if self._reminders is not None and not startup:
-            # At start-up recover_missed does this as its first step.
-            await self._reminders.reap_expired_claims()
 
     async def _deliver_due(self, now: datetime, config: KeptConfig) -> None:
         """Every scope with due rows gets its chance this tick.
@@ -247,7 +162,7 @@ class HeartbeatScheduler:
                     failures.append(exc)
                     continue
                 if retry_at is not None:
-                    self._deferred[item.scope] = retry_at
+                    self._deferred[item.claim.scope] = retry_at
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -262,7 +177,7 @@ class HeartbeatScheduler:
             # Stopped with claims still queued: they never reached the platform.
             while not ready.empty():
                 if (item := ready.get_nowait()) is not None:
-                    await self._release(item.claimed, "stopped before its turn")
+                    await item.claim.release("stopped before its turn")
         if failures:
             raise failures[0]
 
@@ -315,11 +230,8 @@ class HeartbeatScheduler:
     ) -> bool:
         """Claim the scopes' due rows in one statement and queue their turns;
         False when another worker had them all."""
-        claimed = await self._turn.claim(scopes, per_scope=MAX_PER_TURN, lease=lease)
-        by_scope: dict[Scope, list[Commitment]] = {}
-        for c in claimed:
-            by_scope.setdefault(c.scope, []).append(c)
-        waiting = [_Claimed(s, by_scope[s], len(groups[s])) for s in scopes if s in by_scope]
+        claims = await self._turn.claim(scopes, per_scope=MAX_PER_TURN, lease=lease)
+        waiting = [_Claimed(c, len(groups[c.scope])) for c in claims]
         try:
             while waiting:
                 await ready.put(waiting[0])
@@ -327,8 +239,8 @@ class HeartbeatScheduler:
         finally:
             # Stopped while these waited for a place: nothing was sent.
             for item in waiting:
-                await self._release(item.claimed, "stopped before its turn")
-        return bool(by_scope)
+                await item.claim.release("stopped before its turn")
+        return bool(claims)
 
     async def _may_speak(
         self,
@@ -380,79 +292,56 @@ class HeartbeatScheduler:
         worker = self._turn.worker
         return sorted(scopes, key=lambda s: zlib.crc32(f"{worker}:{s.session_key}".encode()))
 
-    async def _release(self, claimed: list[Commitment], why: str) -> None:
-        """Give back claims that never reached the platform."""
-        work = self._store.release(
-            claimed, worker=self._turn.worker, now=self._clock.now(), error=why
-        )
-        try:
-            await settle_despite_cancel(work)
-        except Exception as exc:
-            event(
-                log,
-                logging.WARNING,
-                "heartbeat_claim_release_failed",
-                session=claimed[0].session_key,
-                commitments=",".join(c.id for c in claimed),
-                error=repr(exc),
-                action="none needed: the claim's lease ends it",
-            )
-
     async def _scope_turn(
         self, item: _Claimed, now: datetime, config: KeptConfig
     ) -> datetime | None:
         """Run the scope's turn with its claimed rows if the interval and the
         cap allow; else release them and say when to retry."""
-        scope, claimed = item.scope, item.claimed
+        claim = item.claim
+        scope = claim.scope
         if self._stopping:
-            await self._release(claimed, "stopped before its turn")
+            await claim.release("stopped before its turn")
             return None
         agent = config.agent_or_default(scope.agent_id)
         every = interval(config, scope.agent_id)
-        handed = False  # to the turn, which settles its claims from then on
-        try:
-            # The interval and the cap are read under the session's lock (the
-            # database's, across workers), so two workers never both find room.
-            # A chat another worker holds is left to it (or to a later look):
-            # waiting behind it would line every worker up on the same chats.
-            async with self._session_locks.hold_unless_elsewhere(scope.session_key) as held:
-                if not held:
-                    await self._release(claimed, "chat busy on another worker")
-                    return now + BUSY_RETRY
-                cap = config.commitments.max_per_day
-                sent = await self._store.sent_times_since(
-                    scope.agent_id, scope.session_key, now - CAP_WINDOW
-                )
-                room = cap - len(sent)
-                if room <= 0:
-                    await self._release(claimed, "daily cap reached")
-                    frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else now + every
-                    log_decision(scope, item.due, "cap", until=frees.isoformat())
-                    return frees
-                # The interval's check and the turn's record are one statement.
-                last = await self._store.take_turn(
-                    scope.agent_id, scope.session_key, now=now, every=every
-                )
-                if last is not None:
-                    await self._release(claimed, "a turn was taken meanwhile")
-                    return last + every
-                batch, spare = claimed[:room], claimed[room:]
-                if spare:
-                    await self._release(spare, "daily cap leaves no room")
-                handed = True
-                result = await self._turn.run(
-                    scope,
-                    batch,
-                    timezone=await self._zone_of(scope, agent.timezone),
-                    lease=turn_lease(config.llm),
-                    # The one live read: the off switch, asked again just before
-                    # sending, as switching off during the model call must stop it.
-                    may_send=lambda: self._config().commitments.enabled,
-                )
-        except BaseException as exc:
-            if not handed:  # stopped or broken before the turn: nothing was sent
-                await self._release(claimed, f"{type(exc).__name__} before its turn")
-            raise
+        # The claim settles itself on any way out: stopped or broken before
+        # the turn, it goes back (nothing was sent); the turn settles the rest.
+        # The interval and the cap are read under the session's lock (the
+        # database's, across workers), so two workers never both find room.
+        # A chat another worker holds is left to it (or to a later look):
+        # waiting behind it would line every worker up on the same chats.
+        async with (
+            claim,
+            self._session_locks.hold_unless_elsewhere(scope.session_key) as held,
+        ):
+            if not held:
+                await claim.release("chat busy on another worker")
+                return now + BUSY_RETRY
+            cap = config.commitments.max_per_day
+            sent = await self._store.sent_times_since(
+                scope.agent_id, scope.session_key, now - CAP_WINDOW
+            )
+            room = cap - len(sent)
+            if room <= 0:
+                await claim.release("daily cap reached")
+                frees = sent[len(sent) - cap] + CAP_WINDOW if cap > 0 else now + every
+                log_decision(scope, item.due, "cap", until=frees.isoformat())
+                return frees
+            # The interval's check and the turn's record are one statement.
+            last = await self._store.take_turn(
+                scope.agent_id, scope.session_key, now=now, every=every
+            )
+            if last is not None:
+                await claim.release("a turn was taken meanwhile")
+                return last + every
+            await claim.release_beyond(room, "daily cap leaves no room")
+            result = await self._turn.run(
+                claim,
+                timezone=await self._zone_of(scope, agent.timezone),
+                # The one live read: the off switch, asked again just before
+                # sending, as switching off during the model call must stop it.
+                may_send=lambda: self._config().commitments.enabled,
+            )
         log_decision(
             scope,
             item.due,
@@ -464,29 +353,12 @@ class HeartbeatScheduler:
         # Whatever this turn did not carry waits for the scope's next turn.
         return now + every
 
-    async def _next_wake(self, now: datetime) -> datetime:
-        candidates = [now + timedelta(seconds=MAX_SLEEP)]
+    async def next_wake(self, now: datetime) -> datetime | None:
+        candidates = []
         if (nxt := await self._store.next_due_after(now)) is not None:
             candidates.append(nxt)
-        if self._reminders is not None and (rem := await self._reminders.next_due()) is not None:
-            candidates.append(max(rem, now))
         # A claim left by a stopped worker is settled when its lease runs out.
         if (lease := await self._store.next_lease_expiry()) is not None:
             candidates.append(lease)
-        if self._reminders is not None and (lease := await self._reminders.next_lease_expiry()):
-            candidates.append(lease)
         candidates.extend(self._deferred.values())
-        # A floor keeps a row that is due but cannot be taken (mid-send, say)
-        # from turning the loop into a busy wait.
-        return max(min(candidates), now + MIN_SLEEP)
-
-    async def _sleep_until(self, when: datetime) -> None:
-        seconds = (when - self._clock.now()).total_seconds()
-        if self._wake.event.is_set():
-            self._wake.event.clear()
-            return
-        if seconds <= 0:
-            await asyncio.sleep(0)
-            return
-        await sleep_or_until_set(self._clock, seconds, self._wake.event)
-        self._wake.event.clear()
+        return min(candidates, default=None)

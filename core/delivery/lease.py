@@ -24,7 +24,7 @@ _MODEL_RETRY_PAUSE = 60.0
 
 
 def turn_lease(llm: LlmConfig) -> timedelta:
-    """The lease of a heartbeat claim, from the model call's worst case."""
+    """The lease of a follow-up claim, from the model call's worst case."""
     attempts = llm.max_retries + 1
     per_attempt = 2 * llm.timeout_seconds + 1
     model = attempts * per_attempt + llm.max_retries * _MODEL_RETRY_PAUSE
