@@ -29,6 +29,7 @@ from core.store.sql.pairing import SqlPairingStore
 from core.store.sqlite import (
     SqliteAppStateStore,
     SqliteCommitmentStore,
+    SqliteConnection,
     SqliteExtractionJobStore,
     SqliteHeartbeatStore,
     SqliteParkedUpdates,
@@ -52,10 +53,10 @@ _EXPECTED_ANY = f"{_EXPECTED}, or postgresql://user@host/database"
 @dataclass(frozen=True, slots=True)
 class Backend:
     """Every store of one database. Opening or closing the transcript store
-    opens or closes them all (they run on its connection)."""
+    opens or closes its connection, which they all run on."""
 
     store: Store
-    # The connection SQL written once runs on (core/store/sql/database.py).
+    # That connection, as SQL written once runs on it (core/store/sql/database.py).
     database: Database
     commitments: CommitmentStore
     heartbeat: HeartbeatStore
@@ -101,19 +102,20 @@ def sqlite_backend(store: SqliteStore) -> Backend:
     """Every SQLite store on `store`'s connection; a database file also gets
     the channel that hears the CLI's commits (an in-memory one has no other
     process)."""
+    db = store.connection
     return Backend(
         store=store,
-        database=store,
-        commitments=SqliteCommitmentStore(store),
-        heartbeat=SqliteHeartbeatStore(store),
-        reminders=SqliteReminderStore(store),
-        extraction_jobs=SqliteExtractionJobStore(store),
-        extraction_pauses=SqlitePauseStore(store),
-        app_state=SqliteAppStateStore(store),
-        user_zones=SqliteUserZoneStore(store),
-        pairing=SqlPairingStore(store),
-        parked=SqliteParkedUpdates(store),
-        wake_channel=None if store.path == ":memory:" else SqliteWakeChannel(store),
+        database=db,
+        commitments=SqliteCommitmentStore(db),
+        heartbeat=SqliteHeartbeatStore(db),
+        reminders=SqliteReminderStore(db),
+        extraction_jobs=SqliteExtractionJobStore(db),
+        extraction_pauses=SqlitePauseStore(db),
+        app_state=SqliteAppStateStore(db),
+        user_zones=SqliteUserZoneStore(db),
+        pairing=SqlPairingStore(db),
+        parked=SqliteParkedUpdates(db),
+        wake_channel=None if db.path == ":memory:" else SqliteWakeChannel(db),
     )
 
 
@@ -202,7 +204,7 @@ def open_backend(
         raise ValueError(f"unsupported storage URL {url!r}: {_EXPECTED_ANY}")
     rest = url[len(_SQLITE_PREFIX) :]
     if rest == ":memory:":
-        return sqlite_backend(SqliteStore(":memory:"))
+        return sqlite_backend(SqliteStore(SqliteConnection(":memory:")))
     if rest.strip("/") == "":
         raise ValueError(f"storage URL {url!r} has no file path: {_EXPECTED}")
     if "?" in rest or "#" in rest:
@@ -216,4 +218,4 @@ def open_backend(
             raise DatabaseMissing(f"no database at {path} (storage.url is {url!r})")
     else:
         make_private_dirs(path.parent)
-    return sqlite_backend(SqliteStore(path, migrate=create, clock=clock))
+    return sqlite_backend(SqliteStore(SqliteConnection(path, migrate=create, clock=clock)))

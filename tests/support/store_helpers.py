@@ -19,6 +19,7 @@ from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.reminders import PostgresReminderStore
 from core.store.sqlite import (
     SqliteCommitmentStore,
+    SqliteConnection,
     SqliteHeartbeatStore,
     SqliteReminderStore,
     SqliteStore,
@@ -42,9 +43,10 @@ def open_any_store(url: str) -> Store:
     return open_backend(url).store
 
 
-def _sqlite(store: Store) -> SqliteStore:
+def _sqlite(store: Store) -> SqliteConnection:
+    """The connection of a SQLite transcript store."""
     assert isinstance(store, SqliteStore), f"a SQLite store, not {type(store).__name__}"
-    return store
+    return store.connection
 
 
 # The follow-up stores run on the transcript store's connection, whichever

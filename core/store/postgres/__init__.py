@@ -3,11 +3,10 @@ for several `kept run` workers on one database.
 
 connection.py   the psycopg pool and transaction helpers
 migrations/     the numbered schema migrations (this backend's own numbering)
-rows.py         rows ↔ records, times
 lexemes.py      kept's tokenizer: a message's tsvector, a query's tsquery
-messages.py     PostgresStore: sessions, messages (the transcript Store)
-index.py        edits, deletions, imports, rebuilds of the search rows
-search.py       search and context reads
+index.py        TsvectorIndex: the transcript's search rows, their upkeep
+search.py       the tsvector search statements
+transcript.py   PostgresStore: the transcript Store (core/store/sql/transcript.py) on tsvector
 claims.py       what the follow-up stores share: claim columns, fence, aware times
 commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore (delivery claims of commitments)
@@ -27,7 +26,7 @@ from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.extraction_jobs import PostgresExtractionJobStore, PostgresPauseStore
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
-from core.store.postgres.messages import PostgresStore
+from core.store.postgres.transcript import PostgresStore
 from core.store.postgres.parked import PostgresParkedUpdates
 from core.store.postgres.reminders import PostgresReminderStore
 from core.store.postgres.updates import PostgresUpdateQueue

@@ -1,12 +1,12 @@
 """The SQLite backend: every store port on one shared connection.
 
-connection.py   the aiosqlite connection, its lock, one-trip transactions
+connection.py   SqliteConnection: the aiosqlite connection, its lock, one-trip transactions
 migrations/     the numbered schema migrations
-rows.py         rows ↔ records, times
+rows.py         times as stored
 fts.py          what a message's full-text row holds
-messages.py     SqliteStore: sessions, messages (the transcript Store)
-index.py        edits, deletions, imports, rebuilds of the full-text index
-search.py       search and context reads
+index.py        Fts5Index: the transcript's full-text rows, their upkeep
+search.py       the FTS5 search statements
+transcript.py   SqliteStore: the transcript Store (core/store/sql/transcript.py) on FTS5
 commitments.py  the CommitmentStore
 heartbeat.py    the HeartbeatStore
 reminders.py    the ReminderStore
@@ -19,9 +19,10 @@ wake.py         the WakeChannel: another process's commit (the CLI) wakes the he
 
 from core.store.sqlite.app_state import SqliteAppStateStore
 from core.store.sqlite.commitments import SqliteCommitmentStore
+from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePauseStore
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
-from core.store.sqlite.messages import SqliteStore
+from core.store.sqlite.transcript import SqliteStore
 from core.store.sqlite.parked import SqliteParkedUpdates
 from core.store.sqlite.reminders import SqliteReminderStore
 from core.store.sqlite.users import SqliteUserZoneStore
@@ -30,6 +31,7 @@ from core.store.sqlite.wake import SqliteWakeChannel
 __all__ = [
     "SqliteAppStateStore",
     "SqliteCommitmentStore",
+    "SqliteConnection",
     "SqliteExtractionJobStore",
     "SqliteHeartbeatStore",
     "SqliteParkedUpdates",
