@@ -26,9 +26,9 @@ from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.extraction_jobs import PostgresExtractionJobStore, PostgresPauseStore
 from core.store.postgres.heartbeat import PostgresHeartbeatStore
 from core.store.postgres.locks import PostgresSessionGuard
-from core.store.postgres.transcript import PostgresStore
 from core.store.postgres.parked import PostgresParkedUpdates
 from core.store.postgres.reminders import PostgresReminderStore
+from core.store.postgres.transcript import PostgresStore
 from core.store.postgres.updates import PostgresUpdateQueue
 from core.store.postgres.users import PostgresUserZoneStore
 from core.store.postgres.wake import PostgresWakeChannel

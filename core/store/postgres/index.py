@@ -86,7 +86,9 @@ class TsvectorIndex:
         rows = await self._connection.execute(_MESSAGE_INSERT, params)
         return rows[0] if rows else None
 
-    async def insert_row(self, tx: Transaction, message_id: int, session_id: int, text: str) -> None:
+    async def insert_row(
+        self, tx: Transaction, message_id: int, session_id: int, text: str
+    ) -> None:
         await tx.execute(_INSERT, (message_id, tsvector_literal(text), session_id))
 
     async def drop_row(self, tx: Transaction, message_id: int, session_id: int) -> None:

@@ -15,8 +15,10 @@ class PostgresStore(SqlTranscriptStore):
     open one on. The backend's other stores run on `connection`."""
 
     def __init__(self, target: str | PostgresConnection, *, migrate: bool = True) -> None:
-        connection = target if isinstance(target, PostgresConnection) else PostgresConnection(
-            target, migrate=migrate
+        connection = (
+            target
+            if isinstance(target, PostgresConnection)
+            else PostgresConnection(target, migrate=migrate)
         )
         super().__init__(connection, TsvectorIndex(connection))
         self.connection = connection

@@ -57,7 +57,9 @@ IMPORT_BATCH = 5000
 IMPORT_KINDS = {"user": "text", "assistant": "text", "tool": "tool_result"}
 
 # Both follow the field order of the record dataclasses.
-SESSION_FIELDS = "id, key, agent_id, platform, chat_id, chat_kind, thread_id, created_at, updated_at"
+SESSION_FIELDS = (
+    "id, key, agent_id, platform, chat_id, chat_kind, thread_id, created_at, updated_at"
+)
 SESSION_COLUMNS = ", ".join(f"s.{field}" for field in SESSION_FIELDS.split(", "))
 # `m` is messages, `s` its session.
 MESSAGE_COLUMNS = (
@@ -127,7 +129,7 @@ class TranscriptSql:
 @lru_cache(maxsize=2)
 def transcript_sql(d: Dialect) -> TranscriptSql:
     active = f"m.active = {d.true}"
-    with_session = f"FROM messages m JOIN sessions s ON s.id = m.session_id "
+    with_session = "FROM messages m JOIN sessions s ON s.id = m.session_id "
     # messages_session (session_id, id) walks the session in id order either way.
     context = (
         f"SELECT {MESSAGE_COLUMNS} FROM sessions s {d.join_in_order} messages m "

@@ -22,9 +22,9 @@ from core.store.sqlite.commitments import SqliteCommitmentStore
 from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.extraction_jobs import SqliteExtractionJobStore, SqlitePauseStore
 from core.store.sqlite.heartbeat import SqliteHeartbeatStore
-from core.store.sqlite.transcript import SqliteStore
 from core.store.sqlite.parked import SqliteParkedUpdates
 from core.store.sqlite.reminders import SqliteReminderStore
+from core.store.sqlite.transcript import SqliteStore
 from core.store.sqlite.users import SqliteUserZoneStore
 from core.store.sqlite.wake import SqliteWakeChannel
 

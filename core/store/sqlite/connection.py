@@ -71,6 +71,7 @@ WAL_AUTOCHECKPOINT_PAGES = 10_000
 # it back to this size, and `checkpoint_log` empties it when idle.
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
 
+
 def _transact(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     conn.execute("BEGIN IMMEDIATE")
     try:

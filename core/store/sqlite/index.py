@@ -48,7 +48,9 @@ class Fts5Index:
         bulk = len(text) > BULK_TEXT_CHARS
         return await self._connection.transact(work, durable=False, bulk=bulk)
 
-    async def insert_row(self, tx: Transaction, message_id: int, session_id: int, text: str) -> None:
+    async def insert_row(
+        self, tx: Transaction, message_id: int, session_id: int, text: str
+    ) -> None:
         await tx.execute(INSERT, (message_id, session_id, *index_values(text, session_id)))
 
     async def drop_row(self, tx: Transaction, message_id: int, session_id: int) -> None:

@@ -165,8 +165,8 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         worker_args.setdefault("worker", "w1")
         worker = ExtractionWorker(
             store=commitment_store_for(store),
-            jobs=SqliteExtractionJobStore(store),
-            pauses=SqlitePauseStore(store),
+            jobs=SqliteExtractionJobStore(store.connection),
+            pauses=SqlitePauseStore(store.connection),
             llm=llm,
             config=lambda: config[0],
             clock=clock,

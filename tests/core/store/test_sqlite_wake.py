@@ -16,7 +16,7 @@ async def test_only_another_connections_commit_wakes(tmp_path: Path) -> None:
     await bot.open()
     await cli.open()
     clock = TestClock()
-    channel = SqliteWakeChannel(bot)
+    channel = SqliteWakeChannel(bot.connection)
     woken: list[int] = []
     listener = asyncio.create_task(channel.listen(lambda: woken.append(1), clock))
 
@@ -31,10 +31,10 @@ async def test_only_another_connections_commit_wakes(tmp_path: Path) -> None:
 
     try:
         await poll()
-        await SqliteAppStateStore(bot).put("k", "own write")
+        await SqliteAppStateStore(bot.connection).put("k", "own write")
         await poll()
         assert woken == []  # the bot's own commit
-        await SqliteAppStateStore(cli).put("k", "the CLI's")
+        await SqliteAppStateStore(cli.connection).put("k", "the CLI's")
         await poll()
         assert woken == [1] and channel.heard == 1
         await poll()
