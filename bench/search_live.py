@@ -139,12 +139,12 @@ async def wal_upkeep(store: Store) -> dict[str, Any]:
     """The WAL after the fill (a burst), then after the reconciler's idle
     checkpoint; no compaction happens here (the index stays as filled)."""
     assert isinstance(store, SqliteStore), "--fill live is SQLite only"
-    after_burst = store.wal_bytes()
+    after_burst = store.connection.wal_bytes()
     t0 = time.perf_counter()
     await store.checkpoint_log()
     return {
         "wal_mb_after_burst": _mb(after_burst),
-        "wal_mb_after_idle_checkpoint": _mb(store.wal_bytes()),
+        "wal_mb_after_idle_checkpoint": _mb(store.connection.wal_bytes()),
         "checkpoint_ms": round((time.perf_counter() - t0) * 1000, 1),
     }
 
@@ -174,7 +174,7 @@ async def compact(store: SqliteStore) -> dict[str, Any]:
     t0 = time.perf_counter()
     steps = await reconciler.compact()
     seconds = time.perf_counter() - t0
-    wal_peak = store.wal_bytes()
+    wal_peak = store.connection.wal_bytes()
     await store.checkpoint_log()
     return {
         "steps": steps,
@@ -184,7 +184,7 @@ async def compact(store: SqliteStore) -> dict[str, Any]:
         "shape_before": before,
         "shape_after": await shape(store),
         "wal_mb_after_pass": _mb(wal_peak),
-        "wal_mb_after_idle_checkpoint": _mb(store.wal_bytes()),
+        "wal_mb_after_idle_checkpoint": _mb(store.connection.wal_bytes()),
     }
 
 

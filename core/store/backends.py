@@ -34,6 +34,7 @@ from core.store.sql.parked import SqlParkedUpdates
 from core.store.sql.reminders import SqlReminderStore
 from core.store.sql.users import SqlUserZoneStore
 from core.store.sqlite import (
+    SqliteConnection,
     SqliteStore,
     SqliteWakeChannel,
 )
@@ -51,10 +52,10 @@ _EXPECTED_ANY = f"{_EXPECTED}, or postgresql://user@host/database"
 @dataclass(frozen=True, slots=True)
 class Backend:
     """Every store of one database. Opening or closing the transcript store
-    opens or closes them all (they run on its connection)."""
+    opens or closes its connection, which they all run on."""
 
     store: Store
-    # The connection SQL written once runs on (core/store/sql/database.py).
+    # That connection, as SQL written once runs on it (core/store/sql/database.py).
     database: Database
     commitments: CommitmentStore
     heartbeat: HeartbeatStore
@@ -100,19 +101,20 @@ def sqlite_backend(store: SqliteStore) -> Backend:
     """Every SQLite store on `store`'s connection; a database file also gets
     the channel that hears the CLI's commits (an in-memory one has no other
     process)."""
+    db = store.connection
     return Backend(
         store=store,
-        database=store,
-        commitments=SqlCommitmentStore(store),
-        heartbeat=SqlHeartbeatStore(store),
-        reminders=SqlReminderStore(store),
-        extraction_jobs=SqlExtractionJobStore(store),
-        extraction_pauses=SqlPauseStore(store),
-        app_state=SqlAppStateStore(store),
-        user_zones=SqlUserZoneStore(store),
-        pairing=SqlPairingStore(store),
-        parked=SqlParkedUpdates(store),
-        wake_channel=None if store.path == ":memory:" else SqliteWakeChannel(store),
+        database=db,
+        commitments=SqlCommitmentStore(db),
+        heartbeat=SqlHeartbeatStore(db),
+        reminders=SqlReminderStore(db),
+        extraction_jobs=SqlExtractionJobStore(db),
+        extraction_pauses=SqlPauseStore(db),
+        app_state=SqlAppStateStore(db),
+        user_zones=SqlUserZoneStore(db),
+        pairing=SqlPairingStore(db),
+        parked=SqlParkedUpdates(db),
+        wake_channel=None if db.path == ":memory:" else SqliteWakeChannel(db),
     )
 
 
@@ -194,7 +196,7 @@ def open_backend(
         raise ValueError(f"unsupported storage URL {url!r}: {_EXPECTED_ANY}")
     rest = url[len(_SQLITE_PREFIX) :]
     if rest == ":memory:":
-        return sqlite_backend(SqliteStore(":memory:"))
+        return sqlite_backend(SqliteStore(SqliteConnection(":memory:")))
     if rest.strip("/") == "":
         raise ValueError(f"storage URL {url!r} has no file path: {_EXPECTED}")
     if "?" in rest or "#" in rest:
@@ -208,4 +210,4 @@ def open_backend(
             raise DatabaseMissing(f"no database at {path} (storage.url is {url!r})")
     else:
         make_private_dirs(path.parent)
-    return sqlite_backend(SqliteStore(path, migrate=create, clock=clock))
+    return sqlite_backend(SqliteStore(SqliteConnection(path, migrate=create, clock=clock)))

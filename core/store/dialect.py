@@ -98,6 +98,29 @@ class Dialect:
         index on it (where another index is the better way in)."""
         return column
 
+    # Appended to a SELECT whose rows the transaction goes on to change:
+    # PostgreSQL locks them; SQLite's one writer already holds them.
+    for_update: str
+    # Joins its right side after its left, as written: SQLite's planner
+    # takes CROSS JOIN as that order; PostgreSQL orders joins itself.
+    join_in_order: str
+
+    def greatest(self, left: str, right: str) -> str:
+        """SQL for the larger of two expressions."""
+        raise NotImplementedError
+
+    def as_number(self, text: str) -> str:
+        """SQL ordering the text expression `text` by its integer value;
+        text that is not a number sorts below every number."""
+        raise NotImplementedError
+
+    def is_unique_violation(self, exc: BaseException) -> bool:
+        """Whether the driver's `exc` is a unique constraint refusing a row."""
+        raise NotImplementedError
+
+    def is_foreign_key_violation(self, exc: BaseException) -> bool:
+        raise NotImplementedError
+
 
 class SqliteDialect(Dialect):
     name = "sqlite"
@@ -121,6 +144,22 @@ class SqliteDialect(Dialect):
     def unindexed(self, column: str) -> str:
         # A unary plus makes the term unusable for an index on the column.
         return f"+{column}"
+
+    for_update = ""
+    join_in_order = "CROSS JOIN"
+
+    def greatest(self, left: str, right: str) -> str:
+        return f"max({left}, {right})"
+
+    def as_number(self, text: str) -> str:
+        # CAST makes text that is not a number 0.
+        return f"CAST({text} AS INTEGER)"
+
+    def is_unique_violation(self, exc: BaseException) -> bool:
+        return getattr(exc, "sqlite_errorname", "") == "SQLITE_CONSTRAINT_UNIQUE"
+
+    def is_foreign_key_violation(self, exc: BaseException) -> bool:
+        return getattr(exc, "sqlite_errorname", "") == "SQLITE_CONSTRAINT_FOREIGNKEY"
 
 
 @lru_cache(maxsize=2048)
@@ -155,6 +194,23 @@ class PostgresDialect(Dialect):
     def in_list(self, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
         # One array parameter however long the list.
         return "= ANY(?)", (list(values),)
+
+    for_update = " FOR UPDATE"
+    join_in_order = "JOIN"
+
+    def greatest(self, left: str, right: str) -> str:
+        return f"greatest({left}, {right})"
+
+    def as_number(self, text: str) -> str:
+        # NULL (sorted last by the caller's NULLS LAST) for text that is not a number.
+        return f"CASE WHEN {text} ~ '^[0-9]{{1,30}}$' THEN {text}::numeric END"
+
+    # SQLSTATEs of psycopg's errors, read without importing the driver.
+    def is_unique_violation(self, exc: BaseException) -> bool:
+        return getattr(exc, "sqlstate", None) == "23505"
+
+    def is_foreign_key_violation(self, exc: BaseException) -> bool:
+        return getattr(exc, "sqlstate", None) == "23503"
 
 
 SQLITE = SqliteDialect()

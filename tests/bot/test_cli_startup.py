@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core.store.sqlite.messages import SqliteStore
+from core.store.sqlite import SqliteStore
 from core.store.sqlite.migrations import load_migrations
 
 # Each test starts `kept` as a subprocess: most of a second of imports.

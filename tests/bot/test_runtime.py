@@ -149,7 +149,7 @@ async def commitment_state(tmp_path: Path) -> tuple[str, str | None]:
     await store.open()
     try:
         sql = "SELECT status, claim_phase FROM commitments"
-        rows = await store.fetchall(sql)  # type: ignore[attr-defined]
+        rows = await store.connection.fetchall(sql)  # type: ignore[attr-defined]
         [(status, phase)] = [tuple(r) for r in rows]
         return status, phase
     finally:

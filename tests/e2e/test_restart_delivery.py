@@ -80,7 +80,7 @@ async def state(tmp_path: Path) -> tuple[str, str | None, int]:
     await store.open()
     try:
         sql = "SELECT status, claim_phase, attempts FROM commitments"
-        [row] = await store.fetchall(sql)  # type: ignore[attr-defined]
+        [row] = await store.connection.fetchall(sql)  # type: ignore[attr-defined]
         return row[0], row[1], row[2]
     finally:
         await store.close()

@@ -77,13 +77,13 @@ class Followups:
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of `sql` written with `?` placeholders, on either backend."""
         if self.sqlite is not None:
-            return [tuple(r) for r in await self.sqlite.fetchall(sql, params)]
+            return [tuple(r) for r in await self.sqlite.connection.fetchall(sql, params)]
         assert self.postgres is not None
         return [tuple(r) for r in await self.postgres.fetchall(sql.replace("?", "%s"), params)]
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         if self.sqlite is not None:
-            await self.sqlite._write(lambda conn: conn.execute(sql, params))
+            await self.sqlite.connection._write(lambda conn: conn.execute(sql, params))
             return
         assert self.postgres is not None
         async with self.postgres.transaction() as conn:
@@ -108,9 +108,9 @@ async def open_followups(url: str) -> AsyncIterator[Followups]:
         async with store:
             yield Followups(
                 "sqlite",
-                SqlCommitmentStore(store),
-                SqlHeartbeatStore(store),
-                SqlReminderStore(store),
+                SqlCommitmentStore(store.connection),
+                SqlHeartbeatStore(store.connection),
+                SqlReminderStore(store.connection),
                 sqlite=store,
             )
         return
@@ -127,7 +127,7 @@ async def store_rows(store: Store, sql: str, params: Sequence[Any] = ()) -> list
     if isinstance(store, PostgresStore):
         rows = await store.connection.fetchall(sql.replace("?", "%s"), params)
     else:
-        rows = await _sqlite_store(store).fetchall(sql, params)
+        rows = await _sqlite_store(store).connection.fetchall(sql, params)
     return [tuple(r) for r in rows]
 
 
@@ -143,4 +143,4 @@ async def store_execute(store: Store, sql: str, params: Sequence[Any] = ()) -> N
         async with store.connection.transaction() as conn:
             await conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
     else:
-        await _sqlite_store(store)._write(lambda conn: conn.execute(sql, params))
+        await _sqlite_store(store).connection._write(lambda conn: conn.execute(sql, params))

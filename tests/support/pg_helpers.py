@@ -7,7 +7,7 @@ from typing import Any
 
 from core.store.postgres import PostgresStore
 from core.store.postgres.lexemes import tsvector_literal
-from core.store.postgres.rows import INDEXED_SQL
+from core.store.sql.transcript import INDEXED_SQL
 
 
 async def count_index_rows(store: PostgresStore, session_key: str | None = None) -> int:

@@ -19,6 +19,7 @@ from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sql.heartbeat import SqlHeartbeatStore
 from core.store.sql.reminders import SqlReminderStore
 from core.store.sqlite import (
+    SqliteConnection,
     SqliteStore,
 )
 from core.store.sqlite.fts import AGENT_SPAN, rowid_sql, session_filter
@@ -40,9 +41,10 @@ def open_any_store(url: str) -> Store:
     return open_backend(url).store
 
 
-def _sqlite(store: Store) -> SqliteStore:
+def _sqlite(store: Store) -> SqliteConnection:
+    """The connection of a SQLite transcript store."""
     assert isinstance(store, SqliteStore), f"a SQLite store, not {type(store).__name__}"
-    return store
+    return store.connection
 
 
 # The follow-up stores run on the transcript store's connection, whichever

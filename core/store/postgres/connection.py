@@ -224,6 +224,13 @@ class PostgresConnection:
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             return await work(_Statements(conn))
 
+    async def reads(self, work: Work[T]) -> T:
+        """`work`'s statements on one pooled connection outside any
+        transaction: reads that need no shared snapshot, without the two
+        trips BEGIN and COMMIT would add."""
+        async with self.connection() as conn:
+            return await work(_Statements(conn))
+
     async def query(self, sql: str, params: Params = ()) -> list[Row]:
         return await self.fetchall(POSTGRES.sql(sql), params)
 

@@ -1,4 +1,4 @@
-"""Search and context reads of the PostgreSQL backend.
+"""Search on the PostgreSQL backend's tsvector rows.
 
 A search is one ranked statement, run over a range of the newest ids
 first and again over a wider one only when that range held too few matches
@@ -55,7 +55,6 @@ the GIN index.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -63,7 +62,7 @@ from core.search.query import SearchQuery
 from core.store.base import RANK_WINDOW, SearchScope
 from core.store.postgres.connection import Connection
 from core.store.postgres.lexemes import query_tsquery, quote_lexeme, unit_tsquery
-from core.store.postgres.rows import INDEXED_SQL, MESSAGE_COLUMNS
+from core.store.sql.transcript import INDEXED_SQL
 
 # Ids a search looks back over first; the next range is this much more
 # than the density of matches seen asks for, so one retry usually does.
@@ -204,55 +203,3 @@ async def search_rows(
         if low is None or rows[0][0] >= window:
             return [RankedRow(*r[1:]) for r in rows if r[1] is not None]
         low = next_low(newest, low, rows[0][0], window)
-
-
-def scores(rows: Sequence[RankedRow]) -> list[float]:
-    """Higher-is-better scores (the rank), in the rows' order.
-
-    Phrase matches get the smallest uniform bonus that puts each of them
-    above every other result, so the scores agree with the order.
-    """
-    plain = [float(r.rank) for r in rows]
-    best_other = max((s for s, r in zip(plain, rows, strict=True) if not r.phrase), default=None)
-    worst_phrase = min((s for s, r in zip(plain, rows, strict=True) if r.phrase), default=None)
-    if best_other is None or worst_phrase is None or worst_phrase > best_other:
-        return plain
-    bonus = best_other - worst_phrase + 1.0
-    return [s + bonus if r.phrase else s for s, r in zip(plain, rows, strict=True)]
-
-
-# --- context around a hit ---------------------------------------------------
-
-# messages_session (session_id, id) walks the session in id order either way.
-_CONTEXT = (
-    f"SELECT {MESSAGE_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id "
-    f"WHERE s.key = %(key)s AND m.active AND {INDEXED_SQL} "
-)
-CONTEXT_LATEST = _CONTEXT + "ORDER BY m.id DESC LIMIT %(limit)s"
-CONTEXT_BEFORE = _CONTEXT + "AND m.id < %(anchor)s ORDER BY m.id DESC LIMIT %(limit)s"
-CONTEXT_FROM = _CONTEXT + "AND m.id >= %(anchor)s ORDER BY m.id LIMIT %(limit)s"
-
-
-async def _fetch(conn: Connection, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    cursor = await conn.execute(sql, params)
-    return list(await cursor.fetchall())
-
-
-async def context_rows(
-    conn: Connection, session_key: str, anchor: int | None, limit: int
-) -> list[tuple[Any, ...]]:
-    """Rows for Store.messages_around, oldest first."""
-    if anchor is None:
-        latest = await _fetch(conn, CONTEXT_LATEST, {"key": session_key, "limit": limit})
-        return latest[::-1]
-    params = {"key": session_key, "anchor": anchor, "limit": limit}
-    after = await _fetch(conn, CONTEXT_FROM, params)
-    if not after or after[0][0] != anchor:
-        # Not a visible message of this session: say nothing about it.
-        return []
-    before = await _fetch(conn, CONTEXT_BEFORE, params)
-    # Centre the anchor; a side with fewer messages leaves its share to the other.
-    want_before = (limit - 1) // 2
-    want_before = max(want_before, limit - len(after))
-    take_before = min(len(before), want_before)
-    return before[:take_before][::-1] + after[: limit - take_before]

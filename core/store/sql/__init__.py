@@ -8,4 +8,6 @@ extraction_jobs.py  the ExtractionJobStore (the extraction queue) and the PauseS
 parked.py      ParkedUpdates (updates parked after failing while others were stored)
 reminders.py   the ReminderStore
 users.py       the UserZoneStore (each user's own time zone)
+transcript.py  the transcript Store: sessions, messages, their lifecycle
+index.py       the FullTextIndex port each backend's full-text rows implement
 """

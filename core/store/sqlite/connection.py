@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,10 +70,6 @@ WAL_AUTOCHECKPOINT_PAGES = 10_000
 # largest for good. With a limit, the first commit after a checkpoint cuts
 # it back to this size, and `checkpoint_log` empties it when idle.
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
-
-# Longer texts are indexed on the bulk connection: tens of thousands of
-# distinct words would leave the live connection's FTS5 table that large.
-BULK_TEXT_CHARS = 16_384
 
 
 def _transact(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -158,10 +154,6 @@ def _truncate_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> bool:
     finally:
         conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
     return not busy
-
-
-def is_constraint(exc: sqlite3.IntegrityError, name: str) -> bool:
-    return getattr(exc, "sqlite_errorname", "") == name
 
 
 class SqliteConnection:
@@ -340,11 +332,6 @@ class SqliteConnection:
                 self._bulk = await self._connect()
             db = self._bulk
             return await self._run(db, _transact, work)
-
-    def _writer_for(self, text: str) -> Callable[[Callable[[sqlite3.Connection], T]], Awaitable[T]]:
-        """A message this long would grow the live connection's FTS5 table
-        for good (see _bulk_write), so it is written on the bulk one."""
-        return self._bulk_write if len(text) > BULK_TEXT_CHARS else self._write
 
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` in one read transaction on the worker thread: its

@@ -1,11 +1,10 @@
-"""Index lifecycle of the SQLite backend: edits, deletions, imports, rebuilds.
+"""The SQLite backend's full-text index: FTS5 rows beside the transcript
+(what a row holds: fts.py), written in the message's transaction, rebuilt
+per session, searched (search.py) and merged.
 
-Every function here is the body of one transaction, run on the store's
-worker thread by `SqliteConnection._write`, so a message and its full-text
-row can never be seen out of step.
-Deletions need no code for the index: the `messages_fts_delete` trigger
-removes a message's row in the statement that removes the message, also for
-rows a session delete cascades to.
+Deletions need no code here: the `messages_fts_delete` trigger removes a
+message's row in the statement that removes the message, also for rows a
+session delete cascades to.
 """
 
 from __future__ import annotations
@@ -13,155 +12,90 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
-from core.messages import parse_session_key
-from core.store.base import ImportRow, is_indexed
+from core.search.query import SearchQuery
+from core.store.base import SearchScope
+from core.store.dialect import from_ms
+from core.store.sql.database import Params, Row, Transaction, Work
+from core.store.sql.index import BULK_TEXT_CHARS, Match
+from core.store.sql.transcript import IMPORT_COLUMNS, MESSAGE_INSERT
+from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.fts import INSERT, index_values, rowid_sql, session_filter
-from core.store.sqlite.rows import MESSAGE_COLUMNS, to_ms
-from core.store.sqlite.search import INDEXED_SQL
+from core.store.sqlite.search import search_rows
 
-# Import roles → the kind of row they become. A tool line is a tool result
-# and, like every tool row, is never indexed.
-IMPORT_KINDS = {"user": "text", "assistant": "text", "tool": "tool_result"}
+T = TypeVar("T")
 
-# A platform message is a user row (unique index messages_platform_dedupe)
-# or one the bot sent (messages_sent_platform_id); each query repeats its
-# index's WHERE term so SQLite can use the partial index.
-_PLATFORM_ID = "platform = ? AND chat_id = ? AND platform_message_id = ?"
-BY_PLATFORM_ID = tuple(
-    f"SELECT id, session_id, role, kind, active FROM messages WHERE {_PLATFORM_ID} AND {role} "
-    "ORDER BY id DESC"
-    for role in ("role = 'user'", "role <> 'user'")
-)
-DELETE_BY_PLATFORM_ID = tuple(
-    f"DELETE FROM messages WHERE {_PLATFORM_ID} AND {role}"
-    for role in ("role = 'user'", "role <> 'user'")
-)
+_DROP_ROW = f"DELETE FROM messages_fts WHERE rowid = {rowid_sql('?2', '?1')}"
+_IMPORT = f"INSERT INTO messages({IMPORT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 
-def insert_index_row(conn: sqlite3.Connection, message_id: int, session_id: int, text: str) -> None:
-    conn.execute(INSERT, (message_id, session_id, *index_values(text, session_id)))
+class Fts5Index:
+    """The FullTextIndex (core/store/sql/index.py) of `messages_fts`."""
 
+    def __init__(self, connection: SqliteConnection) -> None:
+        self._connection = connection
 
-def edit(
-    conn: sqlite3.Connection, platform: str, chat_id: str, platform_message_id: str, text: str
-) -> tuple[Any, ...] | None:
-    """New text for every row of that platform message; the first, re-read."""
-    key = (platform, chat_id, platform_message_id)
-    found = [row for sql in BY_PLATFORM_ID for row in conn.execute(sql, key).fetchall()]
-    for message_id, session_id, role, kind, active in found:
-        conn.execute("UPDATE messages SET text = ? WHERE id = ?", (text, message_id))
-        conn.execute(
-            f"DELETE FROM messages_fts WHERE rowid = {rowid_sql('?2', '?1')}",
-            (message_id, session_id),
+    async def add_message(self, values: Params, text: str, *, indexed: bool) -> Row | None:
+        async def work(tx: Transaction) -> Row | None:
+            row = await tx.fetchone(MESSAGE_INSERT, values)
+            if row is not None and indexed:
+                await self.insert_row(tx, row[0], row[1], text)
+            return row
+
+        # A message this long would grow the live connection's FTS5 table
+        # for good (see SqliteConnection._bulk_write): written as bulk.
+        bulk = len(text) > BULK_TEXT_CHARS
+        return await self._connection.transact(work, durable=False, bulk=bulk)
+
+    async def insert_row(
+        self, tx: Transaction, message_id: int, session_id: int, text: str
+    ) -> None:
+        await tx.execute(INSERT, (message_id, session_id, *index_values(text, session_id)))
+
+    async def drop_row(self, tx: Transaction, message_id: int, session_id: int) -> None:
+        await tx.execute(_DROP_ROW, (message_id, session_id))
+
+    async def rebuild_session(
+        self, tx: Transaction, session_id: int, messages: Sequence[Params]
+    ) -> None:
+        # Rows carrying this session's token, and rows of its messages whatever
+        # token they carry: after this, only freshly built rows remain.
+        await tx.execute(
+            "DELETE FROM messages_fts WHERE rowid IN "
+            "(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)",
+            (session_filter(session_id),),
         )
-        if active and is_indexed(role, kind):
-            insert_index_row(conn, message_id, session_id, text)
-    if not found:
-        return None
-    return conn.execute(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
-        "WHERE m.id = ?",
-        (found[0][0],),
-    ).fetchone()
+        await tx.execute(
+            "DELETE FROM messages_fts WHERE rowid IN "
+            f"(SELECT {rowid_sql('session_id', 'id')} FROM messages WHERE session_id = ?)",
+            (session_id,),
+        )
+        rows = ((id_, session_id, *index_values(text, session_id)) for id_, text in messages)
+        await tx.executemany(INSERT, rows)
 
+    async def insert_imported(self, tx: Transaction, rows: Sequence[Params]) -> None:
+        await tx.executemany(_IMPORT, rows)
 
-def delete(conn: sqlite3.Connection, platform: str, chat_id: str, platform_message_id: str) -> bool:
-    key = (platform, chat_id, platform_message_id)
-    return sum(conn.execute(sql, key).rowcount for sql in DELETE_BY_PLATFORM_ID) > 0
+    async def read(self, work: Work[T]) -> T:
+        return await self._connection.snapshot(work)
 
+    async def search(self, query: SearchQuery, scope: SearchScope, limit: int) -> list[Match]:
+        rows = await self._connection._read(lambda conn: search_rows(conn, query, scope, limit))
+        return [
+            Match(r.id, r.session_key, r.role, from_ms(r.ts), r.text, -r.bm25, bool(r.phrase))
+            for r in rows
+        ]
 
-def delete_session(conn: sqlite3.Connection, session_key: str) -> int:
-    row = conn.execute("SELECT id FROM sessions WHERE key = ?", (session_key,)).fetchone()
-    if row is None:
-        return 0
-    (count,) = conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", row).fetchone()
-    # Messages (and through the trigger their index rows) go by ON DELETE CASCADE.
-    conn.execute("DELETE FROM sessions WHERE id = ?", row)
-    return int(count)
+    async def compact(self, pages: int) -> bool:
+        return await self._connection._bulk_write(lambda conn: merge_step(conn, pages))
 
+    async def writes(self) -> int:
+        return (await self.shape()).leaves_written
 
-_IMPORT_SESSION = (
-    "INSERT INTO sessions(key, agent_id, platform, chat_id, chat_kind, thread_id, "
-    "created_at, updated_at, index_behind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) "
-    "ON CONFLICT(key) DO UPDATE SET index_behind = 1 RETURNING id, platform, chat_id"
-)
-_IMPORT_MESSAGE = (
-    "INSERT INTO messages(session_id, platform, chat_id, role, kind, text, ts) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def check_import(rows: Sequence[ImportRow]) -> list[tuple[str, str, str, str, int]]:
-    """(key, role, kind, text, ts ms) per row; ValueError names the first bad row."""
-    checked = []
-    for number, row in enumerate(rows, 1):
-        kind = IMPORT_KINDS.get(row.role)
-        if kind is None:
-            raise ValueError(f"import row {number}: role {row.role!r} is not user/assistant/tool")
-        try:
-            parse_session_key(row.session_key)
-            ts = to_ms(row.ts)
-        except ValueError as exc:
-            raise ValueError(f"import row {number}: {exc}") from exc
-        checked.append((row.session_key, row.role, kind, row.text, ts))
-    return checked
-
-
-def import_rows(conn: sqlite3.Connection, rows: Sequence[tuple[str, str, str, str, int]]) -> int:
-    """Store checked rows and put their sessions behind; no index rows."""
-    sessions: dict[str, tuple[int, str, str]] = {}
-    for key, *_, ts in rows:
-        if key in sessions:
-            continue
-        parts = parse_session_key(key)
-        target = parts.target
-        values = (key, parts.agent_id, target.platform, target.chat_id, parts.chat_kind)
-        values += (target.thread_id, ts, ts)
-        sessions[key] = conn.execute(_IMPORT_SESSION, values).fetchone()
-    conn.executemany(
-        _IMPORT_MESSAGE,
-        # sessions[key] is (session_id, platform, chat_id), the first columns.
-        ((*sessions[key], role, kind, text, ts) for key, role, kind, text, ts in rows),
-    )
-    return len(rows)
-
-
-def mark_behind(conn: sqlite3.Connection, session_key: str | None) -> int:
-    if session_key is None:
-        return conn.execute("UPDATE sessions SET index_behind = 1").rowcount
-    sql = "UPDATE sessions SET index_behind = 1 WHERE key = ?"
-    return conn.execute(sql, (session_key,)).rowcount
-
-
-def reindex(conn: sqlite3.Connection, session_key: str) -> int:
-    """Drop and rebuild one session's index rows; mark the session current."""
-    row = conn.execute("SELECT id FROM sessions WHERE key = ?", (session_key,)).fetchone()
-    if row is None:
-        return 0
-    session_id = int(row[0])
-    # Rows carrying this session's token, and rows of its messages whatever
-    # token they carry: after this, only freshly built rows remain.
-    conn.execute(
-        "DELETE FROM messages_fts WHERE rowid IN "
-        "(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)",
-        (session_filter(session_id),),
-    )
-    conn.execute(
-        "DELETE FROM messages_fts WHERE rowid IN "
-        f"(SELECT {rowid_sql('session_id', 'id')} FROM messages WHERE session_id = ?)",
-        (session_id,),
-    )
-    messages = conn.execute(
-        f"SELECT m.id, m.text FROM messages m WHERE m.session_id = ? AND m.active = 1 "
-        f"AND {INDEXED_SQL}",
-        (session_id,),
-    ).fetchall()
-    rows = ((id_, session_id, *index_values(text, session_id)) for id_, text in messages)
-    conn.executemany(INSERT, rows)
-    conn.execute("UPDATE sessions SET index_behind = 0 WHERE id = ?", (session_id,))
-    return len(messages)
+    async def shape(self) -> IndexShape:
+        """Levels, segments and write counter of the full-text index."""
+        return await self._connection._read(index_shape)
 
 
 def merge_step(conn: sqlite3.Connection, pages: int) -> bool:

@@ -1,4 +1,4 @@
-"""Search and context reads of the SQLite backend, run on its worker thread.
+"""Search on the SQLite backend's FTS5 index, run on its worker thread.
 
 One search is a few statements in one read transaction (a consistent
 snapshot, one trip to the thread):
@@ -30,17 +30,14 @@ snapshot, one trip to the thread):
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from core.search.query import SearchQuery
-from core.store.base import INDEXED_KINDS, INDEXED_ROLES, RANK_WINDOW, SearchScope
+from core.store.base import RANK_WINDOW, SearchScope
+from core.store.sql.transcript import INDEXED_SQL
 from core.store.sqlite.fts import AGENT_SPAN, BM25, agent_range, session_filter
-from core.store.sqlite.rows import MESSAGE_COLUMNS
 
-_IN_ROLES = f"({', '.join(repr(r) for r in sorted(INDEXED_ROLES))})"
-_IN_KINDS = f"({', '.join(repr(k) for k in sorted(INDEXED_KINDS))})"
-INDEXED_SQL = f"m.role IN {_IN_ROLES} AND m.kind IN {_IN_KINDS}"
+__all__ = ["INDEXED_SQL", "RankedRow", "ranked_sql", "search_rows"]
 
 
 class RankedRow(NamedTuple):
@@ -147,50 +144,3 @@ def search_rows(
     if len(slots) > 1:
         rows = sorted(rows, key=_ranked_key)[:limit]
     return rows
-
-
-def scores(rows: Sequence[RankedRow]) -> list[float]:
-    """Higher-is-better scores (-bm25), in the rows' order.
-
-    Phrase matches get the smallest uniform bonus that puts each of them
-    above every other result, so the scores agree with the order.
-    """
-    plain = [-r.bm25 for r in rows]
-    best_other = max((s for s, r in zip(plain, rows, strict=True) if not r.phrase), default=None)
-    worst_phrase = min((s for s, r in zip(plain, rows, strict=True) if r.phrase), default=None)
-    if best_other is None or worst_phrase is None or worst_phrase > best_other:
-        return plain
-    bonus = best_other - worst_phrase + 1.0
-    return [s + bonus if r.phrase else s for s, r in zip(plain, rows, strict=True)]
-
-
-# --- context around a hit ---------------------------------------------------
-
-# messages_session (session_id, id) walks the session in id order either way.
-_CONTEXT = (
-    f"SELECT {MESSAGE_COLUMNS} FROM sessions s CROSS JOIN messages m ON m.session_id = s.id "
-    f"WHERE s.key = :key AND m.active = 1 AND {INDEXED_SQL} "
-)
-CONTEXT_LATEST = _CONTEXT + "ORDER BY m.id DESC LIMIT :limit"
-CONTEXT_BEFORE = _CONTEXT + "AND m.id < :anchor ORDER BY m.id DESC LIMIT :limit"
-CONTEXT_FROM = _CONTEXT + "AND m.id >= :anchor ORDER BY m.id LIMIT :limit"
-
-
-def context_rows(
-    conn: sqlite3.Connection, session_key: str, anchor: int | None, limit: int
-) -> list[tuple[Any, ...]]:
-    """Rows for Store.messages_around, oldest first."""
-    if anchor is None:
-        latest = conn.execute(CONTEXT_LATEST, {"key": session_key, "limit": limit}).fetchall()
-        return latest[::-1]
-    params = {"key": session_key, "anchor": anchor, "limit": limit}
-    after = conn.execute(CONTEXT_FROM, params).fetchall()
-    if not after or after[0][0] != anchor:
-        # Not a visible message of this session: say nothing about it.
-        return []
-    before = conn.execute(CONTEXT_BEFORE, params).fetchall()
-    # Centre the anchor; a side with fewer messages leaves its share to the other.
-    want_before = (limit - 1) // 2
-    want_before = max(want_before, limit - len(after))
-    take_before = min(len(before), want_before)
-    return before[:take_before][::-1] + after[: limit - take_before]

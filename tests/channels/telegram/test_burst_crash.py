@@ -29,7 +29,7 @@ async def tg(tmp_path: Path) -> AsyncIterator[TelegramHarness]:
 
 
 async def send_states(tg: TelegramHarness) -> Counter[str | None]:
-    rows = await tg.store.fetchall(  # type: ignore[attr-defined]
+    rows = await tg.store.connection.fetchall(  # type: ignore[attr-defined]
         "SELECT send_state FROM messages WHERE role = 'assistant'"
     )
     return Counter(row[0] for row in rows)

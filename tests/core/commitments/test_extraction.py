@@ -166,8 +166,8 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         worker_args.setdefault("worker", "w1")
         worker = ExtractionWorker(
             store=commitment_store_for(store),
-            jobs=SqlExtractionJobStore(store),
-            pauses=SqlPauseStore(store),
+            jobs=SqlExtractionJobStore(store.connection),
+            pauses=SqlPauseStore(store.connection),
             llm=llm,
             config=lambda: config[0],
             clock=clock,

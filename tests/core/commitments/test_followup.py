@@ -257,7 +257,7 @@ async def test_the_reopen_statement_finds_its_twin_by_the_dedupe_index(tmp_path:
         f"AND status = 'sent' AND {NO_ACTIVE_TWIN}"
     )
     try:
-        rows = await hb.store.fetchall(f"EXPLAIN QUERY PLAN {sql}", ["cm_1", *params])  # type: ignore[attr-defined]
+        rows = await hb.store.connection.fetchall(f"EXPLAIN QUERY PLAN {sql}", ["cm_1", *params])  # type: ignore[attr-defined]
     finally:
         await hb.store.close()
     plan = " | ".join(str(r[3]) for r in rows)

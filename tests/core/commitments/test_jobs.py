@@ -30,7 +30,9 @@ __all__ = ["make_harness"]  # the fixture, shared with the other module
 
 
 async def job_rows(store: SqliteStore) -> list[tuple[str | None, str]]:
-    rows = await store.fetchall("SELECT claimed_by, user_text FROM extraction_jobs ORDER BY id")
+    rows = await store.connection.fetchall(
+        "SELECT claimed_by, user_text FROM extraction_jobs ORDER BY id"
+    )
     return [(r[0], r[1]) for r in rows]
 
 
@@ -42,8 +44,8 @@ def second_worker(
     llm = LLMClient(h.config[0].llm, environ={"OPENAI_API_KEY": "sk-test"}, clock=h.clock)
     return ExtractionWorker(
         store=commitment_store_for(store),
-        jobs=SqlExtractionJobStore(store),
-        pauses=SqlPauseStore(store),
+        jobs=SqlExtractionJobStore(store.connection),
+        pauses=SqlPauseStore(store.connection),
         llm=llm,
         config=lambda: h.config[0],
         clock=h.clock,

@@ -34,7 +34,7 @@ async def test_the_window_is_in_the_members_own_zone(make_harness: Callable[...,
             return await holder[0].many(users)
 
     h = await make_harness(zones=LateZones())
-    zones = UserZones(SqlUserZoneStore(h.store), lambda _agent: "Europe/Paris")
+    zones = UserZones(SqlUserZoneStore(h.store.connection), lambda _agent: "Europe/Paris")
     holder.append(zones)
     await zones.set("telegram", "u42", "Asia/Tokyo", now=START)
 

@@ -233,7 +233,7 @@ async def test_take_turn_records_only_after_the_interval(followups: Followups) -
 
 
 async def plan(store: SqliteStore, sql: str, params: tuple[object, ...]) -> str:
-    rows = await store.fetchall(f"EXPLAIN QUERY PLAN {sql}", params)
+    rows = await store.connection.fetchall(f"EXPLAIN QUERY PLAN {sql}", params)
     return " | ".join(str(r[3]) for r in rows)
 
 
@@ -315,8 +315,10 @@ async def test_expiry_sweep_touches_only_expired_rows_among_100k(
             rows,
         )
 
-    await store._write(seed)
-    before = await store.fetchall("SELECT status, count(*) FROM commitments GROUP BY status")
+    await store.connection._write(seed)
+    before = await store.connection.fetchall(
+        "SELECT status, count(*) FROM commitments GROUP BY status"
+    )
     # Count the virtual machine steps the sweep takes: a scan of the table
     # would take several per row (hundreds of thousands in all).
     steps = [0]
@@ -325,14 +327,16 @@ async def test_expiry_sweep_touches_only_expired_rows_among_100k(
         steps[0] += 1
         return 0
 
-    await store._write(lambda conn: conn.set_progress_handler(count_step, 1))
+    await store.connection._write(lambda conn: conn.set_progress_handler(count_step, 1))
     started = time.perf_counter()
     changed = await sweep_expired(cstore, now=NOW, grace=EXPIRY_GRACE)
     elapsed = time.perf_counter() - started
-    await store._write(lambda conn: conn.set_progress_handler(None, 1))
+    await store.connection._write(lambda conn: conn.set_progress_handler(None, 1))
     assert changed == expired_count
     assert steps[0] < 200 * expired_count, steps[0]
-    after = dict(await store.fetchall("SELECT status, count(*) FROM commitments GROUP BY status"))
+    after = dict(
+        await store.connection.fetchall("SELECT status, count(*) FROM commitments GROUP BY status")
+    )
     assert after["expired"] == expired_count
     assert after["sent"] == dict(before)["sent"]  # final rows untouched
     # Nothing left to do: a second sweep changes nothing and stays cheap.

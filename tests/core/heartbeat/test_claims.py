@@ -299,7 +299,7 @@ async def test_a_claim_written_before_the_upgrade_is_failed_not_resent(tmp_path:
         c = await old.seed()
         sql = "UPDATE commitments SET claimed_at = ? WHERE id = ?"
         params = (to_ms(old.clock.now()), c.id)
-        await v6._write(lambda db: db.execute(sql, params))
+        await v6.connection._write(lambda db: db.execute(sql, params))
     hb = await make_harness(tmp_path)
     try:
         assert (await claim_columns(hb, c.id))[0] == "sending"
@@ -325,7 +325,7 @@ async def test_finding_expired_claims_uses_the_lease_index(sqlite_hb: Harness) -
     c = await hb.seed()
     await dead_worker_claim(hb, c, sending=False)
     statements: list[str] = []
-    db = hb.store._db  # type: ignore[attr-defined]
+    db = hb.store.connection._db  # type: ignore[attr-defined]
     await db._execute(db._conn.set_trace_callback, statements.append)
     try:
         await hb.heartbeat.next_lease_expiry()
@@ -335,6 +335,6 @@ async def test_finding_expired_claims_uses_the_lease_index(sqlite_hb: Harness) -
     lease_queries = [s for s in statements if "lease_until" in s and "commitments" in s]
     assert len(lease_queries) == 3
     for sql in lease_queries:
-        rows = await hb.store.fetchall("EXPLAIN QUERY PLAN " + sql)  # type: ignore[attr-defined]
+        rows = await hb.store.connection.fetchall("EXPLAIN QUERY PLAN " + sql)  # type: ignore[attr-defined]
         plan = " | ".join(str(row[3]) for row in rows)
         assert "commitments_lease" in plan, (sql, plan)

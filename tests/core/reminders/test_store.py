@@ -181,11 +181,11 @@ async def test_an_unreadable_due_row_is_marked_failed(sqlite_store: Store) -> No
     bad = await rs.add(new("bad", at=NOW))
     good = await rs.add(new("good", at=NOW))
     sql = "UPDATE reminders SET claimed_at = 'garbage' WHERE id = ?"
-    await sqlite_store._write(lambda conn: conn.execute(sql, (bad.id,)))  # type: ignore[attr-defined]
+    await sqlite_store.connection._write(lambda conn: conn.execute(sql, (bad.id,)))  # type: ignore[attr-defined]
     sql = "UPDATE reminders SET claimed_at = NULL, created_at = 'garbage' WHERE id = ?"
-    await sqlite_store._write(lambda conn: conn.execute(sql, (bad.id,)))  # type: ignore[attr-defined]
+    await sqlite_store.connection._write(lambda conn: conn.execute(sql, (bad.id,)))  # type: ignore[attr-defined]
     assert await rs.due(NOW) == [good]
-    rows = await sqlite_store.fetchall(  # type: ignore[attr-defined]
+    rows = await sqlite_store.connection.fetchall(  # type: ignore[attr-defined]
         "SELECT status, last_error FROM reminders WHERE id = ?", (bad.id,)
     )
     assert rows[0][0] == "failed" and "unreadable" in rows[0][1]
@@ -197,7 +197,7 @@ async def test_due_work_is_found_through_indexes(sqlite_store: Store) -> None:
     the reminders table (cost grows with the due rows, not the table)."""
     rs = await reminders(sqlite_store)
     statements: list[str] = []
-    db = sqlite_store._db  # type: ignore[attr-defined]
+    db = sqlite_store.connection._db  # type: ignore[attr-defined]
     await db._execute(db._conn.set_trace_callback, statements.append)
     try:
         r = await rs.add(new(at=NOW))
@@ -218,7 +218,7 @@ async def test_due_work_is_found_through_indexes(sqlite_store: Store) -> None:
     }
     checked = 0
     for sql in queries:
-        rows = await sqlite_store.fetchall("EXPLAIN QUERY PLAN " + sql)  # type: ignore[attr-defined]
+        rows = await sqlite_store.connection.fetchall("EXPLAIN QUERY PLAN " + sql)  # type: ignore[attr-defined]
         plan = " | ".join(row[3] for row in rows)
         for marker, index in expected.items():
             if marker in sql:
@@ -248,10 +248,10 @@ async def test_finding_due_work_does_not_read_finished_rows(sqlite_store: Store)
         sql = f"INSERT INTO reminders({columns}) VALUES ({', '.join('?' * 19)})"
         conn.executemany(sql, rows)
 
-    await sqlite_store._write(fill)  # type: ignore[attr-defined]
+    await sqlite_store.connection._write(fill)  # type: ignore[attr-defined]
     due = await rs.add(new("due", at=NOW - timedelta(seconds=1)))
     progress: list[int] = []
-    db = sqlite_store._db  # type: ignore[attr-defined]
+    db = sqlite_store.connection._db  # type: ignore[attr-defined]
     await db._execute(db._conn.set_progress_handler, lambda: progress.append(1), 100)
     try:
         assert await rs.due(NOW) == [due]

@@ -16,8 +16,10 @@ from core.search.normalize import normalize
 from core.search.query import build_query
 from core.search.redact import Redactor
 from core.store import SearchScope, Store
+from core.store.dialect import SQLITE
 from core.store.postgres import PostgresStore
 from core.store.postgres import search as pg_search
+from core.store.sql.transcript import transcript_sql
 from core.store.sqlite import SqliteStore
 from core.store.sqlite import search as sqlite_search
 from core.store.sqlite.fts import AGENT_SPAN, TOKENIZE, agent_range, session_filter
@@ -158,7 +160,7 @@ async def test_bm25_alone_prefers_the_bag(lite: SqliteStore) -> None:
     phrase = await add(
         lite, "The quarterly budget review meeting is on Thursday in the main building", at=1
     )
-    plain = await lite.fetchall(
+    plain = await lite.connection.fetchall(
         f"SELECT rowid % {AGENT_SPAN} FROM messages_fts "
         "WHERE messages_fts MATCH 'budget AND review' ORDER BY bm25(messages_fts)"
     )
@@ -240,7 +242,7 @@ async def test_hidden_rows_never_take_result_slots(store: Store, scope: SearchSc
 
 
 async def explain(store: SqliteStore, sql: str, params: object) -> str:
-    rows = await store._read(
+    rows = await store.connection._read(
         lambda conn: conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
     )
     return " | ".join(row[3] for row in rows)
@@ -250,7 +252,7 @@ async def test_search_plans_start_from_the_index(lite: SqliteStore) -> None:
     # Enough rows that the planner has real statistics to be tempted by.
     for i in range(60):
         await add(lite, f"filler {i} 中文", key=(KEY, A2, B1)[i % 3])
-    await lite.fetchall("ANALYZE")
+    await lite.connection.fetchall("ANALYZE")
     cases = [
         (SearchScope(agent_id="a"), "北", True),  # one CJK character
         (SearchScope(agent_id="a"), "budget review", True),
@@ -279,8 +281,9 @@ async def test_search_plans_start_from_the_index(lite: SqliteStore) -> None:
 
 
 async def test_context_reads_walk_one_session_by_index(lite: SqliteStore) -> None:
-    for sql in (sqlite_search.CONTEXT_FROM, sqlite_search.CONTEXT_BEFORE):
-        plan = await explain(lite, sql, {"key": KEY, "anchor": 5, "limit": 5})
+    sql = transcript_sql(SQLITE)
+    for statement in (sql.context_from, sql.context_before):
+        plan = await explain(lite, statement, (KEY, 5, 5))
         assert "SEARCH m USING INDEX messages_session (session_id=? AND id" in plan, plan
         assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
 
@@ -288,10 +291,10 @@ async def test_context_reads_walk_one_session_by_index(lite: SqliteStore) -> Non
 async def test_each_agent_has_its_own_rowid_range(lite: SqliteStore) -> None:
     a = await add(lite, "shared word")
     b = await add(lite, "shared word", key=B1)
-    slots = dict(await lite.fetchall("SELECT agent_id, slot FROM agents"))
+    slots = dict(await lite.connection.fetchall("SELECT agent_id, slot FROM agents"))
     assert set(slots) == {"a", "b"} and slots["a"] != slots["b"]
     for record, agent in ((a, "a"), (b, "b")):
-        rows = await lite.fetchall(
+        rows = await lite.connection.fetchall(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?",
             (session_filter(record.session_id),),
         )

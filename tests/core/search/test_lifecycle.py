@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from core.store import ImportRow, Store
-from core.store.postgres import PostgresStore
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.fts import AGENT_SPAN, index_values
 from core.store.sqlite.migrations import load_migrations
@@ -179,11 +178,9 @@ async def test_import_checks_every_row_before_writing(store: Store) -> None:
 async def test_large_imports_are_split_into_transactions(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.store.postgres.messages as postgres_backend
-    import core.store.sqlite.messages as sqlite_backend
+    import core.store.sql.transcript as transcript
 
-    backend = postgres_backend if isinstance(store, PostgresStore) else sqlite_backend
-    monkeypatch.setattr(backend, "IMPORT_BATCH", 7)
+    monkeypatch.setattr(transcript, "IMPORT_BATCH", 7)
     rows = [row(f"agent:a:telegram:private:{i % 5}", "user", f"line {i}", i) for i in range(50)]
     assert await store.import_messages(rows) == 50
     behind = await store.sessions_behind(limit=3)
@@ -208,14 +205,16 @@ async def test_mark_index_behind(store: Store) -> None:
 async def test_consistency_notices_every_kind_of_drift(lite: SqliteStore) -> None:
     record = await add(lite, "drifting")
     other = await add(lite, "elsewhere", key=OTHER)
-    (slot,) = (await lite.fetchall("SELECT agent_slot FROM sessions WHERE key = ?", (KEY,)))[0]
+    (slot,) = (
+        await lite.connection.fetchall("SELECT agent_slot FROM sessions WHERE key = ?", (KEY,))
+    )[0]
     rowid = slot * AGENT_SPAN + record.id
-    with sqlite3.connect(lite.path) as conn:
+    with sqlite3.connect(lite.connection.path) as conn:
         conn.execute("DELETE FROM messages_fts WHERE rowid = ?", (rowid,))
     assert await index_consistency(lite) == (1, 0)
     assert await index_consistency(lite, KEY) == (1, 0)
     assert await index_consistency(lite, OTHER) == (0, 0)
-    with sqlite3.connect(lite.path) as conn:
+    with sqlite3.connect(lite.connection.path) as conn:
         # A row claiming the wrong session is both missing and orphaned, and
         # so is a row outside its agent's rowid range.
         conn.execute(
@@ -313,9 +312,9 @@ async def test_migration_moves_index_rows_into_agent_ranges(tmp_path: Path) -> N
             "INSERT INTO messages_fts(rowid, words, grams, session) VALUES (4, 'gone', '', 's1')"
         )
     async with SqliteStore(path) as store:
-        slots = dict(await store.fetchall("SELECT agent_id, slot FROM agents"))
+        slots = dict(await store.connection.fetchall("SELECT agent_id, slot FROM agents"))
         assert slots == {"a": 1, "b": 2}  # in order of first appearance
-        rows = await store.fetchall("SELECT rowid FROM messages_fts ORDER BY rowid")
+        rows = await store.connection.fetchall("SELECT rowid FROM messages_fts ORDER BY rowid")
         assert [r[0] for r in rows] == [AGENT_SPAN + 1, 2 * AGENT_SPAN + 2]
         assert await consistent(store, KEY, B1)
         assert ids(await search(store, "shared", agent="a")) == [1]
@@ -324,7 +323,7 @@ async def test_migration_moves_index_rows_into_agent_ranges(tmp_path: Path) -> N
         # agent the next one.
         await add_session(store, OTHER)
         await add_session(store, "agent:c:telegram:private:5")
-        rows = await store.fetchall("SELECT agent_slot FROM sessions ORDER BY id")
+        rows = await store.connection.fetchall("SELECT agent_slot FROM sessions ORDER BY id")
         assert [r[0] for r in rows] == [1, 2, 1, 3]
         # Deleting a message or a session takes its index rows along.
         assert await store.delete_message(

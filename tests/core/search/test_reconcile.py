@@ -15,8 +15,8 @@ from core.search.reconcile import IndexReconciler
 from core.search.redact import Redactor
 from core.store import ImportRow, NewMessage, SearchScope, Store
 from core.store.postgres import PostgresStore
+from core.store.sql.index import BULK_TEXT_CHARS
 from core.store.sqlite import SqliteStore
-from core.store.sqlite.connection import BULK_TEXT_CHARS
 from tests.core.store.test_contract import T0
 from tests.support import pg_helpers
 from tests.support.store_helpers import count_index_rows, index_consistency, open_any_store
@@ -55,7 +55,7 @@ async def lite(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 
 async def live_changes(store: SqliteStore) -> int:
     """Changes made through the store's live connection so far."""
-    return await store._read(lambda conn: conn.total_changes)
+    return await store.connection._read(lambda conn: conn.total_changes)
 
 
 async def test_run_once_indexes_every_session_behind_then_compacts(store: Store) -> None:

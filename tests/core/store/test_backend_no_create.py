@@ -14,7 +14,7 @@ from core.store.backends import open_backend
 from core.store.errors import DatabaseMissing, DatabaseOutdated
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.migrations import load_migrations as load_postgres_migrations
-from core.store.sqlite.messages import SqliteStore
+from core.store.sqlite import SqliteStore
 from core.store.sqlite.migrations import load_migrations as load_sqlite_migrations
 from tests.support.postgres import fresh_database
 

@@ -17,7 +17,7 @@ async def test_only_another_connections_commit_wakes(tmp_path: Path) -> None:
     await bot.open()
     await cli.open()
     clock = TestClock()
-    channel = SqliteWakeChannel(bot)
+    channel = SqliteWakeChannel(bot.connection)
     woken: list[int] = []
     listener = asyncio.create_task(channel.listen(lambda: woken.append(1), clock))
 
@@ -32,10 +32,10 @@ async def test_only_another_connections_commit_wakes(tmp_path: Path) -> None:
 
     try:
         await poll()
-        await SqlAppStateStore(bot).put("k", "own write")
+        await SqlAppStateStore(bot.connection).put("k", "own write")
         await poll()
         assert woken == []  # the bot's own commit
-        await SqlAppStateStore(cli).put("k", "the CLI's")
+        await SqlAppStateStore(cli.connection).put("k", "the CLI's")
         await poll()
         assert woken == [1] and channel.heard == 1
         await poll()

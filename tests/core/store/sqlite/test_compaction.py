@@ -156,9 +156,9 @@ class StepMeter(SqliteStore):
     async def compact_index(self, pages: int = 500) -> bool:
         # journal_size_limit 0: the checkpoint empties the WAL before each step.
         assert await self.checkpoint_log()
-        assert self.wal_bytes() == 0
+        assert self.connection.wal_bytes() == 0
         more = await super().compact_index(pages)
-        self.frames.append(self.wal_bytes() // FRAME)
+        self.frames.append(self.connection.wal_bytes() // FRAME)
         return more
 
 
@@ -185,10 +185,10 @@ async def fragmented_meter(path: Path) -> StepMeter:
     ]
     await meter.import_messages(rows)
     # No merging while the segments go in, so they are all there to fold.
-    await meter._write(lambda conn: configure(conn, automerge=0, crisismerge=64))
+    await meter.connection._write(lambda conn: configure(conn, automerge=0, crisismerge=64))
     for key in keys:
         await meter.reindex_session(key)
-    await meter._write(lambda conn: configure(conn, automerge=8, crisismerge=16))
+    await meter.connection._write(lambda conn: configure(conn, automerge=8, crisismerge=16))
     assert (await meter.index_shape()).segments == len(keys)
     return meter
 
@@ -213,7 +213,7 @@ async def test_a_compaction_step_writes_about_its_page_budget(tmp_path: Path) ->
 
 
 async def test_the_connection_limits_the_journal_size(store: SqliteStore) -> None:
-    rows = await store.fetchall("PRAGMA journal_size_limit")
+    rows = await store.connection.fetchall("PRAGMA journal_size_limit")
     assert rows[0][0] == JOURNAL_SIZE_LIMIT
 
 
@@ -232,9 +232,9 @@ async def test_a_bulk_transaction_leaves_no_large_wal_behind(tmp_path: Path) -> 
             for n in range(3000)
         ]
         await store.import_messages(rows)
-        assert store.wal_bytes() > 16 * limit
+        assert store.connection.wal_bytes() > 16 * limit
         await write_live(store, 0, 1)
-        assert 0 < store.wal_bytes() <= limit
+        assert 0 < store.connection.wal_bytes() <= limit
 
 
 async def test_idle_upkeep_empties_the_wal_a_burst_left(tmp_path: Path) -> None:
@@ -246,9 +246,9 @@ async def test_idle_upkeep_empties_the_wal_a_burst_left(tmp_path: Path) -> None:
         await reconciler.upkeep()
         await write_live(store, 0, 200)
         # Below the autocheckpoint, so nothing has checkpointed the burst.
-        assert store.wal_bytes() > 8 * limit
+        assert store.connection.wal_bytes() > 8 * limit
         assert await reconciler.upkeep() == 0  # no compaction: only the log
-        assert store.wal_bytes() <= limit
+        assert store.connection.wal_bytes() <= limit
         # The log was folded into the database, not lost.
         assert len(await search(store, "budget", agent="main", limit=500)) == 134
 
@@ -261,7 +261,7 @@ async def test_a_reader_elsewhere_does_not_hold_up_the_idle_checkpoint(tmp_path:
         for key in (*KEYS, OTHER_AGENT):
             await add_session(store, key)
         await write_live(store, 0, 20)
-        reader = sqlite3.connect(store.path, isolation_level=None)
+        reader = sqlite3.connect(store.connection.path, isolation_level=None)
         try:
             reader.execute("BEGIN")
             reader.execute("SELECT count(*) FROM messages").fetchone()
@@ -272,4 +272,4 @@ async def test_a_reader_elsewhere_does_not_hold_up_the_idle_checkpoint(tmp_path:
         finally:
             reader.close()
         assert await store.checkpoint_log() is True
-        assert store.wal_bytes() == 0
+        assert store.connection.wal_bytes() == 0

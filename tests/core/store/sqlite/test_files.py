@@ -72,14 +72,14 @@ async def test_a_shm_left_more_open_than_the_database_is_narrowed(
 ) -> None:
     db = tmp_path / "kept.sqlite"
     async with SqliteStore(db) as store:
-        await store.fetchall("SELECT 1")
+        await store.connection.fetchall("SELECT 1")
     # An older kept's, under a 022 umask, left by a crash (SQLite narrows an
     # empty one itself, not one with content).
     shm = tmp_path / "kept.sqlite-shm"
     shm.write_bytes(b"\0" * 32768)
     os.chmod(shm, 0o644)
     async with SqliteStore(db) as store:
-        await store.fetchall("SELECT 1")
+        await store.connection.fetchall("SELECT 1")
         assert mode(shm) == 0o600
     assert mode(db) == 0o600
 
@@ -178,7 +178,7 @@ async def test_a_storage_error_looks_at_the_file_at_once(
     another_database(tmp_path / "kept.sqlite")
     # No clock movement: the error itself makes the store look.
     with pytest.raises(DatabaseReplaced, match="replaced by another file") as caught:
-        await running.store.fetchall("SELECT * FROM no_such_table")
+        await running.store.connection.fetchall("SELECT * FROM no_such_table")
     assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
 
 
@@ -224,7 +224,7 @@ async def test_a_deleted_file_can_be_copied_back_from_where_kept_still_has_it(
     shutil.copyfile(source.group(1), db)  # what the log says to run
     await running.close()
     async with SqliteStore(db, migrate=False) as restored:
-        texts = [row[0] for row in await restored.fetchall("SELECT text FROM messages")]
+        texts = [row[0] for row in await restored.connection.fetchall("SELECT text FROM messages")]
     assert texts == ["before it went"]
 
 
@@ -232,7 +232,7 @@ async def test_reopening_at_start_creates_the_database_again(tmp_path: Path) -> 
     """Only a start creates a database: the watch is about a running store."""
     db = tmp_path / "kept.sqlite"
     async with SqliteStore(db) as store:
-        await store.fetchall("SELECT 1")
+        await store.connection.fetchall("SELECT 1")
     shutil.move(db, tmp_path / "old.sqlite")
     async with SqliteStore(db) as store:
         assert await store.schema_version() > 0

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import core.store.sqlite.messages as sqlite_backend
 from core.store import ImportRow, MigrationError, UnknownSession
 from core.store.base import INDEXED_KINDS, INDEXED_ROLES
+from core.store.dialect import SQLITE
+from core.store.sql.transcript import BY_PLATFORM_ID, DELETE_BY_PLATFORM_ID, transcript_sql
 from core.store.sqlite import SqliteStore
 from core.store.sqlite import index as sqlite_index
 from core.store.sqlite.migrations import Migration, load_migrations, m0002_search, split_sql
@@ -35,7 +36,7 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 
 def raw(store: SqliteStore) -> sqlite3.Connection:
     """A second connection, as another process would have."""
-    conn = sqlite3.connect(store.path, isolation_level=None)
+    conn = sqlite3.connect(store.connection.path, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
@@ -46,10 +47,10 @@ def raw(store: SqliteStore) -> sqlite3.Connection:
 async def test_message_and_index_row_commit_together(
     sqlite_store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def explode(*_args: object) -> None:
+    async def explode(*_args: object) -> None:
         raise RuntimeError("index write failed")
 
-    monkeypatch.setattr(sqlite_store, "_insert_index_row", explode)
+    monkeypatch.setattr(sqlite_store._fts, "insert_row", explode)
     with pytest.raises(RuntimeError, match="index write failed"):
         await add(sqlite_store, "lost message")
     # Same, but failing inside SQLite itself rather than in Python.
@@ -59,7 +60,7 @@ async def test_message_and_index_row_commit_together(
         await add(sqlite_store, "lost message")
     monkeypatch.undo()
 
-    assert (await sqlite_store.fetchall("SELECT count(*) FROM messages"))[0][0] == 0
+    assert (await sqlite_store.connection.fetchall("SELECT count(*) FROM messages"))[0][0] == 0
     assert await count_index_rows(sqlite_store) == 0
     # The connection is not left inside a transaction.
     kept = await add(sqlite_store, "kept message")
@@ -69,7 +70,7 @@ async def test_message_and_index_row_commit_together(
 async def test_a_failed_import_batch_stores_nothing_of_that_batch(
     sqlite_store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_index, "_IMPORT_MESSAGE", "INSERT INTO nope VALUES (?)")
+    monkeypatch.setattr(sqlite_index, "_IMPORT", "INSERT INTO nope VALUES (?)")
     row = ImportRow("agent:a:telegram:private:7", "user", "hello", datetime(2025, 1, 1, tzinfo=UTC))
     with pytest.raises(sqlite3.OperationalError):
         await sqlite_store.import_messages([row])
@@ -131,8 +132,8 @@ async def test_a_cached_session_id_given_to_another_chat_is_not_reused(
 
 
 async def test_history_uses_the_turn_index(sqlite_store: SqliteStore) -> None:
-    rows = await sqlite_store.fetchall(
-        "EXPLAIN QUERY PLAN " + sqlite_backend._HISTORY, (KEY, 10, 5)
+    rows = await sqlite_store.connection.fetchall(
+        "EXPLAIN QUERY PLAN " + transcript_sql(SQLITE).history, (KEY, 10, 5)
     )
     plan = " | ".join(r[3] for r in rows)
     assert "INDEX messages_session_turn" in plan, plan
@@ -140,14 +141,18 @@ async def test_history_uses_the_turn_index(sqlite_store: SqliteStore) -> None:
 
 
 async def test_sessions_behind_reads_only_its_partial_index(sqlite_store: SqliteStore) -> None:
-    rows = await sqlite_store.fetchall("EXPLAIN QUERY PLAN " + sqlite_backend.SESSIONS_BEHIND, (5,))
+    rows = await sqlite_store.connection.fetchall(
+        "EXPLAIN QUERY PLAN " + transcript_sql(SQLITE).sessions_behind, (5,)
+    )
     plan = " | ".join(r[3] for r in rows)
     assert "sessions_index_behind" in plan and "TEMP B-TREE" not in plan, plan
 
 
-@pytest.mark.parametrize("sql", [*sqlite_index.BY_PLATFORM_ID, *sqlite_index.DELETE_BY_PLATFORM_ID])
+@pytest.mark.parametrize("sql", [*BY_PLATFORM_ID, *DELETE_BY_PLATFORM_ID])
 async def test_platform_id_lookups_use_an_index(sqlite_store: SqliteStore, sql: str) -> None:
-    rows = await sqlite_store.fetchall("EXPLAIN QUERY PLAN " + sql, ("telegram", "100", "5"))
+    rows = await sqlite_store.connection.fetchall(
+        "EXPLAIN QUERY PLAN " + sql, ("telegram", "100", "5")
+    )
     plan = " | ".join(r[3] for r in rows)
     assert re.search(r"INDEX messages_(platform_dedupe|sent_platform_id)", plan), plan
     assert "SCAN" not in plan, plan
@@ -161,7 +166,7 @@ def test_migration_sql_names_the_indexed_roles_and_kinds() -> None:
 
 async def test_pragmas_in_force(sqlite_store: SqliteStore) -> None:
     async def pragma(name: str) -> object:
-        return (await sqlite_store.fetchall(f"PRAGMA {name}"))[0][0]
+        return (await sqlite_store.connection.fetchall(f"PRAGMA {name}"))[0][0]
 
     assert await pragma("journal_mode") == "wal"
     assert await pragma("foreign_keys") == 1
@@ -180,7 +185,9 @@ async def test_migrations_apply_once(tmp_path: Path) -> None:
         await add_session(store, KEY)
     async with SqliteStore(path) as store:
         assert await store.schema_version() == latest
-        rows = await store.fetchall("SELECT version, name FROM schema_version ORDER BY version")
+        rows = await store.connection.fetchall(
+            "SELECT version, name FROM schema_version ORDER BY version"
+        )
         assert [r[0] for r in rows] == list(range(1, latest + 1))
         assert tuple(rows[0]) == (1, "transcript")
         assert await store.get_session(KEY) is not None
@@ -196,7 +203,9 @@ async def test_failing_migration_rolls_back_and_names_its_number(tmp_path: Path)
     assert info.value.version == LATEST + 1
     async with SqliteStore(path) as store:
         assert await store.schema_version() == LATEST
-        tables = await store.fetchall("SELECT name FROM sqlite_master WHERE name = 'extra'")
+        tables = await store.connection.fetchall(
+            "SELECT name FROM sqlite_master WHERE name = 'extra'"
+        )
         assert tables == []
 
 
@@ -236,10 +245,10 @@ def test_split_sql_respects_literals_comments_and_triggers() -> None:
 async def test_open_store_urls(tmp_path: Path) -> None:
     relative = open_store("sqlite:///data/sub/kept.sqlite", base_dir=tmp_path)
     assert isinstance(relative, SqliteStore)
-    assert Path(relative.path) == tmp_path / "data" / "sub" / "kept.sqlite"
+    assert Path(relative.connection.path) == tmp_path / "data" / "sub" / "kept.sqlite"
     assert (tmp_path / "data" / "sub").is_dir()
     absolute = open_store(f"sqlite:///{tmp_path}/abs/kept.sqlite")
-    assert isinstance(absolute, SqliteStore) and Path(absolute.path).is_absolute()
+    assert isinstance(absolute, SqliteStore) and Path(absolute.connection.path).is_absolute()
     assert (tmp_path / "abs").is_dir()
     async with open_store("sqlite:///:memory:") as memory:
         await add_session(memory, KEY)
