@@ -58,10 +58,10 @@ async def test_an_old_database_is_renumbered_and_upgraded(tmp_path: Path, upto: 
     async with SqliteStore(old) as store:
         assert await store.schema_version() == len(STEPS)
         assert await store.get_session(KEY) is not None
-        rows = await store.fetchall("SELECT text FROM messages")
+        rows = await store.connection.fetchall("SELECT text FROM messages")
         assert [r[0] for r in rows] == ["hello there"]
         if upto >= 4:
-            reminders = await store.fetchall("SELECT id FROM reminders")
+            reminders = await store.connection.fetchall("SELECT id FROM reminders")
             assert [r[0] for r in reminders] == ["r1"]
 
     versions = _versions(old)
