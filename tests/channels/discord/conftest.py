@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.discord_helpers import Responses, Rig, build_rig, capture_responses
+from tests.support.discord_dpytest import Responses, Rig, build_rig, capture_responses
 
 
 @pytest.fixture

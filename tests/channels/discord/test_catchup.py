@@ -21,8 +21,8 @@ from channels.discord.catchup import HISTORY_LIMIT, HISTORY_WINDOW
 from channels.media import REFUSED_NOTICE
 from core.store.base import NewMessage
 from tests.fakes.discord_server import Script
-from tests.fakes.store_faults import Unstorable
 from tests.support.discord_harness import DiscordHarness, discord_harness
+from tests.support.store_faults import Unstorable
 
 
 @pytest.fixture

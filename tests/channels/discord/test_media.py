@@ -16,7 +16,7 @@ import pytest
 
 from channels.discord.scope import media_kind
 from channels.media import unreadable_notice
-from tests.fakes.discord_helpers import Rig, build_rig, record_payloads, sent_messages
+from tests.support.discord_dpytest import Rig, build_rig, record_payloads, sent_messages
 from tests.support.discord_harness import DiscordHarness, discord_harness
 
 

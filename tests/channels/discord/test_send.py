@@ -15,10 +15,10 @@ from discord.ext.test.backend import FakeRequest
 from channels.discord.errors import send_failure
 from core.delivery.send import deliver_once
 from core.messages import Outbound, SendResult, Target
-from tests.fakes.discord_helpers import Rig, make_thread, sent_messages
 from tests.fakes.discord_server import Script
-from tests.fakes.scripted_model import text
+from tests.support.discord_dpytest import Rig, make_thread, sent_messages
 from tests.support.discord_harness import DiscordHarness, discord_harness
+from tests.support.scripted_model import text
 
 
 def http_error(cls: type[discord.HTTPException], status: int, code: int = 0) -> Exception:

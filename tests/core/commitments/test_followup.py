@@ -19,8 +19,8 @@ from core.commitments.service import (
     SnoozeError,
 )
 from core.store.sqlite.commitments import _NO_ACTIVE_TWIN, _where
-from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import OTHER, SCOPE, Harness, make_harness
+from tests.support.scripted_model import text
 from tests.support.store_helpers import chat_filter
 
 DAY = timedelta(days=1)
