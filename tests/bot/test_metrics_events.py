@@ -21,8 +21,8 @@ from core.messages import SendResult
 from core.store import Store
 from tests.bot.test_metrics import value
 from tests.core.reminders.test_service import make_harness as reminder_harness
-from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import Harness, make_harness
+from tests.support.scripted_model import text
 
 
 @pytest.fixture

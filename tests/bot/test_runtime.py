@@ -16,9 +16,9 @@ from core.clock import TestClock
 from core.commitments.model import NewCommitment, Scope
 from core.config.file import load_config
 from core.config.model import ConfigError, validate_document
-from core.messages import SendResult, Target
+from core.messages import Target
 from tests.fakes.openai_server import FakeOpenAI, hang
-from tests.support.adapters import QuietAdapter, ignore
+from tests.support.adapters import QuietAdapter, RecordingAdapter, ignore
 from tests.support.store_helpers import open_store
 
 
@@ -90,28 +90,13 @@ async def test_running_process_applies_a_changed_config_and_survives_a_bad_one(t
 # --- stop order: heartbeat work first (with grace), then the adapters ----------------------
 
 
-class OrderedAdapter(FakeTelegram):
+class OrderedAdapter(RecordingAdapter):
     """Records sends and its stop in one list, to read the order back."""
 
+    platform = "telegram"
+
     def __init__(self) -> None:
-        super().__init__()
-        self.events: list[str] = []
-
-    async def stop(self) -> None:
-        self.events.append("adapter stopped")
-        await super().stop()
-
-    async def send_text(
-        self,
-        target: Target,
-        text: str,
-        reply_to: str | None,
-        buttons: None = None,
-        *,
-        ping: bool = False,
-    ) -> SendResult:
-        self.events.append(f"sent {text}")
-        return SendResult(message_id="1")
+        super().__init__(agent_id="main")
 
 
 async def runtime_with_due_follow_up(
@@ -177,7 +162,7 @@ async def test_stop_lets_the_heartbeat_turn_finish_before_the_adapters_stop(
         assert adapter.events == []  # the model call is in flight: adapters still up
         gate.set()
         await asyncio.wait_for(stopping, 5)
-    assert adapter.events == ["sent How did it go?", "adapter stopped"]
+    assert adapter.events == ["sent How did it go?", "stopped"]
     assert await commitment_state(tmp_path) == ("sent", None)
 
 
@@ -201,7 +186,7 @@ async def test_stop_past_the_grace_cancels_the_turn_and_releases_the_claim(
         assert adapter.events == [] and not stopping.done()  # still within the grace
         await clock.advance(1)
         await asyncio.wait_for(stopping, 5)
-    assert adapter.events == ["adapter stopped"]
+    assert adapter.events == ["stopped"]
     assert await commitment_state(tmp_path) == ("pending", None)
 
 
@@ -230,7 +215,7 @@ async def test_the_runtime_asks_the_adapter_before_a_follow_up_and_sends_nothing
         await asyncio.wait_for(adapter.asked.wait(), 5)
         await runtime.stop()
         assert fake.completions == []
-    assert adapter.events == ["adapter stopped"]
+    assert adapter.events == ["stopped"]
     assert await commitment_state(tmp_path) == ("pending", None)
 
 

@@ -11,8 +11,8 @@ from core.clock import TestClock
 from core.config.model import KeptConfig
 from core.messages import Outbound, Target, reminder_snooze_actions
 from core.reminders import parse_schedule
-from tests.fakes.scripted_model import ScriptedModel
 from tests.support.heartbeat_harness import ScriptedSender
+from tests.support.scripted_model import ScriptedModel
 
 KEY = "agent:main:telegram:private:42"
 CHAT = Target("telegram", "42")

@@ -3,43 +3,17 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 
-from channels.base import ChannelAdapter
 from channels.console import ConsoleAdapter
 from channels.router import AdapterRouter
 from channels.split import split_plain
 from core.clock import TestClock
-from core.messages import Inbound, Outbound, SendResult, Target
+from core.messages import Inbound, Outbound, Target
+from tests.support.adapters import RecordingAdapter
 
 
-class FakeAdapter(ChannelAdapter):
+class FakeAdapter(RecordingAdapter):
     platform = "fake"
     max_message_length = 50
-
-    def __init__(self, fail_on: int | None = None, allow_from=()) -> None:
-        super().__init__(agent_id="main", allow_from=allow_from, handler=self._noop)
-        self.chunks: list[str] = []
-        self.fail_on = fail_on
-
-    async def _noop(self, inbound: Inbound) -> None:
-        return None
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    async def send_text(
-        self,
-        target: Target,
-        text: str,
-        reply_to: str | None,
-        buttons: None = None,
-        *,
-        ping: bool = False,
-    ) -> SendResult:
-        if self.fail_on is not None and len(self.chunks) == self.fail_on:
-            return SendResult(error="boom", retryable=True)
-        self.chunks.append(text)
-        return SendResult(message_id=str(len(self.chunks)))
 
 
 def test_split_prefers_paragraphs_then_sentences():
@@ -81,14 +55,14 @@ async def test_send_chunks_and_returns_first_id():
     adapter = FakeAdapter()
     result = await adapter.send(Outbound(Target("fake", "1"), "a" * 120))
     assert result.ok and result.message_id == "1"
-    assert [len(c) for c in adapter.chunks] == [50, 50, 20]
+    assert [len(c) for c in adapter.texts] == [50, 50, 20]
 
 
 async def test_failure_after_first_chunk_is_not_retryable():
-    adapter = FakeAdapter(fail_on=1)
+    adapter = FakeAdapter(fail_at=2)
     result = await adapter.send(Outbound(Target("fake", "1"), "a" * 120))
     assert not result.ok and not result.retryable and result.unknown
-    first_fails = await FakeAdapter(fail_on=0).send(Outbound(Target("fake", "1"), "hi"))
+    first_fails = await FakeAdapter(fail_at=1).send(Outbound(Target("fake", "1"), "hi"))
     assert not first_fails.ok and first_fails.retryable
 
 

@@ -33,8 +33,8 @@ from core.messages import Outbound, Target, followup_actions
 from core.reminders import parse_schedule
 from core.store.backends import sqlite_backend
 from core.store.sqlite import SqliteStore
-from tests.fakes.scripted_model import ScriptedModel, calls, text
-from tests.fakes.store_faults import DiskFull
+from tests.support.scripted_model import ScriptedModel, calls, text
+from tests.support.store_faults import DiskFull
 from tests.support.store_helpers import mark_sent, open_store
 
 KEY = "agent:main:console:private:ann"

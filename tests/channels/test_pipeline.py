@@ -20,8 +20,8 @@ from core.clock import TestClock
 from core.commitments.model import Scope
 from core.errors import MessageNotStored
 from core.messages import Inbound, Target
-from tests.fakes.discord_helpers import Rig, build_rig, message_dict, sent_messages
 from tests.support.adapters import QuietAdapter
+from tests.support.discord_dpytest import Rig, build_rig, message_dict, sent_messages
 from tests.support.telegram_harness import scope, telegram_harness
 
 TWO_AGENTS = [{"id": "main"}, {"id": "second"}]

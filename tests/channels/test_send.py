@@ -4,68 +4,35 @@ a partly sent one is never repeated."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from channels.base import ChannelAdapter, Departure
-from core.messages import Action, Inbound, Outbound, SendResult, Target, followup_actions
+from channels.base import Departure
+from core.messages import Action, Outbound, SendResult, Target, followup_actions
+from tests.support.adapters import RecordingAdapter
 
 TARGET = Target("telegram", "42")
 ACTIONS = followup_actions(["cm_000000000001"])
 TEXT = "one " * 30 + "\n\n" + "two " * 30 + "\n\n" + "three " * 20
 
 
-class Chunks(ChannelAdapter[tuple[Action, ...]]):
-    """Records every chunk; its "buttons" are the actions themselves."""
-
+class Chunks(RecordingAdapter):
     platform = "chunks"
     max_message_length = 160
-
-    def __init__(self, fail_at: int | None = None) -> None:
-        super().__init__(handler=self._ignore)
-        self.sent: list[tuple[str, str | None, tuple[Action, ...] | None]] = []
-        self.fail_at = fail_at
-        self.pings: list[bool] = []
-
-    async def _ignore(self, inbound: Inbound, **_: object) -> None:
-        return None
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    def render_actions(self, actions: Sequence[Action]) -> tuple[Action, ...]:
-        return tuple(actions)
-
-    async def send_text(
-        self,
-        target: Target,
-        text: str,
-        reply_to: str | None,
-        buttons: tuple[Action, ...] | None = None,
-        *,
-        ping: bool = False,
-    ) -> SendResult:
-        self.sent.append((text, reply_to, buttons))
-        self.pings.append(ping)
-        if len(self.sent) == self.fail_at:
-            return SendResult(error="boom", retryable=True)
-        return SendResult(message_id=str(len(self.sent)))
 
 
 async def test_only_the_quoting_chunk_of_a_check_in_pings() -> None:
     chunks = Chunks()
     await chunks.send(Outbound(TARGET, TEXT, "9", ACTIONS, ping_replied=True))
-    assert chunks.pings[0] is True and not any(chunks.pings[1:])
+    pings = [chunk.ping for chunk in chunks.sent]
+    assert pings[0] is True and not any(pings[1:])
     plain = Chunks()
     await plain.send(Outbound(TARGET, TEXT, "9", ACTIONS))
-    assert not any(plain.pings)
+    assert plain.sent and not any(chunk.ping for chunk in plain.sent)
 
 
 async def test_buttons_go_on_the_last_chunk_and_the_first_id_is_recorded() -> None:
     chunks = Chunks()
     result = await chunks.send(Outbound(TARGET, TEXT, "9", ACTIONS))
     assert result == SendResult(message_id="1")
-    assert [(reply, buttons) for _, reply, buttons in chunks.sent] == [
+    assert [(chunk.reply_to, chunk.buttons) for chunk in chunks.sent] == [
         ("9", None),
         (None, None),
         (None, tuple(ACTIONS)),
@@ -75,7 +42,7 @@ async def test_buttons_go_on_the_last_chunk_and_the_first_id_is_recorded() -> No
 async def test_a_message_without_actions_gets_no_buttons() -> None:
     chunks = Chunks()
     await chunks.send(Outbound(TARGET, TEXT, None))
-    assert len(chunks.sent) == 3 and all(buttons is None for *_, buttons in chunks.sent)
+    assert len(chunks.sent) == 3 and all(chunk.buttons is None for chunk in chunks.sent)
 
 
 async def test_a_failed_first_chunk_is_the_platforms_answer() -> None:
@@ -119,7 +86,11 @@ async def test_a_platform_sends_its_own_chunks_through_the_one_pipeline() -> Non
     tagged = Tagged()
     result = await tagged.send(Outbound(TARGET, "a|b|c", "9", ACTIONS))
     assert result == SendResult(message_id="1")
-    assert tagged.sent == [("1:a", "9", None), ("2:b", None, None), ("3:c", None, ACTIONS)]
+    assert [(c.text, c.reply_to, c.buttons) for c in tagged.sent] == [
+        ("1:a", "9", None),
+        ("2:b", None, None),
+        ("3:c", None, ACTIONS),
+    ]
 
     partly = Tagged(fail_at=2)
     result = await partly.send(Outbound(TARGET, "a|b|c", None))

@@ -22,8 +22,8 @@ from core.llm import Completion
 from core.messages import Target
 from core.reminders import parse_schedule
 from tests.e2e.test_pairing import kept
-from tests.fakes.scripted_model import text
 from tests.support.discord_harness import discord_harness
+from tests.support.scripted_model import text
 from tests.support.telegram_harness import TelegramHarness, scope, telegram_harness
 
 USER, GROUP = 42, -100500

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from core.commitments.model import NewCommitment, Scope
 from core.config.model import KeptConfig
-from tests.fakes.scripted_model import text
 from tests.support.discord_harness import discord_harness
+from tests.support.scripted_model import text
 
 
 async def test_a_server_check_in_replies_to_the_members_message(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from core.clock import TestClock
 from core.commitments.store import Filter
-from tests.fakes.discord_helpers import (
+from tests.support.discord_dpytest import (
     Responses,
     Rig,
     build_rig,
@@ -29,7 +29,7 @@ from tests.fakes.discord_helpers import (
     record_payloads,
     sent_messages,
 )
-from tests.fakes.role_model import RoleModel
+from tests.support.role_model import RoleModel
 
 PARIS = ZoneInfo("Europe/Paris")
 

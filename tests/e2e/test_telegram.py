@@ -12,7 +12,7 @@ import pytest
 
 from channels.media import unreadable_notice
 from core.store.base import SearchScope
-from tests.fakes.scripted_model import text
+from tests.support.scripted_model import text
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 
 PRIVATE = "agent:main:telegram:private:42"

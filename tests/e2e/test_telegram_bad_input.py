@@ -27,7 +27,7 @@ from channels.telegram.parking import PARK_AFTER
 from core.metrics import install, uninstall
 from core.search.redact import Redactor
 from core.store.base import SearchScope
-from tests.fakes.store_faults import DiskFull, Unstorable
+from tests.support.store_faults import DiskFull, Unstorable
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 from tests.support.telegram_workers import telegram_workers
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from core.commitments.store import Filter
-from tests.fakes.role_model import PARIS, RoleModel
+from tests.support.role_model import PARIS, RoleModel
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 
 GROUP, OTHER_CHAT, ANA, BEN = -100500, 77, 7, 8

@@ -24,8 +24,8 @@ from core.store.backends import sqlite_backend
 from core.store.base import MessageRecord, NewMessage
 from core.store.sqlite import SqliteStore
 from tests.fakes.discord_server import TOKEN, FakeDiscord
-from tests.fakes.scripted_model import ScriptedModel
 from tests.support.access import OPEN_ACCESS
+from tests.support.scripted_model import ScriptedModel
 from tests.support.store_helpers import open_store
 
 

@@ -25,8 +25,8 @@ from core.store import Store
 from core.store.postgres import PostgresStore
 from core.store.sqlite.rows import to_ms
 from core.users import UserZones
-from tests.fakes.scripted_model import ScriptedModel
 from tests.support.followups import store_execute, store_rows
+from tests.support.scripted_model import ScriptedModel
 from tests.support.store_helpers import (
     commitment_store_for,
     heartbeat_store_for,

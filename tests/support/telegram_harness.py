@@ -22,9 +22,9 @@ from core.config.model import KeptConfig
 from core.store import Store
 from core.store.backends import sqlite_backend
 from core.store.sqlite import SqliteStore
-from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.support.access import OPEN_ACCESS
+from tests.support.scripted_model import ScriptedModel
 from tests.support.store_helpers import open_store
 
 T = TypeVar("T")

@@ -34,9 +34,9 @@ from core.config.model import KeptConfig
 from core.messages import Inbound
 from core.store.backends import Backend, open_backend
 from core.store.updates import NewUpdate, QueuedUpdate, UpdateQueue
-from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.support.access import OPEN_ACCESS
+from tests.support.scripted_model import ScriptedModel
 
 Gate = Callable[[Inbound], Awaitable[None]]
 

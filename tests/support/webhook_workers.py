@@ -37,9 +37,9 @@ from core.config.model import KeptConfig
 from core.llm import Completion
 from core.locks import SessionGuard
 from core.store.backends import Backend
-from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.support.access import OPEN_ACCESS
+from tests.support.scripted_model import ScriptedModel
 
 SECRET = "webhook-secret_3"
 HOOK_PATH = "/tg/hook"

@@ -1,5 +1,6 @@
-"""The Discord rig (the real discord.py client against the fake server) and
-the interaction answers it captures, for every test here."""
+"""The dpytest rig (the Discord adapter on a dpytest bot) and the interaction
+answers it captures, for the unit tests here; the tests against the fake
+Discord server build their own harness."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.discord_helpers import Responses, Rig, build_rig, capture_responses
+from tests.support.discord_dpytest import Responses, Rig, build_rig, capture_responses
 
 
 @pytest.fixture

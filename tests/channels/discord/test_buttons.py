@@ -12,7 +12,7 @@ from channels.discord.views import buttons_view
 from core.commands.buttons import to_full
 from core.commitments.model import Commitment
 from core.messages import Action, Outbound, Target, followup_actions
-from tests.fakes.discord_helpers import (
+from tests.support.discord_dpytest import (
     Responses,
     Rig,
     button_ids,

@@ -21,8 +21,8 @@ from channels.discord.catchup import HISTORY_LIMIT, HISTORY_WINDOW
 from channels.media import REFUSED_NOTICE
 from core.store.base import NewMessage
 from tests.fakes.discord_server import Script
-from tests.fakes.store_faults import Unstorable
 from tests.support.discord_harness import DiscordHarness, discord_harness
+from tests.support.store_faults import Unstorable
 
 
 @pytest.fixture
@@ -478,3 +478,24 @@ async def test_a_message_the_store_refuses_is_told_once_and_holds_nothing(
         await asyncio.sleep(0)
     assert refuses.attempts == 1
     assert fake.texts() == [REFUSED_NOTICE, "echo: hello"]
+
+
+async def test_an_attachment_read_back_by_the_catch_up_gets_no_notice(
+    harness: DiscordHarness,
+) -> None:
+    fake = harness.fake
+    adapter = await harness.start()
+    await fake.say("one")
+    await fake.wait_for(lambda: fake.texts())
+    await harness.stop(adapter)
+    photo = await fake.say("", live=False)
+    photo["attachments"] = [
+        {"id": "9", "filename": "a.png", "size": 1, "url": "u", "proxy_url": "u"}
+    ]
+    await fake.say("two", live=False)
+
+    adapter = await harness.start()
+    await fake.wait_for(lambda: len(fake.texts()) >= 2)
+    await adapter.catchup.idle()
+
+    assert fake.texts() == ["echo: one", "echo: two"]

@@ -10,7 +10,7 @@ import discord
 
 from core.messages import Target
 from core.reminders import Schedule
-from tests.fakes.discord_helpers import Responses, Rig, slash
+from tests.support.discord_dpytest import Responses, Rig, slash
 
 EPHEMERAL = 64
 

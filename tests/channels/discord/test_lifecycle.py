@@ -16,7 +16,7 @@ from aiohttp import web
 from channels.base import ChannelContext, ChannelStartError
 from channels.discord import DiscordAdapter
 from core.config.model import KeptConfig
-from tests.fakes.discord_helpers import Rig
+from tests.support.discord_dpytest import Rig
 
 GOOD = "good-token-123"
 BOT_USER = {"id": "4242", "username": "kept", "discriminator": "0", "avatar": None, "bot": True}

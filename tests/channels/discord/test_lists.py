@@ -15,7 +15,7 @@ from core.commands.buttons import decode_full, encode_full
 from core.messages import ItemAction, ReminderSnooze, Target
 from core.reminders import Schedule
 from core.reminders.model import Reminder
-from tests.fakes.discord_helpers import (
+from tests.support.discord_dpytest import (
     Responses,
     Rig,
     click,

@@ -1,23 +1,20 @@
 """Discord: a message with only attachments or stickers, where a text would
-be answered, gets the fixed notice of what kept can read; a message read
-back from history by the catch-up does not (it is never stored, so it would
-be noticed again after every restart)."""
+be answered, gets the fixed notice of what kept can read, on dpytest. That a
+message read back from history by the catch-up does not (it is never stored,
+so it would be noticed again after every restart) is in test_catchup.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import discord
 import discord.ext.test as dpytest
-import pytest
 
 from channels.discord.scope import media_kind
 from channels.media import unreadable_notice
-from tests.fakes.discord_helpers import Rig, build_rig, record_payloads, sent_messages
-from tests.support.discord_harness import DiscordHarness, discord_harness
+from tests.support.discord_dpytest import Rig, build_rig, record_payloads, sent_messages
 
 
 def mention(rig: Rig) -> str:
@@ -105,30 +102,3 @@ def test_media_kind_reads_stickers_voice_messages_and_content_types() -> None:
     assert media_kind(_message(attachments=[_attachment("clip.mp4")])) == "video"
     assert media_kind(_message(attachments=[_attachment("notes.bin")])) == "file"
     assert media_kind(_message()) is None
-
-
-@pytest.fixture
-async def harness(tmp_path: Path) -> AsyncIterator[DiscordHarness]:
-    async with discord_harness(tmp_path) as h:
-        yield h
-
-
-async def test_an_attachment_read_back_by_the_catch_up_gets_no_notice(
-    harness: DiscordHarness,
-) -> None:
-    fake = harness.fake
-    adapter = await harness.start()
-    await fake.say("one")
-    await fake.wait_for(lambda: fake.texts())
-    await harness.stop(adapter)
-    photo = await fake.say("", live=False)
-    photo["attachments"] = [
-        {"id": "9", "filename": "a.png", "size": 1, "url": "u", "proxy_url": "u"}
-    ]
-    await fake.say("two", live=False)
-
-    adapter = await harness.start()
-    await fake.wait_for(lambda: len(fake.texts()) >= 2)
-    await adapter.catchup.idle()
-
-    assert fake.texts() == ["echo: one", "echo: two"]

@@ -9,7 +9,7 @@ import discord.ext.test as dpytest
 from channels.discord.adapter import intents
 from core.search.redact import Redactor
 from core.store.base import SearchScope
-from tests.fakes.discord_helpers import (
+from tests.support.discord_dpytest import (
     Rig,
     make_thread,
     message_dict,
@@ -17,7 +17,7 @@ from tests.fakes.discord_helpers import (
     reply_to,
     sent_messages,
 )
-from tests.fakes.scripted_model import text
+from tests.support.scripted_model import text
 from tests.support.store_helpers import index_consistency
 
 

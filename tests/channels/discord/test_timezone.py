@@ -13,7 +13,7 @@ from channels.discord.views import buttons_view
 from core.commands.buttons import zone_from_full, zone_to_full
 from core.llm import ToolCall
 from core.messages import ZoneChoice, zone_choices
-from tests.fakes.discord_helpers import (
+from tests.support.discord_dpytest import (
     Responses,
     Rig,
     button_ids,
@@ -22,7 +22,7 @@ from tests.fakes.discord_helpers import (
     record_payloads,
     sent_messages,
 )
-from tests.fakes.scripted_model import calls, text
+from tests.support.scripted_model import calls, text
 
 EPHEMERAL = 64
 

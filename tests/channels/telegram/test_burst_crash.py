@@ -16,7 +16,7 @@ import pytest
 
 from channels.telegram.pace import Budget, Pace
 from core.llm import Completion
-from tests.fakes.scripted_model import text
+from tests.support.scripted_model import text
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 
 CHATS = range(1, 6)

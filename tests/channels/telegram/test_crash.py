@@ -13,9 +13,9 @@ import pytest
 
 from core.llm import Completion
 from tests.channels.telegram.test_storage_faults import until
-from tests.fakes.scripted_model import text
-from tests.fakes.store_faults import DiskFull
 from tests.fakes.telegram_server import Script
+from tests.support.scripted_model import text
+from tests.support.store_faults import DiskFull
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 
 PRIVATE = "agent:main:telegram:private:42"

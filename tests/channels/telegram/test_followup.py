@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from core.llm import Completion
-from tests.fakes.scripted_model import text
+from tests.support.scripted_model import text
 from tests.support.telegram_harness import TelegramHarness, scope, telegram_harness
 
 GROUP, TOPIC, USER = -100800, 12, 7

@@ -17,7 +17,7 @@ from core.llm import ToolCall
 from core.messages import Target
 from core.reminders import parse_schedule
 from core.reminders.model import Reminder
-from tests.fakes.scripted_model import calls, text
+from tests.support.scripted_model import calls, text
 from tests.support.telegram_harness import TelegramHarness, scope, telegram_harness
 
 GROUP = -100900

@@ -15,8 +15,8 @@ from channels.telegram.format import Entity, TelegramChunk
 from channels.telegram.pace import Budget, Pace
 from core.delivery.send import deliver_once
 from core.messages import Outbound, Target
-from tests.fakes.scripted_model import text
 from tests.fakes.telegram_server import TOKEN, Script
+from tests.support.scripted_model import text
 from tests.support.telegram_harness import TelegramHarness, drive, telegram_harness
 
 ANA = Target("telegram", "42")

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.channels.telegram.test_webhook import free_port, post, webhook
-from tests.fakes.store_faults import DiskFull
+from tests.support.store_faults import DiskFull
 from tests.support.telegram_harness import TelegramHarness, telegram_harness
 
 PRIVATE = "agent:main:telegram:private:42"

@@ -13,8 +13,8 @@ from core.commands.buttons import zone_from_compact
 from core.llm import ToolCall
 from core.messages import Target, ZoneChoice
 from core.reminders import parse_schedule
-from tests.fakes.scripted_model import calls, text
 from tests.fakes.telegram_server import Sent
+from tests.support.scripted_model import calls, text
 from tests.support.telegram_harness import TelegramHarness, scope, telegram_harness
 
 GROUP = -100700

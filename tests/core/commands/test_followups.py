@@ -15,7 +15,7 @@ from core.commitments.service import CommitmentService
 from core.commitments.store import CommitmentStore
 from core.commitments.visibility import Asker, ChatAccess
 from core.messages import Action, ChatKind
-from tests.fakes.command_stores import GROUP, NOW, PRIVATE, FakeCommitments, commitment
+from tests.support.command_stores import GROUP, NOW, PRIVATE, FakeCommitments, commitment
 
 ALICES, BOBS = commitment(1, "alice"), commitment(2, "bob")
 PRIVATE_ONE = commitment(3, "alice", key=PRIVATE)

@@ -9,7 +9,7 @@ from core.commands.lists import ListCommands
 from core.commands.results import PER_PAGE, Listing, page_of
 from core.commitments.visibility import Asker, ChatAccess
 from core.messages import ItemAction, PageAction
-from tests.fakes.command_stores import (
+from tests.support.command_stores import (
     GROUP,
     NOW,
     FakeCommitments,

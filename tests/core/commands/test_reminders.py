@@ -5,7 +5,7 @@ from __future__ import annotations
 from core.clock import TestClock
 from core.commands import Outcome, ReminderCommands
 from core.commitments.visibility import Asker, ChatAccess
-from tests.fakes.command_stores import GROUP, NOW, PRIVATE, FakeReminders, reminder
+from tests.support.command_stores import GROUP, NOW, PRIVATE, FakeReminders, reminder
 
 ALICES, BOBS = reminder(1, "alice"), reminder(2, "bob", cron="0 9 * * 1")
 OTHER_CHAT = reminder(3, "alice", key=PRIVATE)

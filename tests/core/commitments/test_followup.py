@@ -19,8 +19,8 @@ from core.commitments.service import (
     SnoozeError,
 )
 from core.store.sql.commitments import NO_ACTIVE_TWIN, filter_sql
-from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import OTHER, SCOPE, Harness, make_harness
+from tests.support.scripted_model import text
 from tests.support.store_helpers import chat_filter
 
 DAY = timedelta(days=1)

@@ -4,7 +4,6 @@ dedupe, lifecycle; and the SQLite indexes behind them."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
@@ -320,7 +319,8 @@ async def test_expiry_sweep_touches_only_expired_rows_among_100k(
         "SELECT status, count(*) FROM commitments GROUP BY status"
     )
     # Count the virtual machine steps the sweep takes: a scan of the table
-    # would take several per row (hundreds of thousands in all).
+    # would take several per row (hundreds of thousands in all). Its wall
+    # time is measured by bench/sweep.py.
     steps = [0]
 
     def count_step() -> int:
@@ -328,9 +328,7 @@ async def test_expiry_sweep_touches_only_expired_rows_among_100k(
         return 0
 
     await store.connection._write(lambda conn: conn.set_progress_handler(count_step, 1))
-    started = time.perf_counter()
     changed = await sweep_expired(cstore, now=NOW, grace=EXPIRY_GRACE)
-    elapsed = time.perf_counter() - started
     await store.connection._write(lambda conn: conn.set_progress_handler(None, 1))
     assert changed == expired_count
     assert steps[0] < 200 * expired_count, steps[0]
@@ -341,7 +339,6 @@ async def test_expiry_sweep_touches_only_expired_rows_among_100k(
     assert after["sent"] == dict(before)["sent"]  # final rows untouched
     # Nothing left to do: a second sweep changes nothing and stays cheap.
     assert await sweep_expired(cstore, now=NOW) == 0
-    assert elapsed < 1.0
     # The statement itself walks the expiry index, never the table.
     detail = await plan(
         store,

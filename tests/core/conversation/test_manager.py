@@ -23,7 +23,7 @@ from core.messages import Inbound, Target
 from core.store import Store
 from core.tools import Tool, ToolContext, ToolRegistry
 from tests.conftest import RecordingSender
-from tests.fakes.scripted_model import ScriptedModel, calls, text
+from tests.support.scripted_model import ScriptedModel, calls, text
 from tests.support.store_helpers import count_index_rows
 
 

@@ -15,7 +15,7 @@ from core.store import Store
 from core.store.base import NewMessage
 from tests.conftest import RecordingSender
 from tests.core.conversation.test_manager import inbound, transcript
-from tests.fakes.scripted_model import ScriptedModel, text
+from tests.support.scripted_model import ScriptedModel, text
 
 KEY = "agent:main:telegram:private:1"
 

@@ -16,7 +16,7 @@ from core.store import Store
 from core.store.base import SessionRecord
 from tests.conftest import RecordingSender
 from tests.core.conversation.test_manager import inbound, make_manager
-from tests.fakes.scripted_model import ScriptedModel
+from tests.support.scripted_model import ScriptedModel
 
 
 def key_of(chat: str) -> str:

@@ -16,8 +16,8 @@ import pytest
 from core.heartbeat.source import SCOPE_CONCURRENCY
 from core.heartbeat.store import HeartbeatStore
 from core.llm import Completion
-from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import SCOPE, Harness, make_harness
+from tests.support.scripted_model import text
 
 
 @pytest.fixture

@@ -24,8 +24,8 @@ from core.messages import Outbound, SendResult
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.migrations import load_migrations
 from core.store.sqlite.rows import to_ms
-from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import SCOPE, WORKER, Harness, make_harness
+from tests.support.scripted_model import text
 from tests.support.store_helpers import commitment_store_for, heartbeat_store_for
 
 DEAD = "dead-host:999:0badc0de"

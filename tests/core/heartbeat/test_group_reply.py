@@ -13,7 +13,7 @@ import pytest
 
 from core.commitments.model import Commitment, Scope
 from core.store.base import NewMessage
-from tests.fakes.scripted_model import text
+from tests.support.scripted_model import text
 from tests.support.telegram_harness import TelegramHarness, scope, telegram_harness
 
 GROUP, MEMBER = -100900, 7

@@ -17,8 +17,8 @@ from core.conversation.manager import ConversationManager
 from core.llm import LLMError
 from core.messages import Inbound, SendResult, Target
 from core.store.base import NewMessage
-from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import OTHER, SCOPE, Harness, make_harness
+from tests.support.scripted_model import text
 from tests.support.store_helpers import count_index_rows
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from core.config.model import ActiveHours
 from core.heartbeat.active_hours import is_active, next_window_start
 from core.users import UserZones
-from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import SCOPE, make_harness
+from tests.support.scripted_model import text
 from tests.support.store_helpers import user_zone_store_for
 
 QUIET = {

@@ -19,8 +19,8 @@ from core.llm import Completion
 from core.messages import ChatKind, Target
 from core.reminders import parse_schedule
 from core.reminders.model import Reminder
-from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import SCOPE, Harness, make_harness
+from tests.support.scripted_model import text
 
 
 class Gate:

@@ -16,8 +16,8 @@ from core.config.model import KeptConfig
 from core.llm import Completion
 from core.messages import Target
 from core.reminders import parse_schedule
-from tests.fakes.scripted_model import text
 from tests.support.heartbeat_harness import SCOPE, Harness, make_harness
+from tests.support.scripted_model import text
 
 
 @pytest.fixture

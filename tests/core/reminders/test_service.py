@@ -26,8 +26,8 @@ from core.reminders.policy import LATE_PREFIX
 from core.reminders.tools import register_reminder_tools
 from core.store import Store
 from core.tools import ToolRegistry
-from tests.fakes.scripted_model import ScriptedModel, calls, text
 from tests.support.followups import store_execute
+from tests.support.scripted_model import ScriptedModel, calls, text
 from tests.support.store_helpers import make_reminder_store
 
 PARIS = "Europe/Paris"

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import time
-import timeit
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -211,14 +208,13 @@ _FRAGMENTS = [
 ]  # fmt: skip
 
 
+# What these inputs cost is measured by bench/text.py; here they must only be
+# handled (a pattern that backtracks without end fails on the suite's timeout).
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=40), st.integers(1, 400))
-def test_adversarial_input_stays_fast(pieces: list[str], repeat: int) -> None:
+def test_adversarial_input_is_handled(pieces: list[str], repeat: int) -> None:
     text = ("".join(pieces) * repeat)[:4096]
-    started = time.perf_counter()
-    redactor.redact(text)
-    # Linear work on 4 KB takes a few ms; backtracking blow-ups take seconds.
-    assert time.perf_counter() - started < 0.5
+    assert isinstance(redactor.redact(text), str)
 
 
 @pytest.mark.parametrize(
@@ -238,19 +234,16 @@ def test_adversarial_input_stays_fast(pieces: list[str], repeat: int) -> None:
         ".abcdef." * 512,
     ],
 )
-def test_pathological_input_stays_fast(text: str) -> None:
-    started = time.perf_counter()
-    redactor.redact(text)
-    assert time.perf_counter() - started < 0.5
+def test_pathological_input_redacts_to_a_fixed_point(text: str) -> None:
+    once = redactor.redact(text)
+    assert redactor.redact(once) == once
 
 
-def test_plain_text_is_fast() -> None:
+def test_a_plain_paragraph_with_dates_and_times_is_unchanged() -> None:
     text = (
         "Hello there, I wanted to follow up on the meeting we had yesterday about the "
         "quarterly budget. Could you send me the numbers for Q3 by Friday? Also, remember "
         "that the interview is at 10:30 on 2024-05-14 in room 12. Thanks a lot, and see "
         "you soon at the café near the station! Je suis passée à l'École hier."
     )
-    per_call = min(timeit.repeat(lambda: redactor.redact(text), number=500, repeat=5)) / 500
-    # Measured ~12 µs; the bound is loose so a loaded machine does not flake.
-    assert per_call < 250e-6
+    assert redactor.redact(text) == text

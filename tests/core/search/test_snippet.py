@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import timeit
 import unicodedata
 
 import pytest
@@ -162,12 +161,12 @@ def test_a_word_of_the_text_is_shown(words: list[str], data: st.DataObject) -> N
         assert wanted.translate(strip) in folded.translate(strip)
 
 
-def test_speed() -> None:
+def test_a_term_at_the_end_of_long_non_ascii_text_is_shown() -> None:
+    # What this costs a call is measured by bench/text.py.
     mixed = "Salut ! réunion passée. می\u200cخواهم فردا بروم. 会议在明天下午三点。İstanbul'da. "
     text = (mixed * 20)[:1000] + " 预算"
-    per_call = min(timeit.repeat(lambda: make_snippet(text, ["预算"]), number=100, repeat=3)) / 100
-    # Measured ~80 µs for 1,000 non-ASCII characters; loose against a busy machine.
-    assert per_call < 2e-3
+    snippet = make_snippet(text, ["预算"])
+    assert len(snippet) <= 300 and snippet.endswith("预算")
 
 
 def test_surrogate_pairs_stay_whole() -> None:

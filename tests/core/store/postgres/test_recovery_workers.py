@@ -17,7 +17,7 @@ from core.locks import SessionLocks
 from core.store.backends import Backend, open_backend
 from core.store.base import NewMessage
 from tests.conftest import RecordingSender
-from tests.fakes.scripted_model import ScriptedModel
+from tests.support.scripted_model import ScriptedModel
 
 ORPHAN = "agent:main:telegram:private:1"
 HELD = "agent:main:telegram:private:2"

@@ -18,7 +18,7 @@ from core.locks import SessionLocks
 from core.messages import Inbound, Target
 from core.store.backends import Backend, open_backend
 from tests.conftest import RecordingSender
-from tests.fakes.scripted_model import ScriptedModel
+from tests.support.scripted_model import ScriptedModel
 
 
 @dataclass

@@ -43,8 +43,8 @@ from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config.model import KeptConfig
 from core.store import Store
 from core.store.backends import sqlite_backend
-from tests.fakes.scripted_model import ScriptedModel
 from tests.support.access import OPEN_ACCESS
+from tests.support.scripted_model import ScriptedModel
 from tests.support.store_helpers import open_store
 
 THREAD_METADATA = {

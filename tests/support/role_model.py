@@ -11,7 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from core.llm import Completion
-from tests.fakes.scripted_model import text
+from tests.support.scripted_model import text
 
 PARIS = ZoneInfo("Europe/Paris")
 
