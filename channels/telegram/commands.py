@@ -20,7 +20,7 @@ from telegram.error import TelegramError
 from channels.base import ChannelContext
 from channels.telegram.lists import commitments_text, keyboard, list_actions, reminders_text
 from core.commands import Change, FollowUpCommands, Outcome, ReminderCommands
-from core.commands.buttons import decode_compact
+from core.commands.buttons import unpack
 from core.commands.lists import ListCommands
 from core.commands.results import Page
 from core.commands.times import agent_timezone, local_time
@@ -191,7 +191,7 @@ class TelegramCommands:
     ) -> None:
         """Act on a button: a check-in's, a list's, a fired reminder's or a
         proposed time zone's."""
-        action = decode_compact(query.data)
+        action = unpack(query.data)
         if isinstance(action, ZoneChoice) and where is not None and message is not None:
             await self._on_zone_choice(query, message, where, action)
             return

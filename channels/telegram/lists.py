@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from channels.telegram.send import LABELS
-from core.commands.buttons import encode_compact
+from core.commands.buttons import pack
 from core.commands.results import PER_PAGE, Item, Page
 from core.commands.times import local_time
 from core.messages import (
@@ -52,7 +52,7 @@ def keyboard(actions: Sequence[ButtonAction]) -> InlineKeyboardMarkup | None:
     item_rows: dict[str, list[InlineKeyboardButton]] = {}
     shown = next((a.page for a in actions if isinstance(a, ItemAction)), 0)
     for action in actions:
-        data = encode_compact(action)
+        data = pack(action)
         if data is None:
             continue
         match action:

@@ -9,7 +9,7 @@ import discord
 from discord.ext.test import backend
 
 from channels.discord.views import buttons_view
-from core.commands.buttons import to_full
+from core.commands.buttons import pack
 from core.commitments.model import Commitment
 from core.messages import Action, Outbound, Target, followup_actions
 from tests.fakes.discord_helpers import (
@@ -62,7 +62,7 @@ async def press(
         rig.bot,
         message=message,
         components=components(ids),
-        custom_id=to_full(Action(action, tuple(ids))),  # type: ignore[arg-type]
+        custom_id=pack(Action(action, tuple(ids))),  # type: ignore[arg-type]
         user=user,
         permissions=permissions,
     )
@@ -91,7 +91,8 @@ async def test_a_follow_up_carries_both_buttons_on_its_last_chunk(rig: Rig) -> N
     await rig.adapter.send(Outbound(target(channel), long_text, actions=followup_actions([c.id])))
     await rig.adapter.send(Outbound(target(channel), "A plain reply."))
 
-    ids = [f"kept:fu:dismiss:{c.id}", f"kept:fu:snooze:{c.id}"]
+    token = c.id.removeprefix("cm_")
+    ids = [f"d:{token}", f"s:{token}"]
     assert [button_ids(p) for p in payloads] == [ids, [], ids, []]
     labels = [b["label"] for b in payloads[0]["components"][0]["components"]]
     assert labels == ["Dismiss", "Snooze 1 day"]
@@ -237,3 +238,25 @@ async def test_buttons_work_for_a_message_this_process_never_sent(
 
     assert "Dismissed by" in edited(answers)
     assert await rig.status(c.id) == "dismissed"
+
+
+async def test_a_button_in_the_format_older_versions_sent_still_works(
+    rig: Rig, answers: Responses
+) -> None:
+    # Messages sent before the one compact format carry `kept:fu:…` custom_ids.
+    channel, alice = rig.channel(0), rig.member(0)
+    c = await rig.seed(channel, alice)
+    message = backend.make_message("How did the interview go?", rig.bot.user, channel)
+    old = f"kept:fu:snooze:{c.id}"
+    button = {"type": 2, "style": 1, "label": "Snooze 1 day", "custom_id": old}
+
+    await click(
+        rig.bot,
+        message=message,
+        components=[{"type": 1, "components": [button]}],
+        custom_id=old,
+        user=alice,
+    )
+
+    assert "Snoozed by" in edited(answers)
+    assert await rig.status(c.id) == "snoozed"

@@ -11,7 +11,7 @@ import discord
 from discord.ext.test import backend
 
 from channels.discord.views import buttons_view
-from core.commands.buttons import decode_full, encode_full
+from core.commands.buttons import pack, unpack
 from core.messages import ItemAction, ReminderSnooze, Target
 from core.reminders import Schedule
 from core.reminders.model import Reminder
@@ -97,7 +97,7 @@ async def test_a_list_of_twelve_shows_ten_with_buttons_and_pages_in_place(
     assert all(len(row["components"]) <= 5 for row in shown.data["components"])
     assert all(len(custom_id) <= 100 for _, custom_id in buttons(shown.data))
     first = dict(buttons(shown.data))["1 · Dismiss"]
-    assert decode_full(first) == ItemAction("dismiss", ids[0], 0, str(alice.id))
+    assert unpack(first) == ItemAction("dismiss", ids[0], 0, str(alice.id))
 
     kind, _ = await shown.press("Next ▶", alice, answers)
     assert kind == UPDATE
@@ -182,7 +182,7 @@ async def test_a_member_cannot_act_on_another_members_item(rig: Rig, answers: Re
 
     # A button naming Alice's item on a list of Bob's own (forged): not found.
     action = ItemAction("dismiss", alices, 0, str(bob.id))
-    forged, view = encode_full(action), buttons_view([action])
+    forged, view = pack(action), buttons_view([action])
     assert forged is not None and view is not None
     message = backend.make_message("list", rig.bot.user, channel)
     components = view.to_components()
@@ -204,7 +204,7 @@ async def test_a_fired_reminders_snooze_brings_it_back_once_ten_minutes_later(
     [payload] = payloads
     assert [label for label, _ in buttons(payload)] == ["Snooze 10 min", "Snooze 1 h"]
     ten = dict(buttons(payload))["Snooze 10 min"]
-    assert decode_full(ten) == ReminderSnooze(r.id, 1, 10)
+    assert unpack(ten) == ReminderSnooze(r.id, 1, 10)
 
     # Only its owner (or a moderator) may snooze it.
     await click(rig.bot, message=message, components=payload["components"], custom_id=ten, user=bob)

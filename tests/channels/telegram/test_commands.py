@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.commands.buttons import from_compact
+from core.commands.buttons import unpack
 from core.messages import Action, Outbound, Target, followup_actions
 from core.reminders import parse_schedule
 from tests.fakes.telegram_server import Sent
@@ -277,7 +277,7 @@ async def test_follow_up_buttons_fit_and_dismiss_edits_the_message(tg: TelegramH
     dismiss, snooze = buttons(sent)
     assert (dismiss["text"], snooze["text"]) == ("Dismiss", "Snooze 1 day")
     assert all(len(b["callback_data"].encode()) <= 64 for b in (dismiss, snooze))
-    assert from_compact(dismiss["callback_data"]) == Action("dismiss", (c.id,))
+    assert unpack(dismiss["callback_data"]) == Action("dismiss", (c.id,))
 
     await tg.fake.push_callback(sent, dismiss["callback_data"], user_id=42, name="Ana")
     await tg.fake.wait_for(lambda: sent.edits)
@@ -308,7 +308,7 @@ async def test_a_long_follow_up_carries_its_buttons_on_its_last_chunk(
     assert result.ok and result.message_id == str(first.message_id)  # the one recorded
     assert first.reply_markup is None
     assert [b["text"] for b in buttons(last)] == ["Dismiss", "Snooze 1 day"]
-    assert from_compact(buttons(last)[0]["callback_data"]) == Action("dismiss", (c.id,))
+    assert unpack(buttons(last)[0]["callback_data"]) == Action("dismiss", (c.id,))
 
 
 async def test_snooze_button_moves_the_commitment_a_day(tg: TelegramHarness) -> None:
