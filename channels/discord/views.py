@@ -27,7 +27,7 @@ import discord
 from channels.discord.pressable import Pressable
 from channels.discord.scope import NOT_ALLOWED, Gate, chat_access, interaction_chat
 from channels.discord.zone_button import ZoneButton
-from core.commands import FollowUpCommands, Press
+from core.commands import FollowUpCommands, Press, wording
 from core.commands.buttons import (
     FollowUpPayload,
     ListItemPayload,
@@ -60,7 +60,7 @@ _LABELS: dict[FollowUpVerb, tuple[str, discord.ButtonStyle]] = {
     "snooze": ("Snooze 1 day", discord.ButtonStyle.primary),
 }
 
-NOT_FOUND = "That follow-up was not found in this chat."
+NOT_FOUND = wording.NOT_FOUND
 
 
 _ITEM_LABELS: dict[ItemVerb, tuple[str, discord.ButtonStyle]] = {
@@ -241,15 +241,13 @@ class FollowUpActions:
         await _show(interaction, note)
 
     async def _note(self, pressed: Press, interaction: discord.Interaction, agent_id: str) -> str:
-        if not pressed.changed:
-            return f"Nothing changed: {pressed.unchanged[0].reason}."
-        if pressed.until is None:
-            return f"Dismissed by {_name(interaction)}. I won't follow up on this."
         zone = agent_timezone(self._config(), agent_id)
         if self._users is not None:
             zone = await self._users.of(agent_id, "discord", str(interaction.user.id))
-        until = local_time(pressed.until, zone)
-        return f"Snoozed by {_name(interaction)} until {until}."
+        # Said in the channel, where a relative timestamp would do too; the
+        # presser's own zone reads as they expect.
+        style = wording.Style(when=lambda moment: local_time(moment, zone), code=lambda t: f"`{t}`")
+        return wording.pressed(pressed, _name(interaction), style)
 
     def _remember(self, message_id: int, note: str) -> None:
         if not message_id:

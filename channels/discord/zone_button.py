@@ -17,6 +17,7 @@ import discord
 from channels.discord.pressable import Pressable
 from channels.discord.scope import NOT_ALLOWED, Gate, interaction_chat
 from core.clock import Clock
+from core.commands import wording
 from core.commands.buttons import ZoneChoicePayload
 from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
 from core.config.model import KeptConfig
@@ -71,7 +72,7 @@ class ZoneActions:
             await _ephemeral(interaction, NOT_ALLOWED)
             return
         if self._users is None:
-            await _ephemeral(interaction, "This button no longer works.")
+            await _ephemeral(interaction, wording.NO_LONGER_WORKS)
             return
         agent_id = self._config().channels.discord.agent
         commands = TimezoneCommands(

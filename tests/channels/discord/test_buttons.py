@@ -110,7 +110,7 @@ async def test_dismiss_on_a_sent_follow_up(rig: Rig, answers: Responses) -> None
 
     content = edited(answers)
     assert content.startswith("How did the interview go?")
-    assert content.endswith(f"-# Dismissed by {alice.display_name}. I won't follow up on this.")
+    assert content.endswith(f"-# Dismissed by {alice.display_name}.")
     closed = await rig.services.backend.commitments.get(c.id)
     assert closed is not None and closed.status == "dismissed"
     assert closed.sent_at is not None, "the delivery still counts toward the daily cap"
@@ -175,7 +175,7 @@ async def test_buttons_on_a_resolved_or_expired_follow_up_say_so(
         for action in ("dismiss", "snooze"):
             message = backend.make_message("How did the interview go?", rig.bot.user, channel)
             await press(rig, message, action, [c.id], alice)
-            assert refused(answers) == f"Nothing changed: already {status}."
+            assert refused(answers) == f"`{c.id}`: nothing changed (already {status})."
         assert await rig.status(c.id) == status
 
 
@@ -199,9 +199,9 @@ async def test_another_member_is_refused(rig: Rig, answers: Responses) -> None:
 
     # Not "someone else's": that would confirm it exists.
     await press(rig, message, "dismiss", [c.id], bob)
-    assert refused(answers) == "That follow-up was not found in this chat."
+    assert refused(answers) == "Not found in this chat."
     await press(rig, message, "snooze", [c.id], bob)
-    assert refused(answers) == "That follow-up was not found in this chat."
+    assert refused(answers) == "Not found in this chat."
     assert await rig.status(c.id) == "sent"
 
     await press(
@@ -216,10 +216,10 @@ async def test_an_id_from_another_chat_is_not_found(rig: Rig, answers: Responses
     message = backend.make_message("How did the interview go?", rig.bot.user, here)
 
     await press(rig, message, "dismiss", [other.id], alice)
-    assert refused(answers) == "That follow-up was not found in this chat."
+    assert refused(answers) == "Not found in this chat."
     await mark_sent(rig.services.backend.heartbeat, other.id, now=rig.clock.now(), message_id="1")
     await press(rig, message, "snooze", [other.id], alice)
-    assert refused(answers) == "That follow-up was not found in this chat."
+    assert refused(answers) == "Not found in this chat."
     assert await rig.status(other.id) == "sent"
 
 

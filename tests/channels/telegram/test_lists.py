@@ -111,7 +111,7 @@ async def test_dismiss_and_snooze_change_the_stored_row_and_the_shown_list(
     sent = await ask(tg, "/commitments")
 
     toast = await press(tg, sent, rows(sent)[0][0][1])
-    assert toast["text"] == f"Dismissed {first}."
+    assert toast["text"] == f"Dismissed {first}: I won't follow up on it."
     assert (await tg.commitment(first)).status == "dismissed"
     assert first not in sent.text and second in sent.text
     assert len(rows(sent)) == 1 and rows(sent)[0][0][0] == "1. Dismiss"
@@ -179,7 +179,7 @@ async def test_in_a_group_a_member_cannot_act_on_another_members_item(
     forged = pack(ItemAction("dismiss", alices, 0, str(BOB)))
     assert forged is not None
     toast = await press(tg, sent, forged, user=BOB)
-    assert toast["text"] == "Not found in this chat."
+    assert toast["text"].endswith(": not found in this chat.")
     assert (await tg.commitment(alices)).status == "pending"
     # Bob's own list does not show it.
     assert alices not in (await ask(tg, "/commitments", chat=GROUP, user=BOB)).text
@@ -221,7 +221,8 @@ async def test_a_fired_reminders_snooze_brings_it_back_once_ten_minutes_later(
 
     # A second press (on a copy still showing the buttons) changes nothing.
     toast = await press(tg, message, hour[1])
-    assert toast["text"] == "Nothing changed: already snoozed." and toast["show_alert"] is True
+    assert toast["text"].endswith(": nothing changed (already snoozed).")
+    assert toast["show_alert"] is True
     stored = await tg.services.reminders.store.get(r.id)
     assert stored is not None and stored.next_fire_at == tg.clock.now() + timedelta(minutes=10)
 
@@ -243,7 +244,7 @@ async def test_only_the_reminders_owner_may_snooze_it_in_a_group(tg: TelegramHar
     assert await fire(tg) == 1
     message = tg.fake.sent[-1]
     toast = await press(tg, message, rows(message)[0][0][1], user=BOB)
-    assert toast["text"] == "Not found in this chat."
+    assert toast["text"].endswith(": not found in this chat.")
     stored = await tg.services.reminders.store.get(r.id)
     assert stored is not None and stored.status == "done" and message.edits == []
 
