@@ -14,22 +14,30 @@ from rich.table import Table
 from rich.text import Text
 
 from channels.base import ChannelContext
-from core.commands import FollowUpCommands, Listing, Outcome, ReminderCommands
-from core.commands.times import agent_timezone, local_time
-from core.commands.timezone import TimezoneCommands, describe
+from core.commands import wording
+from core.commands.registry import (
+    COMMANDS as REGISTRY,
+)
+from core.commands.registry import (
+    Changed,
+    HelpShown,
+    Invocation,
+    ListShown,
+    Result,
+    UnknownCommand,
+    WrongUsage,
+    ZonesUnavailable,
+)
+from core.commands.results import Listing
+from core.commands.times import local_time
+from core.commands.timezone import ZoneAnswer, describe
 from core.commitments.visibility import Asker, ChatAccess
-from core.messages import ZoneChoice
+from core.messages import ListName, ZoneChoice
 
 PLATFORM = "console"
-COMMANDS: list[tuple[str, str]] = [
-    ("help", "What kept does and these commands"),
-    ("commitments", "Your open follow-ups in this chat"),
-    ("dismiss", "Drop follow-ups: /dismiss ID [ID…]"),
-    ("snooze", "Postpone a follow-up: /snooze ID 2h"),
-    ("reminders", "Your reminders in this chat"),
-    ("cancel", "Cancel a reminder: /cancel ID"),
-    ("timezone", "Your time zone: /timezone [Europe/Paris]"),
-    ("quit", "Leave (also /exit, Ctrl-D, or Ctrl-C twice)"),
+# The registry's commands, and the console's own way out.
+COMMANDS: list[tuple[str, str]] = [(c.name, c.summary) for c in REGISTRY.commands] + [
+    ("quit", "Leave (also /exit, Ctrl-D, or Ctrl-C twice)")
 ]
 QUIT_WORDS = frozenset({"quit", "exit"})
 
@@ -60,36 +68,76 @@ class ConsoleCommands:
         self._asker = asker
 
     async def run(self, command: Parsed) -> RenderableType:
-        handler = {
-            "help": self._help,
-            "commitments": self._commitments,
-            "dismiss": self._dismiss,
-            "snooze": self._snooze,
-            "reminders": self._reminders,
-            "cancel": self._cancel,
-            "timezone": self._timezone,
-        }.get(command.name)
-        if handler is None:
-            return Text(f"Unknown command /{command.name}. /help lists what I understand here.")
-        return await handler(command.args)
+        call = self._call()
+        return await self._render(await REGISTRY.run(command.name, command.args, call), call)
 
-    async def _help(self, args: list[str]) -> RenderableType:
-        table = Table.grid(padding=(0, 2))
-        for name, description in COMMANDS:
-            table.add_row(f"/{name}", description)
-        intro = Text(
-            "Talk to kept as in any chat. If you mention something coming up, it may "
-            "check in afterwards, once, here. Ctrl-C stops an answer; start a line with "
-            "// to say something that begins with /. Commands:"
+    async def _render(self, result: Result, call: Invocation) -> RenderableType:
+        match result:
+            case HelpShown():
+                return _help()
+            case UnknownCommand(name):
+                return Text(wording.unknown_command(name))
+            case WrongUsage(command):
+                return Text(wording.usage(command.usage))
+            case ZonesUnavailable():
+                return Text(wording.ZONES_UNAVAILABLE)
+            case ListShown(name, page, _):
+                return _listing(page.listing, name, await call.timezone())
+            case Changed(changes):
+                zone = await call.timezone()
+                style = wording.Style(when=lambda moment: local_time(moment, zone))
+                return Text(wording.changes(list(changes), style))
+            case ZoneAnswer():
+                return Text(describe(result))
+
+    async def confirm_zone(self, choice: ZoneChoice) -> RenderableType:
+        """The user's y / n to a zone the chat model proposed (set_timezone)."""
+        commands = self._call().zones()
+        if commands is None:
+            return Text(wording.ZONES_UNAVAILABLE)
+        return Text(describe(await commands.confirm(choice)))
+
+    def _call(self) -> Invocation:
+        async def never_admin() -> bool:
+            return False  # a private session: nobody else's to see
+
+        ctx = self._ctx
+        return Invocation(
+            PLATFORM,
+            ChatAccess(self._asker(), never_admin),
+            ctx.commitments,
+            ctx.reminders,
+            ctx.clock,
+            ctx.config,
+            ctx.users,
         )
-        return _stack(intro, table)
 
-    async def _commitments(self, args: list[str]) -> RenderableType:
-        listing = await self._followups().list()
-        if not listing.items:
-            return Text("No open follow-ups in this chat.")
-        tz = await self._zone()
-        table = _table("id", "kind", "due", "status", "text", title="Open follow-ups")
+
+def _help() -> RenderableType:
+    table = Table.grid(padding=(0, 2))
+    for name, description in COMMANDS:
+        table.add_row(f"/{name}", description)
+    intro = Text(
+        "Talk to kept as in any chat. If you mention something coming up, it may "
+        "check in afterwards, once, here. Ctrl-C stops an answer; start a line with "
+        "// to say something that begins with /. Commands:"
+    )
+    return _stack(intro, table)
+
+
+def _listing(listing: Listing, name: ListName, tz: str) -> RenderableType:
+    """A whole listing as one table, times in the user's zone."""
+    heading = wording.list_heading(listing, name)
+    if not listing.items:
+        return Text(heading)
+    if name == "reminders":
+        table = _table("id", "when", "repeats", "text", title=heading.rstrip(":"))
+        for r in listing.items:
+            # A repeating one names its own zone, which the user may not share.
+            repeats = f"{r.repeats} ({r.timezone})" if r.repeats else ""
+            table.add_row(r.id, local_time(r.due, tz), repeats, r.text)
+    else:
+        table = _table("id", "kind", "due", "status", "text", title=heading.rstrip(":"))
         for item in listing.items:
             table.add_row(
                 item.id,
@@ -98,96 +146,7 @@ class ConsoleCommands:
                 item.status,
                 item.text,
             )
-        return _stack(table, Text("Drop one with /dismiss ID, postpone it with /snooze ID 2h."))
-
-    async def _dismiss(self, args: list[str]) -> RenderableType:
-        if not args:
-            return Text("Usage: /dismiss ID (the ids are in /commitments)")
-        changes = await self._followups().dismiss(args)
-        return Text(
-            "\n".join(
-                f"Dismissed {c.id}: I won't follow up on it." if c.done else f"{c.id}: {c.reason}"
-                for c in changes
-            )
-        )
-
-    async def _snooze(self, args: list[str]) -> RenderableType:
-        if len(args) != 2:
-            return Text("Usage: /snooze ID 2h (a duration like 30m, 2h or 3d)")
-        commitment_id, duration = args
-        change = await self._followups().snooze(commitment_id, duration=duration)
-        if change.outcome is Outcome.INVALID_DURATION:
-            return Text(f"{change.reason}.")
-        if not change.done or change.item is None:
-            return Text(f"{change.id}: {change.reason}")
-        until = local_time(change.item.due, await self._zone())
-        return Text(f"Snoozed {change.id} until {until}.")
-
-    async def _reminders(self, args: list[str]) -> RenderableType:
-        listing: Listing = await self._reminder_commands().list()
-        if not listing.items:
-            return Text("No reminders in this chat.")
-        table = _table("id", "when", "repeats", "text", title="Reminders")
-        tz = await self._zone()
-        for r in listing.items:
-            # A repeating one names its own zone, which the user may not share.
-            repeats = f"{r.repeats} ({r.timezone})" if r.repeats else ""
-            table.add_row(r.id, local_time(r.due, tz), repeats, r.text)
-        return _stack(table, Text("Cancel one with /cancel ID."))
-
-    async def _cancel(self, args: list[str]) -> RenderableType:
-        if len(args) != 1:
-            return Text("Usage: /cancel ID (the ids are in /reminders)")
-        change = await self._reminder_commands().cancel(args[0])
-        if change.outcome is Outcome.NOT_FOUND:
-            return Text(f"{change.id}: not found")
-        if not change.done:
-            return Text(f"{change.id}: not active any more")
-        return Text(f"Cancelled {change.id}.")
-
-    async def _timezone(self, args: list[str]) -> RenderableType:
-        commands = self._zone_commands()
-        if commands is None:
-            return Text(f"Time zones are not available here; times are in {await self._zone()}.")
-        return Text(describe(await commands.run(" ".join(args))))
-
-    async def confirm_zone(self, choice: ZoneChoice) -> RenderableType:
-        """The user's y / n to a zone the chat model proposed (set_timezone)."""
-        commands = self._zone_commands()
-        if commands is None:
-            return Text("Time zones are not available here.")
-        return Text(describe(await commands.confirm(choice)))
-
-    def _zone_commands(self) -> TimezoneCommands | None:
-        if self._ctx.users is None:
-            return None
-        asker = self._asker()
-        return TimezoneCommands(
-            self._ctx.users,
-            self._ctx.clock,
-            agent_id=asker.agent_id,
-            platform=PLATFORM,
-            user_id=asker.user_id,
-        )
-
-    async def _zone(self) -> str:
-        """The zone the user reads times in: theirs, else the agent's."""
-        asker = self._asker()
-        if self._ctx.users is None:
-            return agent_timezone(self._ctx.config(), asker.agent_id)
-        return await self._ctx.users.of(asker.agent_id, PLATFORM, asker.user_id)
-
-    def _access(self) -> ChatAccess:
-        async def never_admin() -> bool:
-            return False  # a private session: nobody else's to see
-
-        return ChatAccess(self._asker(), never_admin)
-
-    def _followups(self) -> FollowUpCommands:
-        return FollowUpCommands(self._ctx.commitments, self._access())
-
-    def _reminder_commands(self) -> ReminderCommands:
-        return ReminderCommands(self._ctx.reminders.store, self._ctx.clock, self._access())
+    return _stack(table, Text(wording.list_footer(name, wording.Style(when=str))))
 
 
 def _table(*columns: str, title: str) -> Table:

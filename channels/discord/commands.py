@@ -26,19 +26,23 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from channels.discord.lists import list_message
-from channels.discord.lists import quote as _quote
-from channels.discord.lists import when as _when
-from channels.discord.scope import NOT_ALLOWED, ChatRef, Gate, chat_access, interaction_chat
+from channels.discord.lists import STYLE, list_message
+from channels.discord.scope import (
+    NOT_ALLOWED,
+    PLATFORM,
+    ChatRef,
+    Gate,
+    chat_access,
+    interaction_chat,
+)
 from core.clock import Clock
-from core.commands import Change, FollowUpCommands, Listing, Outcome, ReminderCommands
-from core.commands.lists import ListCommands
-from core.commands.timezone import TimezoneCommands, describe, zone_suggestions
+from core.commands import Listing, wording
+from core.commands.registry import COMMANDS, Changed, Invocation, ListShown, Result
+from core.commands.timezone import ZoneAnswer, describe, zone_suggestions
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
 from core.logs import event
-from core.messages import ListName
 from core.reminders import ReminderService
 from core.users import UserZones
 
@@ -109,24 +113,52 @@ class CommandSupport:
             return False
         return True
 
-    def followups(self, where: Where) -> FollowUpCommands:
-        return FollowUpCommands(self.commitments, where.access)
+    def invocation(self, where: Where) -> Invocation:
+        return Invocation(
+            PLATFORM,
+            where.access,
+            self.commitments,
+            self.reminders,
+            self.clock,
+            self.config,
+            self.users,
+        )
 
-    def reminder_commands(self, where: Where) -> ReminderCommands:
-        return ReminderCommands(self.reminders.store, self.clock, where.access)
-
-    async def show_list(
-        self, interaction: discord.Interaction, where: Where, name: ListName
-    ) -> None:
-        """The first page of a list, with its buttons (presses: channels/discord/lists.py)."""
-        lists = ListCommands(self.followups(where), self.reminder_commands(where), where.access)
-        content, view = list_message(await lists.page(name), name, lists.viewer)
-        await reply(interaction, content, view)
+    async def answer(
+        self,
+        interaction: discord.Interaction,
+        where: Where,
+        name: str,
+        arguments: dict[str, str | list[str]],
+    ) -> Result:
+        """Run a registered command with the options Discord parsed, and reply
+        with what it answered."""
+        result = await COMMANDS.call(name, arguments, self.invocation(where))
+        match result:
+            case ListShown(listing, page, viewer):
+                content, view = list_message(page, listing, viewer)
+                await reply(interaction, content, view)
+            case Changed(changes):
+                await reply(interaction, wording.changes(list(changes), STYLE))
+            case ZoneAnswer():
+                await reply(interaction, discord.utils.escape_mentions(describe(result)))
+            case _:
+                await reply(interaction, wording.ZONES_UNAVAILABLE)
+        return result
 
     async def manageable(self, where: Where, current: str) -> list[app_commands.Choice[str]]:
         """Autocomplete: this chat's active commitments the user may change."""
-        listing = await self.followups(where).list(limit=200)
+        listing = await self.invocation(where).followups().list(limit=200)
         return _choices(listing, current)
+
+
+# The registry's commands, by their place in Discord's tree.
+LIST_FOLLOWUPS = COMMANDS.discord("commitments", "list")
+DISMISS = COMMANDS.discord("commitments", "dismiss")
+SNOOZE = COMMANDS.discord("commitments", "snooze")
+LIST_REMINDERS = COMMANDS.discord("reminders", "list")
+CANCEL = COMMANDS.discord("reminders", "cancel")
+TIMEZONE = COMMANDS.discord("timezone")
 
 
 @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
@@ -141,7 +173,7 @@ class CommitmentsGroup(app_commands.Group):
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         return await self._s.check(interaction)
 
-    @app_commands.command(name="list", description="Your pending follow-ups in this chat")
+    @app_commands.command(name="list", description=LIST_FOLLOWUPS.help)
     async def list_(self, interaction: discord.Interaction) -> None:
         where = await self._s.where(interaction)
         if where is None:
@@ -149,27 +181,23 @@ class CommitmentsGroup(app_commands.Group):
         # In a server a follow-up may be about someone's private life, said in
         # passing: members see their own, moderators (Manage Messages) all,
         # and whose each one is.
-        await self._s.show_list(interaction, where, "commitments")
+        await self._s.answer(interaction, where, LIST_FOLLOWUPS.name, {})
 
-    @app_commands.command(name="dismiss", description="Drop a follow-up: I won't bring it up")
+    @app_commands.command(name="dismiss", description=DISMISS.help)
     @app_commands.rename(commitment_id="id")
-    @app_commands.describe(commitment_id="The follow-up's id, e.g. cm_1a2b3c4d5e6f")
+    @app_commands.describe(commitment_id=DISMISS.arguments[0].help)
     async def dismiss(self, interaction: discord.Interaction, commitment_id: str) -> None:
         where = await self._s.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
-        [change] = await self._s.followups(where).dismiss([commitment_id])
-        if change.done:
-            _log_change("dismissed", interaction, where, change.id)
-            assert change.item is not None
-            return await reply(interaction, f"Dismissed `{change.id}`: {_quote(change.item.text)}")
-        await reply(interaction, _unchanged(change))
+        result = await self._s.answer(interaction, where, DISMISS.name, {"id": [commitment_id]})
+        _log_changes("dismissed", interaction, where, result)
 
-    @app_commands.command(name="snooze", description="Bring a follow-up up later")
+    @app_commands.command(name="snooze", description=SNOOZE.help)
     @app_commands.rename(commitment_id="id")
     @app_commands.describe(
-        commitment_id="The follow-up's id, e.g. cm_1a2b3c4d5e6f",
-        duration="How long to wait, e.g. 2h, 1d, 3d",
+        commitment_id=SNOOZE.arguments[0].help,
+        duration=SNOOZE.arguments[1].help,
     )
     async def snooze(
         self, interaction: discord.Interaction, commitment_id: str, duration: str
@@ -177,15 +205,9 @@ class CommitmentsGroup(app_commands.Group):
         where = await self._s.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
-        change = await self._s.followups(where).snooze(commitment_id, duration=duration)
-        if change.done:
-            _log_change("snoozed", interaction, where, change.id)
-            assert change.item is not None
-            until = _when(change.item.due)
-            return await reply(interaction, f"Snoozed `{change.id}` until {until}.")
-        if change.outcome is Outcome.REFUSED:
-            return await reply(interaction, f"Could not snooze `{change.id}`: {change.reason}.")
-        await reply(interaction, _unchanged(change))
+        arguments: dict[str, str | list[str]] = {"id": commitment_id, "duration": duration}
+        result = await self._s.answer(interaction, where, SNOOZE.name, arguments)
+        _log_changes("snoozed", interaction, where, result)
 
     @dismiss.autocomplete("commitment_id")
     @snooze.autocomplete("commitment_id")
@@ -209,29 +231,23 @@ class RemindersGroup(app_commands.Group):
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         return await self._s.check(interaction)
 
-    @app_commands.command(name="list", description="Your active reminders in this chat")
+    @app_commands.command(name="list", description=LIST_REMINDERS.help)
     async def list_(self, interaction: discord.Interaction) -> None:
         where = await self._s.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
         # Reminders follow the follow-ups' rule: a member sees their own.
-        await self._s.show_list(interaction, where, "reminders")
+        await self._s.answer(interaction, where, LIST_REMINDERS.name, {})
 
-    @app_commands.command(name="cancel", description="Cancel one of this chat's reminders")
+    @app_commands.command(name="cancel", description=CANCEL.help)
     @app_commands.rename(reminder_id="id")
-    @app_commands.describe(reminder_id="The reminder's id, e.g. rm_1a2b3c4d5e6f")
+    @app_commands.describe(reminder_id=CANCEL.arguments[0].help)
     async def cancel(self, interaction: discord.Interaction, reminder_id: str) -> None:
         where = await self._s.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
-        change = await self._s.reminder_commands(where).cancel(reminder_id)
-        if change.outcome is Outcome.NOT_FOUND:
-            return await reply(interaction, f"`{_code(change.id)}`: not found in this chat.")
-        if not change.done:
-            return await reply(interaction, f"`{change.id}` is {change.reason}.")
-        _log_change("reminder_cancelled", interaction, where, change.id)
-        assert change.item is not None
-        await reply(interaction, f"Cancelled `{change.id}`: {_quote(change.item.text)}")
+        result = await self._s.answer(interaction, where, CANCEL.name, {"id": reminder_id})
+        _log_changes("reminder_cancelled", interaction, where, result)
 
     @cancel.autocomplete("reminder_id")
     async def _ids(
@@ -240,7 +256,7 @@ class RemindersGroup(app_commands.Group):
         where = await self._s.where(interaction)
         if where is None:
             return []
-        return _choices(await self._s.reminder_commands(where).list(), current)
+        return _choices(await self._s.invocation(where).reminder_commands().list(), current)
 
 
 def timezone_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
@@ -248,35 +264,24 @@ def timezone_command(support: CommandSupport) -> app_commands.Command[Any, ..., 
     sets it, `/timezone zone:clear` clears it. A user's zone is theirs on
     every server and DM, so it works wherever the bot may be used."""
 
-    @app_commands.command(
-        name="timezone", description="Your own time zone: times I show you and your reminders"
-    )
+    @app_commands.command(name=TIMEZONE.name, description=TIMEZONE.help)
     @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
     @app_commands.guild_install()
-    @app_commands.describe(zone="An IANA name such as Europe/Paris, or clear")
+    @app_commands.describe(zone=TIMEZONE.arguments[0].help)
     async def timezone(interaction: discord.Interaction, zone: str | None = None) -> None:
         where = await support.where(interaction)
         if where is None:
             return await reply(interaction, NOT_ALLOWED)
-        if support.users is None:
-            return await reply(interaction, "Time zones are not available here.")
-        commands = TimezoneCommands(
-            support.users,
-            support.clock,
-            agent_id=where.agent_id,
-            platform="discord",
-            user_id=str(interaction.user.id),
-        )
-        answer = await commands.run(zone or "")
-        event(
-            log,
-            logging.INFO,
-            "discord_timezone",
-            agent=where.agent_id,
-            user=interaction.user.id,
-            outcome=answer.outcome.value,
-        )
-        await reply(interaction, discord.utils.escape_mentions(describe(answer)))
+        result = await support.answer(interaction, where, TIMEZONE.name, {"zone": zone or ""})
+        if isinstance(result, ZoneAnswer):
+            event(
+                log,
+                logging.INFO,
+                "discord_timezone",
+                agent=where.agent_id,
+                user=interaction.user.id,
+                outcome=result.outcome.value,
+            )
 
     @timezone.autocomplete("zone")
     async def zones(
@@ -309,7 +314,7 @@ async def on_tree_error(
         user=interaction.user.id,
         error=repr(getattr(error, "original", error)),
     )
-    await reply(interaction, "Sorry, something went wrong. Please try again.")
+    await reply(interaction, wording.FAILED)
 
 
 async def reply(
@@ -323,19 +328,6 @@ async def reply(
         await interaction.response.send_message(text, ephemeral=True, **extra)
 
 
-def _unchanged(change: Change) -> str:
-    """Why a dismiss or snooze changed nothing."""
-    if change.outcome is Outcome.NOT_FOUND:
-        # Another chat's id, or another member's for someone without
-        # Manage Messages, is simply unknown here.
-        return f"`{_code(change.id)}`: not found in this chat (see `/commitments list`)."
-    if change.outcome is Outcome.INVALID_DURATION:
-        return change.reason
-    if change.item is not None:  # found closed before anything was tried
-        return f"`{change.id}` is {change.reason}."
-    return f"`{change.id}`: {change.reason}."
-
-
 def _choices(listing: Listing, current: str) -> list[app_commands.Choice[str]]:
     """Autocomplete: the listed items whose id or text contains what was typed."""
     needle = current.strip().lower()
@@ -346,17 +338,17 @@ def _choices(listing: Listing, current: str) -> list[app_commands.Choice[str]]:
     ][:MAX_CHOICES]  # choice names hold 100 characters
 
 
-def _code(text: str) -> str:
-    return text.replace("`", "")[:60]
-
-
-def _log_change(what: str, interaction: discord.Interaction, where: Where, item: str) -> None:
-    event(
-        log,
-        logging.INFO,
-        "discord_" + what,
-        agent=where.agent_id,
-        session=where.session_key,
-        id=item,
-        user=interaction.user.id,
-    )
+def _log_changes(what: str, interaction: discord.Interaction, where: Where, result: Result) -> None:
+    if not isinstance(result, Changed):
+        return
+    for change in result.changes:
+        if change.done:
+            event(
+                log,
+                logging.INFO,
+                "discord_" + what,
+                agent=where.agent_id,
+                session=where.session_key,
+                id=change.id,
+                user=interaction.user.id,
+            )

@@ -17,58 +17,56 @@ from datetime import datetime
 
 import discord
 
-from channels.discord.scope import NOT_ALLOWED, Gate, chat_access, interaction_chat
+from channels.discord.scope import NOT_ALLOWED, PLATFORM, Gate, chat_access, interaction_chat
 from channels.discord.views import MESSAGE_LIMIT, buttons_view
 from core.clock import Clock
-from core.commands import Change, FollowUpCommands, Item, Outcome, ReminderCommands
-from core.commands.lists import ListCommands
+from core.commands import Change, Item, wording
+from core.commands.lists import ListCommands, list_actions, list_name
+from core.commands.registry import COMMANDS, Invocation
 from core.commands.results import Page
 from core.commitments.service import CommitmentService
 from core.config.model import KeptConfig
 from core.logs import event
-from core.messages import ButtonAction, ItemAction, ItemVerb, ListName, PageAction, ReminderSnooze
+from core.messages import ItemAction, ListName, PageAction, ReminderSnooze
 from core.reminders import ReminderService
 
 log = logging.getLogger("kept.discord")
 
 
-def list_name(action: ItemAction | PageAction) -> ListName:
-    """Which list a list's button belongs to."""
-    if isinstance(action, PageAction):
-        return action.listing
-    return "reminders" if action.verb == "cancel" else "commitments"
+def code(text: str) -> str:
+    """An id in a code span (a typed one may hold anything: clipped, no backticks)."""
+    return f"`{text.replace('`', '')[:60]}`"
 
 
-def list_actions(page: Page, name: ListName, viewer: str) -> tuple[ButtonAction, ...]:
-    """A button per action per item of the page, then Prev / Next."""
-    verbs: tuple[ItemVerb, ...] = ("cancel",) if name == "reminders" else ("dismiss", "snooze")
-    actions: list[ButtonAction] = [
-        ItemAction(verb, item.id, page.number, viewer) for item in page.items for verb in verbs
-    ]
-    for number in (page.previous, page.next):
-        if number is not None:
-            actions.append(PageAction(name, number, viewer))
-    return tuple(actions)
+def command_name(name: str) -> str:
+    """How a registered command is typed here: `/commitments dismiss`."""
+    command = COMMANDS.get(name)
+    path = command.discord if command is not None and command.discord else (name,)
+    return "/" + " ".join(path)
+
+
+def when(instant: datetime) -> str:
+    return f"<t:{int(instant.timestamp())}:R>"
+
+
+# Discord's way of showing ids, times and commands in core's sentences.
+STYLE = wording.Style(when=when, code=code, command=command_name)
 
 
 def list_text(page: Page, name: ListName) -> str:
     listing = page.listing
+    heading = wording.list_heading(page, name)
     if not listing.items:
-        if name == "reminders":
-            if listing.others_hidden:
-                return "No reminders of yours in this chat."
-            return "No reminders in this chat."
-        return "No pending follow-ups for you in this chat."
-    of = f" (page {page.number + 1} of {page.count})" if page.count > 1 else ""
+        return heading
+    lines = [heading]
     if name == "reminders":
-        lines = [f"Reminders in this chat{of}:"]
         lines += [f"{n}. {reminder_line(r)}" for n, r in enumerate(page.items, page.first)]
     else:
-        lines = [f"Pending follow-ups in this chat{of}:"]
         lines += [
             f"{n}. {commitment_line(item, owner=listing.everyones)}"
             for n, item in enumerate(page.items, page.first)
         ]
+    lines.append(wording.list_footer(name, STYLE))
     return "\n".join(lines)
 
 
@@ -104,10 +102,6 @@ def quote(text: str, limit: int = 120) -> str:
     return discord.utils.escape_mentions(clipped)
 
 
-def when(instant: datetime) -> str:
-    return f"<t:{int(instant.timestamp())}:R>"
-
-
 class ListPresses:
     """What a press on a list's button, or on a fired reminder's Snooze,
     does (the bot's `kept_lists`)."""
@@ -136,13 +130,14 @@ class ListPresses:
         ):
             return None
         agent_id = self._config().channels.discord.agent
-        access = chat_access(interaction, ref, agent_id)
-        reminders = self._reminders
-        return ListCommands(
-            FollowUpCommands(self._commitments, access),
-            ReminderCommands(reminders.store, self._clock, access, service=reminders),
-            access,
-        )
+        return Invocation(
+            PLATFORM,
+            chat_access(interaction, ref, agent_id),
+            self._commitments,
+            self._reminders,
+            self._clock,
+            self._config,
+        ).lists()
 
     async def press(
         self, interaction: discord.Interaction, action: ItemAction | PageAction
@@ -154,7 +149,7 @@ class ListPresses:
         answer = await lists.press(action)
         name = list_name(action)
         if answer.page is None:
-            await _ephemeral(interaction, f"This list is someone else's: use /{name} list.")
+            await _ephemeral(interaction, wording.someone_elses_list(name, STYLE))
             return
         if answer.change is not None:
             event(
@@ -177,11 +172,8 @@ class ListPresses:
             await _ephemeral(interaction, NOT_ALLOWED)
             return
         change = await lists.reminders.snooze_fired(action)
-        if change.outcome is Outcome.NOT_FOUND:
-            await _ephemeral(interaction, "That reminder was not found in this chat.")
-            return
         if not change.done or change.item is None:
-            await _ephemeral(interaction, f"Nothing changed: {change.reason}.")
+            await _ephemeral(interaction, wording.change(change, STYLE))
             return
         event(
             log,
@@ -192,7 +184,7 @@ class ListPresses:
             user=interaction.user.id,
         )
         name = discord.utils.escape_mentions(interaction.user.display_name)
-        note = f"Snoozed by {name} until {when(change.item.due)}."
+        note = wording.snoozed_by(change, name, STYLE)
         message = interaction.message
         if message is None:
             await _ephemeral(interaction, note)
@@ -204,18 +196,7 @@ class ListPresses:
 
 def _note(change: Change | None) -> str:
     """What a row's button did, under the re-rendered list."""
-    if change is None:
-        return ""
-    if change.outcome is Outcome.NOT_FOUND:
-        return f"`{change.id}` was not found in this chat."
-    if not change.done:
-        return f"`{change.id}`: nothing changed ({change.reason})."
-    item = change.item
-    if item is None or item.kind == "reminder":
-        return f"Cancelled `{change.id}`."
-    if item.status == "dismissed":
-        return f"Dismissed `{change.id}`."
-    return f"Snoozed `{change.id}` until {when(item.due)}."
+    return "" if change is None else wording.change(change, STYLE)
 
 
 async def _ephemeral(interaction: discord.Interaction, text: str) -> None:

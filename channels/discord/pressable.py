@@ -1,5 +1,5 @@
 """The half every persistent button of kept shares: rebuilt from its
-custom_id after a restart (core/commands/buttons.py parses it), a press
+custom_id after a restart (core/commands/buttons.py unpacks it), a press
 hands the button's action to what the bot carries for it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import discord
 
-from core.commands.buttons import decode_full
+from core.commands.buttons import unpack
 
 NOT_AVAILABLE = "This button is not available."
 
@@ -29,7 +29,7 @@ class Pressable:
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> Any:
-        action = decode_full(match.string)
+        action = unpack(match.string)
         if not isinstance(action, cls.payload):  # the template matched: it parses
             raise ValueError(f"not a {cls.__name__}: {match.string!r}")
         return cls(action)  # type: ignore[call-arg]

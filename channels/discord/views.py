@@ -3,7 +3,7 @@ follow-up, "Snooze 10 min" / "Snooze 1 h" under a fired reminder, and a
 list's row buttons and Prev / Next (their presses: channels/discord/lists.py).
 
 The buttons are persistent: each one's custom_id carries its action and the
-commitment ids (core/commands/buttons.py encodes and parses it), and the
+commitment ids (core/commands/buttons.py packs and unpacks it), and the
 class is registered with the bot at start-up (`Client.add_dynamic_items`,
 what `add_view` does for a view made of dynamic items). A click on a
 follow-up sent before a restart therefore still reaches `FollowUpActions`,
@@ -27,14 +27,13 @@ import discord
 from channels.discord.pressable import Pressable
 from channels.discord.scope import NOT_ALLOWED, Gate, chat_access, interaction_chat
 from channels.discord.zone_button import ZoneButton
-from core.commands import FollowUpCommands, Press
+from core.commands import FollowUpCommands, Press, wording
 from core.commands.buttons import (
-    FULL_TEMPLATE,
-    ITEM_TEMPLATE,
-    PAGE_TEMPLATE,
-    SNOOZE_TEMPLATE,
-    encode_full,
-    to_full,
+    FollowUpPayload,
+    ListItemPayload,
+    ListPagePayload,
+    ReminderSnoozePayload,
+    pack,
 )
 from core.commands.results import PER_PAGE
 from core.commands.times import agent_timezone, local_time
@@ -61,7 +60,7 @@ _LABELS: dict[FollowUpVerb, tuple[str, discord.ButtonStyle]] = {
     "snooze": ("Snooze 1 day", discord.ButtonStyle.primary),
 }
 
-NOT_FOUND = "That follow-up was not found in this chat."
+NOT_FOUND = wording.NOT_FOUND
 
 
 _ITEM_LABELS: dict[ItemVerb, tuple[str, discord.ButtonStyle]] = {
@@ -80,7 +79,7 @@ def buttons_view(actions: Sequence[ButtonAction]) -> discord.ui.View | None:
     shown = next((a.page for a in actions if isinstance(a, ItemAction)), 0)
     numbers: dict[str, int] = {}
     for action in actions:
-        if encode_full(action) is None:
+        if pack(action) is None:
             continue
         match action:
             case Action():
@@ -104,13 +103,15 @@ def buttons_view(actions: Sequence[ButtonAction]) -> discord.ui.View | None:
 
 
 class FollowUpButton(
-    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=FULL_TEMPLATE
+    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=FollowUpPayload.template()
 ):
     payload, handler = Action, "kept_followups"
 
     def __init__(self, action: Action) -> None:
         label, style = _LABELS[action.verb]
-        super().__init__(discord.ui.Button(label=label, style=style, custom_id=to_full(action)))
+        super().__init__(
+            discord.ui.Button(label=label, style=style, custom_id=FollowUpPayload.pack(action))
+        )
         self.action = action
 
 
@@ -119,7 +120,9 @@ def _label(minutes: int) -> str:
 
 
 class ReminderSnoozeButton(
-    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=SNOOZE_TEMPLATE
+    Pressable,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=ReminderSnoozePayload.template(),
 ):
     payload, handler, method = ReminderSnooze, "kept_lists", "snooze"
 
@@ -127,14 +130,14 @@ class ReminderSnoozeButton(
         button = discord.ui.Button[Any](
             label=_label(action.minutes),
             style=discord.ButtonStyle.secondary,
-            custom_id=encode_full(action),
+            custom_id=pack(action),
         )
         super().__init__(button)
         self.action = action
 
 
 class ListItemButton(
-    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=ITEM_TEMPLATE
+    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=ListItemPayload.template()
 ):
     payload, handler, method = ItemAction, "kept_lists", "press"
 
@@ -143,7 +146,7 @@ class ListItemButton(
         button = discord.ui.Button[Any](
             label=f"{number} · {label}" if number else label,
             style=style,
-            custom_id=encode_full(action),
+            custom_id=pack(action),
             row=row,
         )
         super().__init__(button)
@@ -151,7 +154,7 @@ class ListItemButton(
 
 
 class ListPageButton(
-    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=PAGE_TEMPLATE
+    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=ListPagePayload.template()
 ):
     payload, handler, method = PageAction, "kept_lists", "press"
 
@@ -159,7 +162,7 @@ class ListPageButton(
         button = discord.ui.Button[Any](
             label="◀ Prev" if previous else "Next ▶",
             style=discord.ButtonStyle.secondary,
-            custom_id=encode_full(action),
+            custom_id=pack(action),
             row=ITEM_ROWS,
         )
         super().__init__(button)
@@ -238,15 +241,13 @@ class FollowUpActions:
         await _show(interaction, note)
 
     async def _note(self, pressed: Press, interaction: discord.Interaction, agent_id: str) -> str:
-        if not pressed.changed:
-            return f"Nothing changed: {pressed.unchanged[0].reason}."
-        if pressed.until is None:
-            return f"Dismissed by {_name(interaction)}. I won't follow up on this."
         zone = agent_timezone(self._config(), agent_id)
         if self._users is not None:
             zone = await self._users.of(agent_id, "discord", str(interaction.user.id))
-        until = local_time(pressed.until, zone)
-        return f"Snoozed by {_name(interaction)} until {until}."
+        # Said in the channel, where a relative timestamp would do too; the
+        # presser's own zone reads as they expect.
+        style = wording.Style(when=lambda moment: local_time(moment, zone), code=lambda t: f"`{t}`")
+        return wording.pressed(pressed, _name(interaction), style)
 
     def _remember(self, message_id: int, note: str) -> None:
         if not message_id:

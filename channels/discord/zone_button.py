@@ -17,7 +17,8 @@ import discord
 from channels.discord.pressable import Pressable
 from channels.discord.scope import NOT_ALLOWED, Gate, interaction_chat
 from core.clock import Clock
-from core.commands.buttons import ZONE_TEMPLATE, zone_to_full
+from core.commands import wording
+from core.commands.buttons import ZoneChoicePayload
 from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
 from core.config.model import KeptConfig
 from core.logs import event
@@ -33,13 +34,15 @@ def zone_label(choice: ZoneChoice) -> str:
     return f"Yes, use {choice.timezone}"[:80] if choice.accept else "No"
 
 
-class ZoneButton(Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=ZONE_TEMPLATE):
+class ZoneButton(
+    Pressable, discord.ui.DynamicItem[discord.ui.Button[Any]], template=ZoneChoicePayload.template()
+):
     payload, handler = ZoneChoice, "kept_zones"
 
     def __init__(self, choice: ZoneChoice) -> None:
         style = discord.ButtonStyle.primary if choice.accept else discord.ButtonStyle.secondary
         button: discord.ui.Button[Any] = discord.ui.Button(
-            label=zone_label(choice), style=style, custom_id=zone_to_full(choice)
+            label=zone_label(choice), style=style, custom_id=ZoneChoicePayload.pack(choice)
         )
         super().__init__(button)
         self.action = choice
@@ -69,7 +72,7 @@ class ZoneActions:
             await _ephemeral(interaction, NOT_ALLOWED)
             return
         if self._users is None:
-            await _ephemeral(interaction, "This button no longer works.")
+            await _ephemeral(interaction, wording.NO_LONGER_WORKS)
             return
         agent_id = self._config().channels.discord.agent
         commands = TimezoneCommands(

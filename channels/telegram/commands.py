@@ -18,13 +18,24 @@ from telegram import BotCommand, CallbackQuery, Message
 from telegram.error import TelegramError
 
 from channels.base import ChannelContext
-from channels.telegram.lists import commitments_text, keyboard, list_actions, reminders_text
-from core.commands import Change, FollowUpCommands, Outcome, ReminderCommands
-from core.commands.buttons import decode_compact
-from core.commands.lists import ListCommands
+from channels.telegram.lists import keyboard, list_text
+from core.commands import wording
+from core.commands.buttons import unpack
+from core.commands.lists import list_actions, list_name
+from core.commands.registry import (
+    COMMANDS,
+    Changed,
+    HelpShown,
+    Invocation,
+    ListShown,
+    Result,
+    UnknownCommand,
+    WrongUsage,
+    ZonesUnavailable,
+)
 from core.commands.results import Page
-from core.commands.times import agent_timezone, local_time
-from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
+from core.commands.times import local_time
+from core.commands.timezone import ZoneAnswer, ZoneOutcome, describe
 from core.commitments.visibility import Asker, ChatAccess
 from core.logs import event
 from core.messages import (
@@ -41,23 +52,16 @@ from core.messages import (
 
 log = logging.getLogger("kept.telegram")
 
-COMMANDS: list[tuple[str, str]] = [
-    ("help", "What kept does and the commands"),
-    ("commitments", "Your open follow-ups in this chat"),
-    ("dismiss", "Drop a follow-up: /dismiss ID"),
-    ("snooze", "Postpone a follow-up: /snooze ID 2h"),
-    ("reminders", "Your reminders in this chat"),
-    ("cancel", "Cancel a reminder: /cancel ID"),
-    ("timezone", "Your time zone: /timezone Europe/Paris"),
-]
-BOT_COMMANDS = [BotCommand(name, description) for name, description in COMMANDS]
+PLATFORM = "telegram"
+# The command menu (setMyCommands), from the one registry.
+BOT_COMMANDS = [BotCommand(c.name, c.summary) for c in COMMANDS.commands]
 
 HELP = (
     "I'm kept, a chat assistant that remembers what we left open. If you mention "
     "something coming up (an interview, a deadline), I may check in afterwards, once, "
     'here in this chat. Ask me for exact reminders too ("remind me at 9 to call Sam").\n\n'
     "Commands:\n"
-    + "\n".join(f"/{name} — {description}" for name, description in COMMANDS)
+    + "\n".join(f"/{c.name} — {c.summary}" for c in COMMANDS.commands)
     + "\n\nIn groups, mention me or reply to me to talk."
 )
 MAX_TEXT = 4096
@@ -90,7 +94,7 @@ class Answer:
 
 Reply = Callable[[Where, Answer, str | None], Awaitable[None]]
 IsAdmin = Callable[[Where], Awaitable[bool]]
-NO_LONGER_WORKS = "This button no longer works."
+NO_LONGER_WORKS = wording.NO_LONGER_WORKS
 
 
 class TelegramCommands:
@@ -102,21 +106,8 @@ class TelegramCommands:
     # --- commands ------------------------------------------------------------
 
     async def run(self, name: str, args: list[str], where: Where, message_id: str) -> None:
-        handler = {
-            "start": self._help,
-            "help": self._help,
-            "commitments": self._commitments,
-            "dismiss": self._dismiss,
-            "snooze": self._snooze,
-            "reminders": self._reminders,
-            "cancel": self._cancel,
-            "timezone": self._timezone_command,
-        }.get(name)
-        answer: str | Answer
-        if handler is None:
-            answer = f"Unknown command /{name}. /help lists what I understand."
-        else:
-            answer = await handler(args, where)
+        call = self._call(where)
+        result = await COMMANDS.run(name, args, call)
         event(
             log,
             logging.INFO,
@@ -126,63 +117,35 @@ class TelegramCommands:
             command=name,
             user=where.user_id,
         )
-        await self._reply(where, Answer(answer) if isinstance(answer, str) else answer, message_id)
+        await self._reply(where, await self._render(result, call), message_id)
 
-    async def _help(self, args: list[str], where: Where) -> str:
-        return HELP
+    async def _render(self, result: Result, call: Invocation) -> Answer:
+        """A command's typed result as Telegram's text and buttons."""
+        match result:
+            case HelpShown():
+                return Answer(HELP)
+            case UnknownCommand(name):
+                return Answer(wording.unknown_command(name))
+            case WrongUsage(command):
+                return Answer(wording.usage(command.usage))
+            case ZonesUnavailable():
+                return Answer(wording.ZONES_UNAVAILABLE)
+            case ListShown(name, page, _):
+                return await self._shown(page, name, call)
+            case Changed(changes):
+                return Answer(wording.changes(list(changes), await self._style(call)))
+            case ZoneAnswer():
+                return Answer(describe(result))
 
-    async def _commitments(self, args: list[str], where: Where) -> Answer:
-        return await self._shown(await self._lists(where).page("commitments"), "commitments", where)
-
-    async def _dismiss(self, args: list[str], where: Where) -> str:
-        if not args:
-            return "Usage: /dismiss ID (the ids are in /commitments)"
-        changes = await self._followups(where).dismiss(args)
-        return "\n".join(
-            f"Dismissed {c.id}: I won't follow up on it." if c.done else f"{c.id}: {c.reason}"
-            for c in changes
-        )
-
-    async def _snooze(self, args: list[str], where: Where) -> str:
-        if len(args) != 2:
-            return "Usage: /snooze ID 2h (a duration like 30m, 2h or 3d)"
-        commitment_id, duration_text = args
-        change = await self._followups(where).snooze(commitment_id, duration=duration_text)
-        if change.outcome is Outcome.INVALID_DURATION:
-            return f"{change.reason}."  # e.g. a bare number, which has no unit
-        if not change.done or change.item is None:
-            return f"{change.id}: {change.reason}"
-        until = local_time(change.item.due, await self._timezone(where))
-        return f"Snoozed {change.id} until {until}."
-
-    async def _reminders(self, args: list[str], where: Where) -> Answer:
-        return await self._shown(await self._lists(where).page("reminders"), "reminders", where)
-
-    async def _shown(self, page: Page, name: ListName, where: Where) -> Answer:
+    async def _shown(self, page: Page, name: ListName, call: Invocation) -> Answer:
         """A list page as a message: its text and its buttons, times in the
         viewer's zone."""
-        tz = await self._timezone(where)
-        if name == "commitments":
-            text = commitments_text(page, tz, where.user_id)
-        else:
-            text = reminders_text(page, tz)
-        return Answer(text, list_actions(page, name, where.user_id))
+        text = list_text(page, name, await call.timezone(), call.user_id)
+        return Answer(text, list_actions(page, name, call.user_id))
 
-    async def _timezone_command(self, args: list[str], where: Where) -> str:
-        commands = self._zone_commands(where)
-        if commands is None:
-            return "Time zones are not available here."
-        return describe(await commands.run(" ".join(args)))
-
-    async def _cancel(self, args: list[str], where: Where) -> str:
-        if len(args) != 1:
-            return "Usage: /cancel ID (the ids are in /reminders)"
-        change = await self._reminder_commands(where).cancel(args[0])
-        if change.outcome is Outcome.NOT_FOUND:
-            return f"{change.id}: not found"
-        if not change.done:  # fired or cancelled before
-            return f"{change.id}: not active any more"
-        return f"Cancelled {change.id}."
+    async def _style(self, call: Invocation) -> wording.Style:
+        zone = await call.timezone()
+        return wording.Style(when=lambda moment: local_time(moment, zone))
 
     # --- the follow-up buttons -------------------------------------------------
 
@@ -191,7 +154,7 @@ class TelegramCommands:
     ) -> None:
         """Act on a button: a check-in's, a list's, a fired reminder's or a
         proposed time zone's."""
-        action = decode_compact(query.data)
+        action = unpack(query.data)
         if isinstance(action, ZoneChoice) and where is not None and message is not None:
             await self._on_zone_choice(query, message, where, action)
             return
@@ -220,17 +183,13 @@ class TelegramCommands:
     ) -> None:
         """A check-in's Dismiss / Snooze: tell the presser in a toast, and show
         what happened under the follow-up (its buttons go away)."""
-        pressed = await self._followups(where).press(action)
+        call = self._call(where)
+        pressed = await call.followups().press(action)
+        note = wording.pressed(pressed, where.user_name, await self._style(call))
         if not pressed.changed:
-            problems = "; ".join(dict.fromkeys(_unchanged(c) for c in pressed.unchanged))
             # Toasts hold 200 characters.
-            await _answer(query, (problems or "Not found in this chat.")[:190], alert=True)
+            await _answer(query, note[:190], alert=True)
             return
-        if pressed.until is None:
-            note = f"Dismissed by {where.user_name}."
-        else:
-            until = local_time(pressed.until, await self._timezone(where))
-            note = f"Snoozed by {where.user_name} until {until}."
         await _answer(query, note)
         await _close(message, note)
 
@@ -238,47 +197,35 @@ class TelegramCommands:
         self, query: CallbackQuery, message: Message, where: Where, action: ItemAction | PageAction
     ) -> None:
         """A list's row button or Prev / Next: act, then show the list again in place."""
-        answer = await self._lists(where).press(action)
+        call = self._call(where)
+        answer = await call.lists().press(action)
         name = list_name(action)
         if answer.page is None:
-            refusal = f"This list is someone else's: send /{name} for yours."
+            refusal = wording.someone_elses_list(name, wording.Style(when=str))
             await _answer(query, refusal, alert=True)
             return
         change = answer.change
-        if change is not None and not change.done:
-            await _answer(query, _unchanged(change)[:190], alert=True)
-        elif change is not None:
-            await _answer(query, await self._done_note(change, where))
+        if change is not None:
+            note = wording.change(change, await self._style(call))
+            await _answer(query, note[:190], alert=not change.done)
         else:
             await _answer(query, "")
-        shown = await self._shown(answer.page, name, where)
+        shown = await self._shown(answer.page, name, call)
         try:
             await message.edit_text(shown.text, reply_markup=keyboard(shown.actions))
         except TelegramError as exc:  # "not modified" when nothing changed
             event(log, logging.WARNING, "telegram_edit_failed", error=type(exc).__name__)
 
-    async def _done_note(self, change: Change, where: Where) -> str:
-        item = change.item
-        if item is None or item.kind == "reminder":
-            return f"Cancelled {change.id}."
-        if item.status == "dismissed":
-            return f"Dismissed {change.id}."
-        return f"Snoozed {change.id} until {local_time(item.due, await self._timezone(where))}."
-
     async def _reminder_snooze(
         self, query: CallbackQuery, message: Message, where: Where, action: ReminderSnooze
     ) -> None:
         """A fired reminder's Snooze: it comes back once after the delay."""
-        change = await self._reminder_commands(where).snooze_fired(action)
+        call = self._call(where)
+        change = await call.reminder_commands().snooze_fired(action)
+        note = wording.snoozed_by(change, where.user_name, await self._style(call))
         if not change.done or change.item is None:
-            if change.outcome is Outcome.NOT_FOUND:
-                text = "Not found in this chat."
-            else:
-                text = f"Nothing changed: {change.reason}."
-            await _answer(query, text[:190], alert=True)
+            await _answer(query, note[:190], alert=True)
             return
-        until = local_time(change.item.due, await self._timezone(where))
-        note = f"Snoozed by {where.user_name} until {until}."
         await _answer(query, note)
         await _close(message, note)
 
@@ -287,9 +234,9 @@ class TelegramCommands:
     ) -> None:
         """The set_timezone tool's Yes / No: only the user it was offered to
         may answer; their answer replaces the buttons."""
-        commands = self._zone_commands(where)
+        commands = self._call(where).zones()
         if commands is None:
-            await _answer(query, "This button no longer works.")
+            await _answer(query, NO_LONGER_WORKS)
             return
         answer = await commands.confirm(choice)
         event(
@@ -310,48 +257,22 @@ class TelegramCommands:
 
     # --- scope and permission ------------------------------------------------
 
-    def _access(self, where: Where) -> ChatAccess:
+    def _call(self, where: Where) -> Invocation:
         asker = Asker(where.agent_id, where.session_key, where.chat_kind, where.user_id)
 
         async def is_admin() -> bool:
             return where.anonymous_admin or await self._is_admin(where)
 
-        return ChatAccess(asker, is_admin)
-
-    def _followups(self, where: Where) -> FollowUpCommands:
-        return FollowUpCommands(self._ctx.commitments, self._access(where))
-
-    def _reminder_commands(self, where: Where) -> ReminderCommands:
-        reminders = self._ctx.reminders
-        return ReminderCommands(
-            reminders.store, self._ctx.clock, self._access(where), service=reminders
+        ctx = self._ctx
+        return Invocation(
+            PLATFORM,
+            ChatAccess(asker, is_admin),
+            ctx.commitments,
+            ctx.reminders,
+            ctx.clock,
+            ctx.config,
+            ctx.users,
         )
-
-    def _lists(self, where: Where) -> ListCommands:
-        access = self._access(where)
-        reminders = self._ctx.reminders
-        return ListCommands(
-            FollowUpCommands(self._ctx.commitments, access),
-            ReminderCommands(reminders.store, self._ctx.clock, access, service=reminders),
-            access,
-        )
-
-    def _zone_commands(self, where: Where) -> TimezoneCommands | None:
-        if self._ctx.users is None:
-            return None
-        return TimezoneCommands(
-            self._ctx.users,
-            self._ctx.clock,
-            agent_id=where.agent_id,
-            platform="telegram",
-            user_id=where.user_id,
-        )
-
-    async def _timezone(self, where: Where) -> str:
-        """The zone the asker reads times in: theirs, else the agent's."""
-        if self._ctx.users is None:
-            return agent_timezone(self._ctx.config(), where.agent_id)
-        return await self._ctx.users.of(where.agent_id, "telegram", where.user_id)
 
 
 async def _close(message: Message, note: str) -> None:
@@ -371,19 +292,6 @@ async def _answer(query: CallbackQuery, text: str, *, alert: bool = False) -> No
         event(log, logging.WARNING, "telegram_answer_failed", error=type(exc).__name__)
 
 
-def list_name(action: ItemAction | PageAction) -> ListName:
-    """Which list a list's button belongs to."""
-    if isinstance(action, PageAction):
-        return action.listing
-    return "reminders" if action.verb == "cancel" else "commitments"
-
-
-def _unchanged(change: Change) -> str:
-    if change.outcome is Outcome.NOT_FOUND:
-        return "Not found in this chat."
-    return f"Nothing changed: {change.reason}."
-
-
 @dataclass(frozen=True, slots=True)
 class Command:
     name: str
@@ -394,7 +302,7 @@ class Command:
 
     @property
     def known(self) -> bool:
-        return self.name == "start" or any(self.name == name for name, _ in COMMANDS)
+        return COMMANDS.get(self.name) is not None
 
 
 def command_of(message: Message, bot_username: str) -> Command | bool | None:

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from channels.telegram.send import LABELS
-from core.commands.buttons import encode_compact
+from core.commands import wording
+from core.commands.buttons import pack
 from core.commands.results import PER_PAGE, Item, Page
 from core.commands.times import local_time
 from core.messages import (
@@ -52,7 +53,7 @@ def keyboard(actions: Sequence[ButtonAction]) -> InlineKeyboardMarkup | None:
     item_rows: dict[str, list[InlineKeyboardButton]] = {}
     shown = next((a.page for a in actions if isinstance(a, ItemAction)), 0)
     for action in actions:
-        data = encode_compact(action)
+        data = pack(action)
         if data is None:
             continue
         match action:
@@ -79,65 +80,36 @@ def keyboard(actions: Sequence[ButtonAction]) -> InlineKeyboardMarkup | None:
     return InlineKeyboardMarkup(rows) if rows else None
 
 
-def list_actions(page: Page, name: ListName, viewer: str) -> tuple[ButtonAction, ...]:
-    """A row of buttons per item of the page, then Prev / Next."""
-    verbs: tuple[ItemVerb, ...] = ("cancel",) if name == "reminders" else ("dismiss", "snooze")
-    actions: list[ButtonAction] = [
-        ItemAction(verb, item.id, page.number, viewer) for item in page.items for verb in verbs
-    ]
-    for number in (page.previous, page.next):
-        if number is not None:
-            actions.append(PageAction(name, number, viewer))
-    return tuple(actions)
-
-
-def commitments_text(page: Page, timezone: str, viewer: str) -> str:
+def list_text(page: Page, name: ListName, timezone: str, viewer: str) -> str:
+    """A list page's message, times in the viewer's `timezone` (a repeating
+    reminder names its own zone, which the viewer may not share)."""
     listing = page.listing
+    heading = wording.list_heading(page, name)
     if not listing.items:
-        if listing.shared and not listing.everyones:
-            return "You have no open follow-ups in this chat."
-        return "No open follow-ups in this chat."
-    if not listing.shared:
-        head = "Open follow-ups in this chat"
-    elif listing.everyones:
-        head = "Open follow-ups in this chat, everyone's (you are an admin)"
-    else:
-        head = "Your open follow-ups in this chat"
-    lines = [head + _of(page) + ":"]
+        return heading
+    lines = [heading]
     for number, item in enumerate(page.items, page.first):
-        snoozed = ", snoozed" if item.status == "snoozed" else ""
-        owner = f", {_owner(item.owner, viewer)}" if listing.everyones else ""
-        lines.append(
-            f"{number}. {item.id} — {item.subkind.replace('_', ' ')}{owner}, "
-            f"due {local_time(item.due, timezone)}{snoozed}\n"
-            f"   {_clip(item.text)}"
-        )
-    lines.append("Drop one with /dismiss ID, postpone it with /snooze ID 2h.")
+        if name == "reminders":
+            lines.append(_reminder_line(number, item, timezone))
+        else:
+            lines.append(_commitment_line(number, item, timezone, viewer, listing.everyones))
+    lines.append(wording.list_footer(name, wording.Style(when=str)))
     return "\n".join(lines)
 
 
-def reminders_text(page: Page, timezone: str) -> str:
-    """A page of reminders, times in the viewer's `timezone` (a repeating
-    one names its own zone, which the viewer may not share)."""
-    listing = page.listing
-    if not listing.items:
-        if listing.others_hidden:
-            return "You have no reminders in this chat."
-        return "No reminders in this chat."
-    lines = ["Reminders in this chat" + _of(page) + ":"]
-    for number, r in enumerate(page.items, page.first):
-        lines.append(_reminder_line(number, r, timezone))
-    lines.append("Cancel one with /cancel ID.")
-    return "\n".join(lines)
+def _commitment_line(number: int, item: Item, timezone: str, viewer: str, owner: bool) -> str:
+    snoozed = ", snoozed" if item.status == "snoozed" else ""
+    whose = f", {_owner(item.owner, viewer)}" if owner else ""
+    return (
+        f"{number}. {item.id} — {item.subkind.replace('_', ' ')}{whose}, "
+        f"due {local_time(item.due, timezone)}{snoozed}\n"
+        f"   {_clip(item.text)}"
+    )
 
 
 def _reminder_line(number: int, r: Item, timezone: str) -> str:
     repeat = f", repeats ({r.repeats}, {r.timezone})" if r.repeats else ""
     return f"{number}. {r.id} — {local_time(r.due, timezone)}{repeat}\n   {_clip(r.text)}"
-
-
-def _of(page: Page) -> str:
-    return f" (page {page.number + 1} of {page.count})" if page.count > 1 else ""
 
 
 def _clip(text: str) -> str:

@@ -3,7 +3,7 @@
 Telegram, Discord and the CLI parse their input into a call here and render
 the typed result (core/commands/results.py) their own way. The permission
 rule is core/commitments/visibility.py's ChatAccess; button payloads are
-encoded and parsed in core/commands/buttons.py.
+packed and unpacked in core/commands/buttons.py.
 """
 
 from core.commands.followups import SNOOZE_BUTTON, FollowUpCommands

@@ -13,7 +13,7 @@ from core.commands.followups import SNOOZE_BUTTON, FollowUpCommands
 from core.commands.reminders import ReminderCommands
 from core.commands.results import Change, ListAnswer, Page, page_of
 from core.commitments.visibility import ChatAccess
-from core.messages import ItemAction, ListName, PageAction
+from core.messages import ButtonAction, ItemAction, ItemVerb, ListName, PageAction
 
 
 class ListCommands:
@@ -54,3 +54,23 @@ class ListCommands:
         if action.verb == "snooze":
             return await self._followups.snooze(action.item_id, duration=SNOOZE_BUTTON)
         return await self._reminders.cancel(action.item_id)
+
+
+def list_name(action: ItemAction | PageAction) -> ListName:
+    """Which list a list's button belongs to."""
+    if isinstance(action, PageAction):
+        return action.listing
+    return "reminders" if action.verb == "cancel" else "commitments"
+
+
+def list_actions(page: Page, name: ListName, viewer: str) -> tuple[ButtonAction, ...]:
+    """The buttons of a list page: each item's (Dismiss / Snooze for a
+    follow-up, Cancel for a reminder), then Prev / Next."""
+    verbs: tuple[ItemVerb, ...] = ("cancel",) if name == "reminders" else ("dismiss", "snooze")
+    actions: list[ButtonAction] = [
+        ItemAction(verb, item.id, page.number, viewer) for item in page.items for verb in verbs
+    ]
+    for number in (page.previous, page.next):
+        if number is not None:
+            actions.append(PageAction(name, number, viewer))
+    return tuple(actions)

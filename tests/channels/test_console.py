@@ -228,9 +228,7 @@ async def test_unknown_command_gets_a_one_line_hint(chat: Chat) -> None:
     chat.stdin.send("/frobnicate now")
     chat.stdin.close()
     await chat.finished()
-    assert (
-        chat.out.getvalue() == "Unknown command /frobnicate. /help lists what I understand here.\n"
-    )
+    assert chat.out.getvalue() == "Unknown command /frobnicate. /help lists what I understand.\n"
     assert chat.model.requests == []
     assert await chat.transcript() == []
 

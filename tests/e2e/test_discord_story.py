@@ -83,10 +83,8 @@ async def test_interview_mention_to_follow_up_in_that_channel_only(
     [follow_up] = sent_messages()
     assert follow_up.channel.id == here.id
     assert follow_up.content == "How did the interview go?"
-    assert button_ids(payloads[0]) == [
-        f"kept:fu:dismiss:{stored.id}",
-        f"kept:fu:snooze:{stored.id}",
-    ]
+    token = stored.id.removeprefix("cm_")
+    assert button_ids(payloads[0]) == [f"d:{token}", f"s:{token}"]
     assert payloads[0]["allowed_mentions"]["parse"] == []
 
     sent = await rig.services.backend.commitments.get(stored.id)
@@ -112,7 +110,7 @@ async def test_interview_mention_to_follow_up_in_that_channel_only(
         rig.bot,
         message=follow_up,
         components=payloads[0]["components"],
-        custom_id=f"kept:fu:dismiss:{stored.id}",
+        custom_id=f"d:{token}",
         user=alice,
     )
     kind, data = answers.calls[-1]

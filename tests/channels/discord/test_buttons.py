@@ -9,7 +9,7 @@ import discord
 from discord.ext.test import backend
 
 from channels.discord.views import buttons_view
-from core.commands.buttons import to_full
+from core.commands.buttons import pack
 from core.commitments.model import Commitment
 from core.messages import Action, Outbound, Target, followup_actions
 from tests.support.discord_dpytest import (
@@ -62,7 +62,7 @@ async def press(
         rig.bot,
         message=message,
         components=components(ids),
-        custom_id=to_full(Action(action, tuple(ids))),  # type: ignore[arg-type]
+        custom_id=pack(Action(action, tuple(ids))),  # type: ignore[arg-type]
         user=user,
         permissions=permissions,
     )
@@ -91,7 +91,8 @@ async def test_a_follow_up_carries_both_buttons_on_its_last_chunk(rig: Rig) -> N
     await rig.adapter.send(Outbound(target(channel), long_text, actions=followup_actions([c.id])))
     await rig.adapter.send(Outbound(target(channel), "A plain reply."))
 
-    ids = [f"kept:fu:dismiss:{c.id}", f"kept:fu:snooze:{c.id}"]
+    token = c.id.removeprefix("cm_")
+    ids = [f"d:{token}", f"s:{token}"]
     assert [button_ids(p) for p in payloads] == [ids, [], ids, []]
     labels = [b["label"] for b in payloads[0]["components"][0]["components"]]
     assert labels == ["Dismiss", "Snooze 1 day"]
@@ -109,7 +110,7 @@ async def test_dismiss_on_a_sent_follow_up(rig: Rig, answers: Responses) -> None
 
     content = edited(answers)
     assert content.startswith("How did the interview go?")
-    assert content.endswith(f"-# Dismissed by {alice.display_name}. I won't follow up on this.")
+    assert content.endswith(f"-# Dismissed by {alice.display_name}.")
     closed = await rig.services.backend.commitments.get(c.id)
     assert closed is not None and closed.status == "dismissed"
     assert closed.sent_at is not None, "the delivery still counts toward the daily cap"
@@ -174,7 +175,7 @@ async def test_buttons_on_a_resolved_or_expired_follow_up_say_so(
         for action in ("dismiss", "snooze"):
             message = backend.make_message("How did the interview go?", rig.bot.user, channel)
             await press(rig, message, action, [c.id], alice)
-            assert refused(answers) == f"Nothing changed: already {status}."
+            assert refused(answers) == f"`{c.id}`: nothing changed (already {status})."
         assert await rig.status(c.id) == status
 
 
@@ -198,9 +199,9 @@ async def test_another_member_is_refused(rig: Rig, answers: Responses) -> None:
 
     # Not "someone else's": that would confirm it exists.
     await press(rig, message, "dismiss", [c.id], bob)
-    assert refused(answers) == "That follow-up was not found in this chat."
+    assert refused(answers) == "Not found in this chat."
     await press(rig, message, "snooze", [c.id], bob)
-    assert refused(answers) == "That follow-up was not found in this chat."
+    assert refused(answers) == "Not found in this chat."
     assert await rig.status(c.id) == "sent"
 
     await press(
@@ -215,10 +216,10 @@ async def test_an_id_from_another_chat_is_not_found(rig: Rig, answers: Responses
     message = backend.make_message("How did the interview go?", rig.bot.user, here)
 
     await press(rig, message, "dismiss", [other.id], alice)
-    assert refused(answers) == "That follow-up was not found in this chat."
+    assert refused(answers) == "Not found in this chat."
     await mark_sent(rig.services.backend.heartbeat, other.id, now=rig.clock.now(), message_id="1")
     await press(rig, message, "snooze", [other.id], alice)
-    assert refused(answers) == "That follow-up was not found in this chat."
+    assert refused(answers) == "Not found in this chat."
     assert await rig.status(other.id) == "sent"
 
 
@@ -237,3 +238,25 @@ async def test_buttons_work_for_a_message_this_process_never_sent(
 
     assert "Dismissed by" in edited(answers)
     assert await rig.status(c.id) == "dismissed"
+
+
+async def test_a_button_in_the_format_older_versions_sent_still_works(
+    rig: Rig, answers: Responses
+) -> None:
+    # Messages sent before the one compact format carry `kept:fu:…` custom_ids.
+    channel, alice = rig.channel(0), rig.member(0)
+    c = await rig.seed(channel, alice)
+    message = backend.make_message("How did the interview go?", rig.bot.user, channel)
+    old = f"kept:fu:snooze:{c.id}"
+    button = {"type": 2, "style": 1, "label": "Snooze 1 day", "custom_id": old}
+
+    await click(
+        rig.bot,
+        message=message,
+        components=[{"type": 1, "components": [button]}],
+        custom_id=old,
+        user=alice,
+    )
+
+    assert "Snoozed by" in edited(answers)
+    assert await rig.status(c.id) == "snoozed"

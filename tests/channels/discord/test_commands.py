@@ -50,7 +50,7 @@ async def test_list_shows_only_this_chats_commitments(rig: Rig, answers: Respons
 
 async def test_list_when_empty(rig: Rig, answers: Responses) -> None:
     await slash(rig.bot, "commitments list", channel=rig.channel(0), user=rig.member(0))
-    assert said(answers) == "No pending follow-ups for you in this chat."
+    assert said(answers) == "You have no open follow-ups in this chat."
 
 
 async def test_dismiss_own_commitment(rig: Rig, answers: Responses) -> None:
@@ -64,7 +64,7 @@ async def test_dismiss_own_commitment(rig: Rig, answers: Responses) -> None:
     assert rig.model.requests == [], "a command is never a conversation turn"
 
     await slash(rig.bot, "commitments dismiss", channel=channel, user=alice, options={"id": c.id})
-    assert said(answers) == f"`{c.id}` is already dismissed."
+    assert said(answers) == f"`{c.id}`: nothing changed (already dismissed)."
 
 
 async def test_another_member_is_refused_unless_they_manage_messages(
@@ -74,7 +74,7 @@ async def test_another_member_is_refused_unless_they_manage_messages(
     c = await rig.seed(channel, alice)
 
     # Answered like an id that never existed: nothing says it is alice's.
-    not_found = f"`{c.id}`: not found in this chat (see `/commitments list`)."
+    not_found = f"`{c.id}`: not found in this chat."
     await slash(rig.bot, "commitments dismiss", channel=channel, user=bob, options={"id": c.id})
     assert said(answers) == not_found
     assert await rig.status(c.id) == "pending"
@@ -123,9 +123,9 @@ async def test_another_members_closed_follow_up_is_not_found(rig: Rig, answers: 
     await rig.services.commitments.dismiss([c.id])
 
     await slash(rig.bot, "commitments dismiss", channel=channel, user=bob, options={"id": c.id})
-    assert said(answers) == f"`{c.id}`: not found in this chat (see `/commitments list`)."
+    assert said(answers) == f"`{c.id}`: not found in this chat."
     await slash(rig.bot, "commitments dismiss", channel=channel, user=alice, options={"id": c.id})
-    assert said(answers) == f"`{c.id}` is already dismissed."
+    assert said(answers) == f"`{c.id}`: nothing changed (already dismissed)."
 
 
 async def test_an_id_from_another_scope_is_not_found(rig: Rig, answers: Responses) -> None:
@@ -145,7 +145,7 @@ async def test_an_id_from_another_scope_is_not_found(rig: Rig, answers: Response
             options={"id": c.id},
             permissions=moderator,
         )
-        assert said(answers) == f"`{c.id}`: not found in this chat (see `/commitments list`)."
+        assert said(answers) == f"`{c.id}`: not found in this chat."
         await slash(
             rig.bot,
             "commitments snooze",
@@ -157,7 +157,7 @@ async def test_an_id_from_another_scope_is_not_found(rig: Rig, answers: Response
         assert await rig.status(c.id) == "pending"
     never = "cm_000000000000"
     await slash(rig.bot, "commitments dismiss", channel=here, user=alice, options={"id": never})
-    assert said(answers) == f"`{never}`: not found in this chat (see `/commitments list`)."
+    assert said(answers) == f"`{never}`: not found in this chat."
 
 
 async def test_snooze_moves_the_due_window(rig: Rig, answers: Responses) -> None:
@@ -309,7 +309,7 @@ async def test_reminders_list_and_cancel(rig: Rig, answers: Responses) -> None:
     assert said(answers) == f"`{other}`: not found in this chat."
     # Another member's reminder is not shown to bob, nor cancellable by him.
     await slash(rig.bot, "reminders list", channel=here, user=bob)
-    assert said(answers) == "No reminders of yours in this chat."
+    assert said(answers) == "You have no reminders in this chat."
     await slash(rig.bot, "reminders cancel", channel=here, user=bob, options={"id": water})
     assert said(answers) == f"`{water}`: not found in this chat."
     moderator = discord.Permissions(manage_messages=True)
@@ -317,6 +317,6 @@ async def test_reminders_list_and_cancel(rig: Rig, answers: Responses) -> None:
     assert water in said(answers)
 
     await slash(rig.bot, "reminders cancel", channel=here, user=alice, options={"id": water})
-    assert said(answers) == f"Cancelled `{water}`: Water the plants"
+    assert said(answers) == f"Cancelled `{water}`."
     await slash(rig.bot, "reminders list", channel=here, user=alice)
     assert said(answers) == "No reminders in this chat."

@@ -11,7 +11,7 @@ import discord
 from discord.ext.test import backend
 
 from channels.discord.views import buttons_view
-from core.commands.buttons import decode_full, encode_full
+from core.commands.buttons import pack, unpack
 from core.messages import ItemAction, ReminderSnooze, Target
 from core.reminders import Schedule
 from core.reminders.model import Reminder
@@ -85,7 +85,7 @@ async def test_a_list_of_twelve_shows_ten_with_buttons_and_pages_in_place(
     ids = await seed_many(rig, channel, alice, 12)
     shown = await show(rig, answers, "commitments list", channel, alice)
 
-    assert shown.content.startswith("Pending follow-ups in this chat (page 1 of 2):")
+    assert shown.content.startswith("Your open follow-ups in this chat (page 1 of 2):")
     assert all(i in shown.content for i in ids[:10]) and ids[10] not in shown.content
     labels = [label for label, _ in buttons(shown.data)]
     assert labels[:2] == ["1 · Dismiss", "1 · Snooze"] and labels[18:] == [
@@ -97,11 +97,11 @@ async def test_a_list_of_twelve_shows_ten_with_buttons_and_pages_in_place(
     assert all(len(row["components"]) <= 5 for row in shown.data["components"])
     assert all(len(custom_id) <= 100 for _, custom_id in buttons(shown.data))
     first = dict(buttons(shown.data))["1 · Dismiss"]
-    assert decode_full(first) == ItemAction("dismiss", ids[0], 0, str(alice.id))
+    assert unpack(first) == ItemAction("dismiss", ids[0], 0, str(alice.id))
 
     kind, _ = await shown.press("Next ▶", alice, answers)
     assert kind == UPDATE
-    assert shown.content.startswith("Pending follow-ups in this chat (page 2 of 2):")
+    assert shown.content.startswith("Your open follow-ups in this chat (page 2 of 2):")
     assert ids[10] in shown.content and ids[0] not in shown.content
     assert [label for label, _ in buttons(shown.data)] == [
         "11 · Dismiss",
@@ -111,7 +111,7 @@ async def test_a_list_of_twelve_shows_ten_with_buttons_and_pages_in_place(
         "◀ Prev",
     ]
     await shown.press("◀ Prev", alice, answers)
-    assert shown.content.startswith("Pending follow-ups in this chat (page 1 of 2):")
+    assert shown.content.startswith("Your open follow-ups in this chat (page 1 of 2):")
     assert rig.model.requests == []
 
 
@@ -125,7 +125,7 @@ async def test_dismiss_and_snooze_change_the_stored_row_and_the_shown_list(
     kind, _ = await shown.press("1 · Dismiss", alice, answers)
     assert kind == UPDATE and await rig.status(first) == "dismissed"
     assert first not in shown.content.split("\n\n")[0] and second in shown.content
-    assert shown.content.endswith(f"-# Dismissed `{first}`.")
+    assert shown.content.endswith(f"-# Dismissed `{first}`: I won't follow up on it.")
     assert [label for label, _ in buttons(shown.data)] == ["1 · Dismiss", "1 · Snooze"]
 
     await shown.press("1 · Snooze", alice, answers)
@@ -133,7 +133,7 @@ async def test_dismiss_and_snooze_change_the_stored_row_and_the_shown_list(
     assert "(snoozed)" in shown.content
 
     await shown.press("1 · Dismiss", alice, answers)
-    assert shown.content.startswith("No pending follow-ups for you in this chat.")
+    assert shown.content.startswith("You have no open follow-ups in this chat.")
     assert buttons(shown.data) == []
 
 
@@ -177,18 +177,18 @@ async def test_a_member_cannot_act_on_another_members_item(rig: Rig, answers: Re
     # Alice's list, pressed by Bob (a stale or shared message): refused.
     kind, data = await shown.press("1 · Dismiss", bob, answers)
     assert kind == 4 and data["flags"] & EPHEMERAL
-    assert data["content"] == "This list is someone else's: use /commitments list."
+    assert data["content"] == "This list is someone else's: send /commitments list for yours."
     assert await rig.status(alices) == "pending"
 
     # A button naming Alice's item on a list of Bob's own (forged): not found.
     action = ItemAction("dismiss", alices, 0, str(bob.id))
-    forged, view = encode_full(action), buttons_view([action])
+    forged, view = pack(action), buttons_view([action])
     assert forged is not None and view is not None
     message = backend.make_message("list", rig.bot.user, channel)
     components = view.to_components()
     await click(rig.bot, message=message, components=components, custom_id=forged, user=bob)
     kind, data = answers.calls[-1]
-    assert kind == UPDATE and f"`{alices}` was not found in this chat." in data["content"]
+    assert kind == UPDATE and f"`{alices}`: not found in this chat." in data["content"]
     assert await rig.status(alices) == "pending"
 
 
@@ -204,11 +204,11 @@ async def test_a_fired_reminders_snooze_brings_it_back_once_ten_minutes_later(
     [payload] = payloads
     assert [label for label, _ in buttons(payload)] == ["Snooze 10 min", "Snooze 1 h"]
     ten = dict(buttons(payload))["Snooze 10 min"]
-    assert decode_full(ten) == ReminderSnooze(r.id, 1, 10)
+    assert unpack(ten) == ReminderSnooze(r.id, 1, 10)
 
     # Only its owner (or a moderator) may snooze it.
     await click(rig.bot, message=message, components=payload["components"], custom_id=ten, user=bob)
-    assert answers.calls[-1][1]["content"] == "That reminder was not found in this chat."
+    assert answers.calls[-1][1]["content"] == f"`{r.id}`: not found in this chat."
 
     await click(
         rig.bot, message=message, components=payload["components"], custom_id=ten, user=alice
@@ -222,7 +222,7 @@ async def test_a_fired_reminders_snooze_brings_it_back_once_ten_minutes_later(
         rig.bot, message=message, components=payload["components"], custom_id=ten, user=alice
     )
     kind, data = answers.calls[-1]
-    assert kind == 4 and data["content"] == "Nothing changed: already snoozed."
+    assert kind == 4 and data["content"] == f"`{r.id}`: nothing changed (already snoozed)."
 
     await rig.clock.advance(10 * 60 - 1)
     assert await rig.services.reminders.fire_due() == 0

@@ -10,7 +10,7 @@ import discord
 import discord.ext.test as dpytest
 
 from channels.discord.views import buttons_view
-from core.commands.buttons import zone_from_full, zone_to_full
+from core.commands.buttons import pack, unpack
 from core.llm import ToolCall
 from core.messages import ZoneChoice, zone_choices
 from tests.support.discord_dpytest import (
@@ -100,7 +100,7 @@ async def test_the_tools_buttons_confirm_only_for_the_user(rig: Rig, answers: Re
     [message] = sent_messages()
     assert message.content == "Shall I use Tokyo time for you?"
     ids = button_ids(payloads[-1])
-    assert [zone_from_full(i) for i in ids] == list(zone_choices(str(alice.id), "Asia/Tokyo"))
+    assert [unpack(i) for i in ids] == list(zone_choices(str(alice.id), "Asia/Tokyo"))
     assert await zone_of(rig, alice) is None  # the tool itself changes nothing
     yes, no = ids
     shown = components(zone_choices(str(alice.id), "Asia/Tokyo"))
@@ -127,7 +127,7 @@ async def test_an_invalid_zone_press_answers_clearly(rig: Rig, answers: Response
     await rig.settle()
     [message] = sent_messages()
     stale = ZoneChoice(str(alice.id), "Mars/Olympus")
-    custom_id = zone_to_full(stale)
+    custom_id = pack(stale)
     assert custom_id is not None
     await click(
         rig.bot,

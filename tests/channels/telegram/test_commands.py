@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.commands.buttons import from_compact
+from core.commands.buttons import unpack
 from core.messages import Action, Outbound, Target, followup_actions
 from core.reminders import parse_schedule
 from tests.fakes.telegram_server import Sent
@@ -124,7 +124,7 @@ async def test_an_id_from_another_chat_is_not_found_and_untouched(tg: TelegramHa
     assert (await tg.commitment(theirs.id)).status == "pending"
     # Nor from a group: existence elsewhere is never revealed, no admin check made.
     answer = await command(tg, f"/dismiss {theirs.id}", **in_group(ADMIN))
-    assert answer == f"{theirs.id}: not found"
+    assert answer == f"{theirs.id}: not found in this chat."
     assert tg.fake.calls_to("getChatMember") == []
 
 
@@ -137,8 +137,14 @@ async def test_in_groups_only_the_sender_or_an_admin_may_change_a_commitment(
     await tg.start()
 
     # Another member's id is answered like one that never existed.
-    assert await command(tg, f"/dismiss {a.id}", **in_group(MEMBER)) == f"{a.id}: not found"
-    assert await command(tg, f"/snooze {a.id} 1h", **in_group(MEMBER)) == f"{a.id}: not found"
+    assert (
+        await command(tg, f"/dismiss {a.id}", **in_group(MEMBER))
+        == f"{a.id}: not found in this chat."
+    )
+    assert (
+        await command(tg, f"/snooze {a.id} 1h", **in_group(MEMBER))
+        == f"{a.id}: not found in this chat."
+    )
     assert (await tg.commitment(a.id)).status == "pending"
 
     assert "Dismissed" in await command(tg, f"/dismiss {a.id}", **in_group(OWNER))
@@ -186,7 +192,10 @@ async def test_in_groups_another_members_closed_commitment_is_not_found(
     await tg.services.commitments.dismiss([c.id])
     await tg.start()
     # "already dismissed" would confirm it exists.
-    assert await command(tg, f"/dismiss {c.id}", **in_group(MEMBER)) == f"{c.id}: not found"
+    assert (
+        await command(tg, f"/dismiss {c.id}", **in_group(MEMBER))
+        == f"{c.id}: not found in this chat."
+    )
     assert "already dismissed" in await command(tg, f"/dismiss {c.id}", **in_group(OWNER))
     assert "already dismissed" in await command(tg, f"/dismiss {c.id}", **in_group(ADMIN))
 
@@ -207,7 +216,7 @@ async def test_in_groups_reminders_follow_the_same_rule(tg: TelegramHarness) -> 
         "You have no reminders in this chat."
     )
     assert await command(tg, f"/cancel {owners.id}", **in_group(MEMBER)) == (
-        f"{owners.id}: not found"
+        f"{owners.id}: not found in this chat."
     )
     assert "take the pills" in await command(tg, "/reminders", **in_group(OWNER))
     assert "take the pills" in await command(tg, "/reminders", **in_group(ADMIN))
@@ -277,7 +286,7 @@ async def test_follow_up_buttons_fit_and_dismiss_edits_the_message(tg: TelegramH
     dismiss, snooze = buttons(sent)
     assert (dismiss["text"], snooze["text"]) == ("Dismiss", "Snooze 1 day")
     assert all(len(b["callback_data"].encode()) <= 64 for b in (dismiss, snooze))
-    assert from_compact(dismiss["callback_data"]) == Action("dismiss", (c.id,))
+    assert unpack(dismiss["callback_data"]) == Action("dismiss", (c.id,))
 
     await tg.fake.push_callback(sent, dismiss["callback_data"], user_id=42, name="Ana")
     await tg.fake.wait_for(lambda: sent.edits)
@@ -308,7 +317,7 @@ async def test_a_long_follow_up_carries_its_buttons_on_its_last_chunk(
     assert result.ok and result.message_id == str(first.message_id)  # the one recorded
     assert first.reply_markup is None
     assert [b["text"] for b in buttons(last)] == ["Dismiss", "Snooze 1 day"]
-    assert from_compact(buttons(last)[0]["callback_data"]) == Action("dismiss", (c.id,))
+    assert unpack(buttons(last)[0]["callback_data"]) == Action("dismiss", (c.id,))
 
 
 async def test_snooze_button_moves_the_commitment_a_day(tg: TelegramHarness) -> None:
@@ -340,7 +349,7 @@ async def test_buttons_on_a_resolved_or_expired_follow_up_say_so(tg: TelegramHar
                 lambda b=before: len(tg.fake.calls_to("answerCallbackQuery")) > b
             )
             answer = tg.fake.calls_to("answerCallbackQuery")[-1].params
-            assert answer["text"] == f"Nothing changed: already {status}."
+            assert answer["text"] == f"{c.id}: nothing changed (already {status})."
         assert (await tg.commitment(c.id)).status == status and sent.edits == []
 
 

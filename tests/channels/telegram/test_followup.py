@@ -126,5 +126,6 @@ async def test_dismiss_on_a_delivered_follow_up_closes_it(tg: TelegramHarness) -
     await tg.fake.push_callback(sent, dismiss, user_id=42)
     await tg.fake.wait_for(lambda: len(tg.fake.calls_to("answerCallbackQuery")) == 2)
     answer = tg.fake.calls_to("answerCallbackQuery")[1].params
-    assert answer["text"] == "Nothing changed: already dismissed." and answer["show_alert"]
+    assert answer["text"] == f"{c.id}: nothing changed (already dismissed)."
+    assert answer["show_alert"]
     assert len(sent.edits) == 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.commands.buttons import zone_from_compact
+from core.commands.buttons import unpack
 from core.llm import ToolCall
 from core.messages import Target, ZoneChoice
 from core.reminders import parse_schedule
@@ -139,7 +139,7 @@ async def test_the_tool_only_offers_and_the_users_yes_sets_the_zone(tg: Telegram
     assert sent.text == "Shall I use Tokyo time for you?"
     yes, no = buttons(sent)
     assert (yes["text"], no["text"]) == ("Yes, use Asia/Tokyo", "No")
-    assert zone_from_compact(yes["callback_data"]) == ZoneChoice("42", "Asia/Tokyo", True)
+    assert unpack(yes["callback_data"]) == ZoneChoice("42", "Asia/Tokyo", True)
     assert await zone_of(tg, "42") is None  # nothing changed by the tool itself
 
     toast = await press(tg, sent, yes["callback_data"], user=42)

@@ -12,7 +12,7 @@ from channels.telegram.commands import command_of
 from channels.telegram.lists import keyboard
 from channels.telegram.messages import addressed_to, chat_kind, target_of
 from channels.telegram.send import classify
-from core.commands.buttons import from_compact, to_compact
+from core.commands.buttons import pack, unpack
 from core.messages import Action, Target, followup_actions
 from tests.fakes.telegram_server import BOT_ID, FakeTelegram
 
@@ -61,14 +61,14 @@ def test_callback_data_fits_64_bytes_and_round_trips() -> None:
     datas = [b.callback_data for b in markup.inline_keyboard[0]]
     assert all(isinstance(d, str) and len(d.encode()) <= 64 for d in datas)
     # As many as fit; /dismiss reaches the rest.
-    assert from_compact(datas[0]) == Action("dismiss", tuple(ids[:4]))
-    assert from_compact(datas[1]) == Action("snooze", tuple(ids[:4]))
-    assert to_compact(Action("dismiss", tuple(ids[:1]))) == "d:" + ids[0].removeprefix("cm_")
+    assert unpack(datas[0]) == Action("dismiss", tuple(ids[:4]))
+    assert unpack(datas[1]) == Action("snooze", tuple(ids[:4]))
+    assert pack(Action("dismiss", tuple(ids[:1]))) == "d:" + ids[0].removeprefix("cm_")
 
 
 @pytest.mark.parametrize("data", [None, "", "x:abc", "d:", "dismiss"])
 def test_foreign_callback_data_is_refused(data: str | None) -> None:
-    assert from_compact(data) is None
+    assert unpack(data) is None
     assert keyboard(followup_actions([data or ""])) is None
 
 

@@ -1,32 +1,40 @@
-"""core/commands/buttons.py: the follow-up buttons' payloads, both formats,
-and the typed actions an Outbound carries."""
+"""core/commands/buttons.py: one payload class per action, one compact format
+for both platforms, and the formats buttons already sent still carry."""
 
 from __future__ import annotations
+
+import re
+from zoneinfo import available_timezones
 
 import pytest
 
 from core.commands.buttons import (
-    COMPACT_LIMIT,
-    FULL_LIMIT,
-    decode_compact,
-    decode_full,
-    encode_compact,
-    encode_full,
-    from_compact,
-    from_full,
-    to_compact,
-    to_full,
+    LIMIT,
+    PAYLOADS,
+    FollowUpPayload,
+    ListItemPayload,
+    ListPagePayload,
+    ReminderSnoozePayload,
+    ZoneChoicePayload,
+    pack,
+    unpack,
 )
 from core.messages import (
+    REMINDER_SNOOZE_MINUTES,
     Action,
     ButtonAction,
     ItemAction,
     PageAction,
     ReminderSnooze,
+    ZoneChoice,
     followup_actions,
 )
 
 IDS = tuple(f"cm_{n:012x}" for n in range(6))
+RM = "rm_0123456789ab"
+LONGEST_USER = "9" * 20  # a Telegram or Discord user id has at most 20 digits
+LONGEST_ZONE = max(available_timezones(), key=len)
+DISCORD_LIMIT = 100  # characters: Discord's custom_id
 
 
 def test_a_check_in_gets_dismiss_and_snooze_once_per_id() -> None:
@@ -37,55 +45,42 @@ def test_a_check_in_gets_dismiss_and_snooze_once_per_id() -> None:
     assert followup_actions([]) == () and followup_actions([" "]) == ()
 
 
-@pytest.mark.parametrize("verb", ["dismiss", "snooze"])
-def test_both_formats_round_trip(verb: str) -> None:
-    action = Action(verb, IDS[:2])  # type: ignore[arg-type]
-    compact, full = to_compact(action), to_full(action)
-    assert compact is not None and full is not None
-    assert from_compact(compact) == action and from_full(full) == action
-    assert full == f"kept:fu:{verb}:{IDS[0]},{IDS[1]}"  # what buttons already sent carry
-    assert compact == f"{verb[0]}:{IDS[0][3:]},{IDS[1][3:]}"
+# The longest payload each action can need: the most ids, the last page,
+# the longest user id, firing count and zone name.
+LONGEST: list[ButtonAction] = [
+    Action("dismiss", IDS),
+    Action("snooze", IDS),
+    ItemAction("dismiss", IDS[0], 999, LONGEST_USER),
+    ItemAction("snooze", IDS[0], 999, LONGEST_USER),
+    ItemAction("cancel", RM, 999, LONGEST_USER),
+    PageAction("commitments", 999, LONGEST_USER),
+    PageAction("reminders", 999, LONGEST_USER),
+    *(ReminderSnooze(RM, 999_999_999, m) for m in REMINDER_SNOOZE_MINUTES),
+    ZoneChoice(LONGEST_USER, LONGEST_ZONE, True),
+    ZoneChoice(LONGEST_USER, LONGEST_ZONE, False),
+]
 
 
-def test_each_format_keeps_to_its_platforms_limit() -> None:
-    compact = to_compact(Action("dismiss", IDS))
-    assert compact is not None and len(compact.encode()) <= COMPACT_LIMIT
-    assert from_compact(compact) == Action("dismiss", IDS[:4])  # as many as fit
-    many = tuple(f"cm_{n:012x}" for n in range(10))
-    assert to_full(Action("dismiss", many)) is None  # no buttons rather than some
-    assert to_full(Action("dismiss", many[:5])) is not None
-    assert len(to_full(Action("dismiss", many[:5])) or "") <= FULL_LIMIT
+@pytest.mark.parametrize("action", LONGEST, ids=lambda a: type(a).__name__)
+def test_the_longest_payload_of_each_action_fits_telegrams_64_bytes(action: ButtonAction) -> None:
+    data = pack(action)
+    assert data is not None
+    assert len(data.encode()) <= LIMIT and len(data) <= DISCORD_LIMIT
 
 
-@pytest.mark.parametrize(
-    "data",
-    [
-        None,
-        "",
-        "x:abc",
-        "d:",
-        "dismiss",
-        "d:ab,",
-        "d:AB",
-        "kept:fu:delete:cm_1",
-        "kept:fu:dismiss:",
-    ],
-)
-def test_anything_else_is_no_button_of_ours(data: str | None) -> None:
-    assert from_compact(data) is None and from_full(data) is None
+def test_every_action_has_one_payload_class() -> None:
+    assert {p.action for p in PAYLOADS} == {
+        Action,
+        ItemAction,
+        PageAction,
+        ReminderSnooze,
+        ZoneChoice,
+    }
 
 
-def test_ids_that_could_not_have_been_issued_are_dropped() -> None:
-    forged = Action("dismiss", ("cm_ok1", "cm_BAD", "rm_abc", "cm_ok1"))
-    assert to_full(forged) == "kept:fu:dismiss:cm_ok1"
-    assert to_compact(Action("snooze", ("cm_x,y",))) is None
-
-
-# --- list rows, list pages, a fired reminder's snooze ------------------------------
-
-RM = "rm_0123456789ab"
-LONGEST_USER = "9" * 20
-NEW_ACTIONS = [
+ROUND_TRIPS: list[ButtonAction] = [
+    Action("dismiss", IDS[:2]),
+    Action("snooze", IDS[:1]),
     ItemAction("dismiss", IDS[0], 0, "42"),
     ItemAction("snooze", IDS[1], 999, LONGEST_USER),
     ItemAction("cancel", RM, 12, "1087968824"),
@@ -93,34 +88,71 @@ NEW_ACTIONS = [
     PageAction("reminders", 999, LONGEST_USER),
     ReminderSnooze(RM, 1, 10),
     ReminderSnooze(RM, 999_999_999, 60),
+    ZoneChoice("42", "Europe/Paris", True),
+    ZoneChoice("1234567890123", LONGEST_ZONE, False),
+    ZoneChoice("42", "Etc/GMT+5", True),
 ]
 
 
-@pytest.mark.parametrize("action", NEW_ACTIONS)
-def test_new_payloads_round_trip_within_each_platforms_limit(action: ButtonAction) -> None:
-    compact, full = encode_compact(action), encode_full(action)
-    assert compact is not None and full is not None
-    assert len(compact.encode()) <= COMPACT_LIMIT and len(full) <= FULL_LIMIT
-    assert decode_compact(compact) == action and decode_full(full) == action
-    # One format per platform: a Telegram payload is no Discord one, and back.
-    assert decode_full(compact) is None and decode_compact(full) is None
+@pytest.mark.parametrize("action", ROUND_TRIPS)
+def test_payloads_round_trip(action: ButtonAction) -> None:
+    data = pack(action)
+    assert data is not None and unpack(data) == action
 
 
-def test_version_1_formats_are_what_buttons_in_chats_carry() -> None:
-    assert encode_compact(ItemAction("dismiss", IDS[0], 2, "42")) == f"id:{IDS[0][3:]}:2:42"
-    assert encode_full(ItemAction("cancel", RM, 0, "7")) == f"kept:li:cancel:{RM}:0:7"
-    assert encode_compact(PageAction("reminders", 1, "7")) == "pr:1:7"
-    assert encode_full(PageAction("commitments", 3, "7")) == "kept:pg:commitments:3:7"
-    assert encode_compact(ReminderSnooze(RM, 4, 60)) == f"z:{RM[3:]}:4:60"
-    assert encode_full(ReminderSnooze(RM, 4, 10)) == f"kept:rs:{RM}:4:10"
+def test_the_format_is_what_telegrams_buttons_in_chats_carry() -> None:
+    assert pack(Action("dismiss", IDS[:2])) == f"d:{IDS[0][3:]},{IDS[1][3:]}"
+    assert pack(Action("snooze", IDS[:1])) == f"s:{IDS[0][3:]}"
+    assert pack(ItemAction("dismiss", IDS[0], 2, "42")) == f"id:{IDS[0][3:]}:2:42"
+    assert pack(ItemAction("cancel", RM, 0, "7")) == f"ic:{RM[3:]}:0:7"
+    assert pack(PageAction("reminders", 1, "7")) == "pr:1:7"
+    assert pack(ReminderSnooze(RM, 4, 60)) == f"z:{RM[3:]}:4:60"
+    assert pack(ZoneChoice("42", "Asia/Tokyo", False)) == "t:n:42:Asia/Tokyo"
 
 
-def test_old_follow_up_buttons_still_parse_through_the_new_entry_points() -> None:
-    action = Action("snooze", IDS[:2])
-    assert decode_compact(to_compact(action)) == action
-    assert decode_full(to_full(action)) == action
-    assert encode_compact(action) == to_compact(action)
-    assert encode_full(action) == to_full(action)
+# Discord's buttons sent before the one format: they still work.
+OLD_DISCORD: list[tuple[str, ButtonAction]] = [
+    (f"kept:fu:dismiss:{IDS[0]},{IDS[1]}", Action("dismiss", IDS[:2])),
+    (f"kept:fu:snooze:{IDS[0]}", Action("snooze", IDS[:1])),
+    (f"kept:li:dismiss:{IDS[0]}:0:7", ItemAction("dismiss", IDS[0], 0, "7")),
+    (f"kept:li:snooze:{IDS[0]}:3:7", ItemAction("snooze", IDS[0], 3, "7")),
+    (f"kept:li:cancel:{RM}:0:7", ItemAction("cancel", RM, 0, "7")),
+    ("kept:pg:commitments:3:7", PageAction("commitments", 3, "7")),
+    ("kept:pg:reminders:0:7", PageAction("reminders", 0, "7")),
+    (f"kept:rs:{RM}:4:10", ReminderSnooze(RM, 4, 10)),
+    ("kept:tz:yes:7:Asia/Tokyo", ZoneChoice("7", "Asia/Tokyo", True)),
+    ("kept:tz:no:7:UTC", ZoneChoice("7", "UTC", False)),
+]
+
+
+@pytest.mark.parametrize(("data", "action"), OLD_DISCORD)
+def test_old_discord_payloads_still_parse(data: str, action: ButtonAction) -> None:
+    assert unpack(data) == action
+    # ... and match the template discord.py routes them by, as the new one does.
+    payload = next(p for p in PAYLOADS if isinstance(action, p.action))
+    assert re.fullmatch(payload.template(), data)
+    assert re.fullmatch(payload.template(), pack(action) or "")
+    assert pack(action) != data  # never packed again
+
+
+def test_templates_never_overlap() -> None:
+    """discord.py tries every registered template: a payload matches one."""
+    for action in ROUND_TRIPS + [a for _, a in OLD_DISCORD]:
+        data = pack(action) or ""
+        matching = [p for p in PAYLOADS if re.fullmatch(p.template(), data)]
+        assert matching == [next(p for p in PAYLOADS if isinstance(action, p.action))]
+
+
+def test_as_many_follow_ups_as_fit() -> None:
+    data = FollowUpPayload.pack(Action("dismiss", IDS))
+    assert data is not None and len(data.encode()) <= LIMIT
+    assert unpack(data) == Action("dismiss", IDS[:4])
+
+
+def test_ids_that_could_not_have_been_issued_are_dropped() -> None:
+    forged = Action("dismiss", ("cm_ok1", "cm_BAD", "rm_abc", "cm_ok1"))
+    assert pack(forged) == "d:ok1"
+    assert pack(Action("snooze", ("cm_x,y",))) is None
 
 
 @pytest.mark.parametrize(
@@ -138,10 +170,13 @@ def test_old_follow_up_buttons_still_parse_through_the_new_entry_points() -> Non
         ReminderSnooze(RM, 0, 10),
         ReminderSnooze(RM, 1, 30),  # not a snooze kept offers
         ReminderSnooze("rm_x:1", 1, 10),
+        ReminderSnooze(IDS[0], 1, 10),
+        ZoneChoice("42", "Europe/Paris x"),
+        ZoneChoice("9" * 40, LONGEST_ZONE),  # over 64 bytes
     ],
 )
 def test_actions_that_could_not_have_been_issued_get_no_button(action: ButtonAction) -> None:
-    assert encode_compact(action) is None and encode_full(action) is None
+    assert pack(action) is None
 
 
 @pytest.mark.parametrize(
@@ -149,6 +184,13 @@ def test_actions_that_could_not_have_been_issued_get_no_button(action: ButtonAct
     [
         None,
         "",
+        "x:abc",
+        "d:",
+        "dismiss",
+        "d:ab,",
+        "d:AB",
+        "kept:fu:delete:cm_1",
+        "kept:fu:dismiss:",
         "i",
         "id:",
         "id:abc",
@@ -176,9 +218,23 @@ def test_actions_that_could_not_have_been_issued_get_no_button(action: ButtonAct
         "kept:rs:rm_abc:1:10\n",
         "d:abc\n",
         "kept:fu:dismiss:cm_abc\n",
+        "t:y:42",
+        "t:x:42:UTC",
+        "t:y:4 2:UTC",
+        "t:y:42:Europe/Paris;drop",
+        "t:y:42:UTC\n",
+        "kept:tz:maybe:42:UTC",
         "\x00",
         "ü" * 64,
     ],
 )
 def test_any_other_shape_is_no_button_of_ours(data: str | None) -> None:
-    assert decode_compact(data) is None and decode_full(data) is None
+    assert unpack(data) is None
+    for payload in (
+        FollowUpPayload,
+        ListItemPayload,
+        ListPagePayload,
+        ReminderSnoozePayload,
+        ZoneChoicePayload,
+    ):
+        assert payload.unpack(data) is None

@@ -1,4 +1,4 @@
-"""The timezone command's answers and the zone buttons' payloads (version 1)."""
+"""The timezone command's answers (the zone buttons' payloads: test_buttons.py)."""
 
 from __future__ import annotations
 
@@ -9,65 +9,10 @@ from pathlib import Path
 import pytest
 
 from core.clock import TestClock
-from core.commands.buttons import (
-    COMPACT_LIMIT,
-    FULL_LIMIT,
-    decode_compact,
-    encode_compact,
-    from_compact,
-    from_full,
-    zone_from_compact,
-    zone_from_full,
-    zone_to_compact,
-    zone_to_full,
-)
 from core.commands.timezone import TimezoneCommands, ZoneOutcome
 from core.messages import ZoneChoice
 from core.store.backends import open_backend
 from core.users import UserZones
-
-LONGEST = "America/Argentina/ComodRivadavia"
-
-
-@pytest.mark.parametrize(
-    "choice",
-    [
-        ZoneChoice("42", "Europe/Paris", True),
-        ZoneChoice("1234567890123", LONGEST, False),
-        ZoneChoice("42", "Etc/GMT+5", True),
-    ],
-)
-def test_compact_payloads_round_trip_within_telegrams_64_bytes(choice: ZoneChoice) -> None:
-    data = zone_to_compact(choice)
-    assert data is not None and len(data.encode()) <= COMPACT_LIMIT
-    assert zone_from_compact(data) == choice
-    assert from_compact(data) is None  # never mistaken for a follow-up button
-    # ... nor for a fired reminder's snooze, through the one entry point.
-    assert decode_compact(data) == choice and encode_compact(choice) == data
-
-
-def test_full_payloads_round_trip_within_discords_100_characters() -> None:
-    choice = ZoneChoice("123456789012345678901", LONGEST, True)  # a long snowflake
-    data = zone_to_full(choice)
-    assert data is not None and len(data) <= FULL_LIMIT
-    assert zone_from_full(data) == choice and from_full(data) is None
-    assert zone_from_full(zone_to_full(ZoneChoice("7", "UTC", False))) == ZoneChoice(
-        "7", "UTC", False
-    )
-
-
-@pytest.mark.parametrize(
-    "data",
-    ["t:y:42", "t:x:42:UTC", "t:y:4 2:UTC", "t:y:42:Europe/Paris;drop", "t:y:42:UTC\n", "", None],
-)
-def test_anything_else_is_no_zone_button(data: str | None) -> None:
-    assert zone_from_compact(data) is None
-    assert zone_from_full(data) is None
-
-
-def test_a_choice_that_cannot_be_carried_gets_no_button() -> None:
-    assert zone_to_compact(ZoneChoice("42", "Europe/Paris x")) is None
-    assert zone_to_compact(ZoneChoice("9" * 40, LONGEST)) is None  # over 64 bytes
 
 
 @pytest.fixture

@@ -1,0 +1,341 @@
+"""The chat commands, each registered once: name, help, arguments,
+permission and a handler returning a typed result.
+
+Telegram, Discord and `kept chat` parse their input into a command's
+arguments and render what its handler returns (the sentences:
+core/commands/wording.py); Telegram's command menu and Discord's command
+tree are built from this table. Nothing here is phrased for a platform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from core.clock import Clock
+from core.commands.followups import FollowUpCommands
+from core.commands.lists import ListCommands
+from core.commands.reminders import ReminderCommands
+from core.commands.results import Change, Page
+from core.commands.times import agent_timezone
+from core.commands.timezone import TimezoneCommands, ZoneAnswer
+from core.commitments.service import CommitmentService
+from core.commitments.visibility import ChatAccess
+from core.config.model import KeptConfig
+from core.messages import ListName
+from core.reminders.service import ReminderService
+from core.users import UserZones
+
+
+class Permission(StrEnum):
+    # Every user allowed to talk to the bot here.
+    ANYONE = "anyone"
+    # The chat's items: in a group the asker's own, everyone's for a chat
+    # admin (core/commitments/visibility.py decides, item by item).
+    CHAT = "chat"
+    # The asker's own setting, the same in every chat on the platform.
+    OWN = "own"
+
+
+@dataclass(frozen=True, slots=True)
+class Argument:
+    name: str
+    help: str
+    metavar: str
+    required: bool = True
+    many: bool = False  # one or more words
+    rest: bool = False  # the rest of the line, possibly empty
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """Who asks, where, and the services a handler acts through."""
+
+    platform: str
+    access: ChatAccess
+    commitments: CommitmentService
+    reminders: ReminderService
+    clock: Clock
+    config: Callable[[], KeptConfig]
+    users: UserZones | None = None
+
+    @property
+    def agent_id(self) -> str:
+        return self.access.asker.agent_id
+
+    @property
+    def user_id(self) -> str:
+        return self.access.asker.user_id
+
+    def followups(self) -> FollowUpCommands:
+        return FollowUpCommands(self.commitments, self.access)
+
+    def reminder_commands(self) -> ReminderCommands:
+        reminders = self.reminders
+        return ReminderCommands(reminders.store, self.clock, self.access, service=reminders)
+
+    def lists(self) -> ListCommands:
+        return ListCommands(self.followups(), self.reminder_commands(), self.access)
+
+    def zones(self) -> TimezoneCommands | None:
+        if self.users is None:
+            return None
+        return TimezoneCommands(
+            self.users,
+            self.clock,
+            agent_id=self.agent_id,
+            platform=self.platform,
+            user_id=self.user_id,
+        )
+
+    async def timezone(self) -> str:
+        """The zone the asker reads times in: theirs, else the agent's."""
+        if self.users is None:
+            return agent_timezone(self.config(), self.agent_id)
+        return await self.users.of(self.agent_id, self.platform, self.user_id)
+
+
+Arguments = dict[str, str | list[str]]
+
+
+# --- results the registry itself answers ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HelpShown:
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WrongUsage:
+    command: Command
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownCommand:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ZonesUnavailable:
+    """The surface has no per-user zones (no users service)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListShown:
+    name: ListName
+    page: Page
+    viewer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    changes: tuple[Change, ...]
+
+
+Result = (
+    HelpShown | WrongUsage | UnknownCommand | ZonesUnavailable | ListShown | Changed | ZoneAnswer
+)
+Handler = Callable[[Invocation, Arguments], Awaitable[Result]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    help: str
+    permission: Permission
+    handler: Handler = field(compare=False, repr=False)
+    arguments: tuple[Argument, ...] = ()
+    # Where the ids come from, said after a wrong usage.
+    hint: str = ""
+    # Its place in Discord's tree, e.g. ("commitments", "dismiss").
+    discord: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def usage(self) -> str:
+        parts = [f"/{self.name}"]
+        for a in self.arguments:
+            shown = f"{a.metavar} [{a.metavar}…]" if a.many else a.metavar
+            parts.append(shown if a.required else f"[{shown}]")
+        text = " ".join(parts)
+        return f"{text} ({self.hint})" if self.hint else text
+
+    @property
+    def summary(self) -> str:
+        """One line for a menu: the help and, with arguments, how to type it."""
+        if not self.arguments:
+            return self.help
+        example = " ".join([f"/{self.name}", *(a.metavar for a in self.arguments)])
+        return f"{self.help}: {example}"
+
+    def parse(self, words: Sequence[str]) -> Arguments | None:
+        """The typed words as this command's arguments; None for a wrong usage.
+        A command without arguments ignores any words after it."""
+        values: Arguments = {}
+        rest = list(words)
+        for a in self.arguments:
+            if a.rest:
+                values[a.name], rest = " ".join(rest), []
+            elif a.many:
+                values[a.name], rest = rest, []
+            elif rest:
+                values[a.name] = rest.pop(0)
+            if a.required and not values.get(a.name):
+                return None
+        if rest and self.arguments:
+            return None
+        return values
+
+
+class Registry:
+    def __init__(self, commands: Sequence[Command]) -> None:
+        self.commands = tuple(commands)
+        self._by_name = {n: c for c in commands for n in (c.name, *c.aliases)}
+
+    def get(self, name: str) -> Command | None:
+        return self._by_name.get(name.lower())
+
+    def discord(self, *path: str) -> Command:
+        """The command at this place in Discord's tree."""
+        return next(c for c in self.commands if c.discord == path)
+
+    async def run(self, name: str, words: Sequence[str], call: Invocation) -> Result:
+        """A typed command line's answer."""
+        command = self.get(name)
+        if command is None:
+            return UnknownCommand(name)
+        arguments = command.parse(words)
+        if arguments is None:
+            return WrongUsage(command)
+        return await command.handler(call, arguments)
+
+    async def call(self, name: str, arguments: Arguments, call: Invocation) -> Result:
+        """A command whose arguments the platform parsed (Discord's options)."""
+        command = self.get(name)
+        assert command is not None, name
+        return await command.handler(call, arguments)
+
+
+# --- the handlers -----------------------------------------------------------------
+
+
+def _one(arguments: Arguments, name: str) -> str:
+    value = arguments.get(name, "")
+    return value if isinstance(value, str) else " ".join(value)
+
+
+def _many(arguments: Arguments, name: str) -> list[str]:
+    value = arguments.get(name, [])
+    return [value] if isinstance(value, str) else list(value)
+
+
+async def _help(call: Invocation, arguments: Arguments) -> Result:
+    return HelpShown(COMMANDS.commands)
+
+
+async def _commitments(call: Invocation, arguments: Arguments) -> Result:
+    lists = call.lists()
+    return ListShown("commitments", await lists.page("commitments"), lists.viewer)
+
+
+async def _reminders(call: Invocation, arguments: Arguments) -> Result:
+    lists = call.lists()
+    return ListShown("reminders", await lists.page("reminders"), lists.viewer)
+
+
+async def _dismiss(call: Invocation, arguments: Arguments) -> Result:
+    return Changed(tuple(await call.followups().dismiss(_many(arguments, "id"))))
+
+
+async def _snooze(call: Invocation, arguments: Arguments) -> Result:
+    followups = call.followups()
+    change = await followups.snooze(_one(arguments, "id"), duration=_one(arguments, "duration"))
+    return Changed((change,))
+
+
+async def _cancel(call: Invocation, arguments: Arguments) -> Result:
+    return Changed((await call.reminder_commands().cancel(_one(arguments, "id")),))
+
+
+async def _timezone(call: Invocation, arguments: Arguments) -> Result:
+    zones = call.zones()
+    if zones is None:
+        return ZonesUnavailable()
+    return await zones.run(_one(arguments, "zone"))
+
+
+_FOLLOWUP_ID = "The follow-up's id, e.g. cm_1a2b3c4d5e6f"
+
+COMMANDS = Registry(
+    [
+        Command(
+            "help",
+            "What kept does and the commands",
+            Permission.ANYONE,
+            _help,
+            aliases=("start",),
+        ),
+        Command(
+            "commitments",
+            "Your open follow-ups in this chat",
+            Permission.CHAT,
+            _commitments,
+            discord=("commitments", "list"),
+        ),
+        Command(
+            "dismiss",
+            "Drop a follow-up",
+            Permission.CHAT,
+            _dismiss,
+            (Argument("id", _FOLLOWUP_ID, "ID", many=True),),
+            hint="the ids are in /commitments",
+            discord=("commitments", "dismiss"),
+        ),
+        Command(
+            "snooze",
+            "Postpone a follow-up",
+            Permission.CHAT,
+            _snooze,
+            (
+                Argument("id", _FOLLOWUP_ID, "ID"),
+                Argument("duration", "How long to wait, e.g. 2h, 1d, 3d", "2h"),
+            ),
+            hint="a duration like 30m, 2h or 3d",
+            discord=("commitments", "snooze"),
+        ),
+        Command(
+            "reminders",
+            "Your reminders in this chat",
+            Permission.CHAT,
+            _reminders,
+            discord=("reminders", "list"),
+        ),
+        Command(
+            "cancel",
+            "Cancel a reminder",
+            Permission.CHAT,
+            _cancel,
+            (Argument("id", "The reminder's id, e.g. rm_1a2b3c4d5e6f", "ID"),),
+            hint="the ids are in /reminders",
+            discord=("reminders", "cancel"),
+        ),
+        Command(
+            "timezone",
+            "Your time zone",
+            Permission.OWN,
+            _timezone,
+            (
+                Argument(
+                    "zone",
+                    "An IANA name such as Europe/Paris, or clear",
+                    "Europe/Paris",
+                    required=False,
+                    rest=True,
+                ),
+            ),
+            discord=("timezone",),
+        ),
+    ]
+)

@@ -1,0 +1,125 @@
+"""What every surface says for each result: one wording per result kind.
+
+Telegram, Discord and `kept chat` differ only in how an id, a time and a
+command are shown (Discord puts ids in code spans and times as relative
+timestamps; Discord's commands live in groups), which a surface passes as its
+Style. The sentences are written once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from core.commands.results import Change, Listing, Outcome, Page, Press
+from core.messages import ListName
+
+
+def _plain(text: str) -> str:
+    return text
+
+
+def _slash(name: str) -> str:
+    return f"/{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """How one surface shows the parts of a sentence."""
+
+    when: Callable[[datetime], str]
+    code: Callable[[str], str] = _plain
+    # How to refer to a registered command (core/commands/registry.py names).
+    command: Callable[[str], str] = _slash
+
+
+NOT_FOUND = "Not found in this chat."
+NO_LONGER_WORKS = "This button no longer works."
+ZONES_UNAVAILABLE = "Time zones are not available here."
+FAILED = "Sorry, something went wrong. Please try again."
+
+
+def unknown_command(name: str) -> str:
+    return f"Unknown command /{name}. /help lists what I understand."
+
+
+def usage(text: str) -> str:
+    return f"Usage: {text}"
+
+
+def change(answer: Change, style: Style) -> str:
+    """A dismiss, snooze or cancel, typed or pressed on a list's row."""
+    shown = style.code(answer.id)
+    item = answer.item
+    if answer.outcome is Outcome.DONE and item is not None:
+        if item.kind == "follow_up" and item.status == "dismissed":
+            return f"Dismissed {shown}: I won't follow up on it."
+        if item.kind == "reminder" and item.status == "cancelled":
+            return f"Cancelled {shown}."
+        return f"Snoozed {shown} until {style.when(item.due)}."
+    if answer.outcome is Outcome.NOT_FOUND:
+        return f"{shown}: not found in this chat."
+    if answer.outcome is Outcome.INVALID_DURATION:
+        return f"{answer.reason}."
+    return f"{shown}: nothing changed ({answer.reason})."
+
+
+def changes(answers: list[Change], style: Style) -> str:
+    return "\n".join(change(a, style) for a in answers)
+
+
+def pressed(answer: Press, who: str, style: Style) -> str:
+    """A check-in's Dismiss / Snooze, said under the message."""
+    if answer.changed:
+        if answer.until is None:
+            return f"Dismissed by {who}."
+        return f"Snoozed by {who} until {style.when(answer.until)}."
+    if answer.outcome is Outcome.NOT_FOUND or not answer.unchanged:
+        return NOT_FOUND
+    return "; ".join(dict.fromkeys(change(c, style) for c in answer.unchanged))
+
+
+def snoozed_by(answer: Change, who: str, style: Style) -> str:
+    """A fired reminder's Snooze, said under the message (DONE), or why not."""
+    if answer.outcome is Outcome.DONE and answer.item is not None:
+        return f"Snoozed by {who} until {style.when(answer.item.due)}."
+    return change(answer, style)
+
+
+def someone_elses_list(name: ListName, style: Style) -> str:
+    return f"This list is someone else's: send {style.command(name)} for yours."
+
+
+def list_heading(shown: Page | Listing, name: ListName) -> str:
+    """The line above a list's items, or the whole answer when it has none;
+    a page says which (`kept chat` shows a whole listing at once)."""
+    listing = shown.listing if isinstance(shown, Page) else shown
+    of = ""
+    if isinstance(shown, Page) and shown.count > 1:
+        of = f" (page {shown.number + 1} of {shown.count})"
+    if name == "reminders":
+        if not listing.items:
+            if listing.others_hidden:
+                return "You have no reminders in this chat."
+            return "No reminders in this chat."
+        return f"Reminders in this chat{of}:"
+    if not listing.items:
+        if listing.shared and not listing.everyones:
+            return "You have no open follow-ups in this chat."
+        return "No open follow-ups in this chat."
+    if not listing.shared:
+        return f"Open follow-ups in this chat{of}:"
+    if listing.everyones:
+        return f"Open follow-ups in this chat, everyone's (you are an admin){of}:"
+    return f"Your open follow-ups in this chat{of}:"
+
+
+def list_footer(name: ListName, style: Style) -> str:
+    """Under a list: how to act on an item by typing."""
+    if name == "reminders":
+        return f"Cancel one with {style.command('cancel')} ID."
+    return (
+        f"Drop one with {style.command('dismiss')} ID, "
+        f"postpone it with {style.command('snooze')} ID 2h."
+    )
