@@ -28,7 +28,12 @@ from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
 from core.pairing import Pairing
-from core.reminders import ReminderService, register_reminder_tools
+from core.reminders import (
+    ReminderFiring,
+    ReminderService,
+    ReminderSource,
+    register_reminder_tools,
+)
 from core.scheduler import Scheduler
 from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
@@ -49,6 +54,8 @@ class Services:
     commitments: CommitmentService
     extraction: ExtractionWorker
     reminders: ReminderService
+    # Fires due reminders, as one of the scheduler's due sources.
+    reminder_source: ReminderSource
     # Each user's own time zone, the agent's when they set none.
     users: UserZones
     # Pairing codes and approved users (dmPolicy: pairing).
@@ -106,15 +113,20 @@ def build_services(
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
 
-    reminders = ReminderService(
-        backend.reminders,
-        store,
-        sender,
-        clock,
+    reminders = ReminderService(backend.reminders, clock, on_stored=wake)
+    reminder_source = ReminderSource(
+        store=backend.reminders,
+        firing=ReminderFiring(
+            store=backend.reminders,
+            transcript=store,
+            sender=sender,
+            clock=clock,
+            platforms=platforms,
+            worker=worker,
+            access=access,
+        ),
+        clock=clock,
         platforms=platforms,
-        worker=worker,
-        on_stored=wake,
-        access=access,
     )
     register_reminder_tools(tools, reminders, zones=users)
     register_user_tools(tools, users)
@@ -162,7 +174,7 @@ def build_services(
         session_locks=session_locks,
         zones=users,
     )
-    scheduler = Scheduler([reminders, followups], clock=clock, wake=wake)
+    scheduler = Scheduler([reminder_source, followups], clock=clock, wake=wake)
 
     return Services(
         backend=backend,
@@ -172,6 +184,7 @@ def build_services(
         commitments=CommitmentService(commitment_store, clock, on_snoozed=wake),
         extraction=extraction,
         reminders=reminders,
+        reminder_source=reminder_source,
         users=users,
         pairing=Pairing(backend.pairing, clock),
         scheduler=scheduler,

@@ -71,8 +71,8 @@ async def test_a_fired_reminder_is_counted_once(
     h = await reminder_harness(any_store, clock)
     await h.add(after="20m")
     await clock.advance(20 * 60)
-    assert await h.service.fire_due() == 1
-    assert await h.service.fire_due() == 0
+    assert await h.source.fire_due() == 1
+    assert await h.source.fire_due() == 0
     assert value(installed, "kept_reminders_fired_total") == 1
 
 

@@ -19,7 +19,7 @@ from core.heartbeat.store import HeartbeatStore
 from core.heartbeat.turn import HeartbeatTurn
 from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
-from core.reminders import ReminderService
+from core.reminders import ReminderFiring, ReminderService, ReminderSource
 from core.scheduler import DueSource, Scheduler
 from core.store import Store
 from core.store.postgres import PostgresStore
@@ -71,21 +71,28 @@ class Harness:
     access: AccessCheck | None = None
 
     def reminder_service(self) -> ReminderService:
-        return ReminderService(
-            make_reminder_store(self.store),
-            self.store,
-            self.sender,
-            self.clock,
+        return ReminderService(make_reminder_store(self.store), self.clock)
+
+    def reminder_source(self) -> ReminderSource:
+        store = make_reminder_store(self.store)
+        firing = ReminderFiring(
+            store=store,
+            transcript=self.store,
+            sender=self.sender,
+            clock=self.clock,
             platforms=lambda: self.platforms,
             worker=WORKER,
             access=self.access,
+        )
+        return ReminderSource(
+            store=store, firing=firing, clock=self.clock, platforms=lambda: self.platforms
         )
 
     def scheduler(
         self,
         *,
         worker: str = WORKER,
-        reminders: ReminderService | None = None,
+        reminders: ReminderSource | None = None,
         zones: UserZones | None = None,
     ) -> Scheduler:
         turn = HeartbeatTurn(

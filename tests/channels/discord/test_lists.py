@@ -199,7 +199,7 @@ async def test_a_fired_reminders_snooze_brings_it_back_once_ten_minutes_later(
     r = await schedule(rig, channel, alice, "Take the cake out")
     payloads = record_payloads(rig.bot)
     await rig.clock.advance(20 * 60)
-    assert await rig.services.reminders.fire_due() == 1
+    assert await rig.services.reminder_source.fire_due() == 1
     [message] = sent_messages()
     [payload] = payloads
     assert [label for label, _ in buttons(payload)] == ["Snooze 10 min", "Snooze 1 h"]
@@ -225,12 +225,12 @@ async def test_a_fired_reminders_snooze_brings_it_back_once_ten_minutes_later(
     assert kind == 4 and data["content"] == f"`{r.id}`: nothing changed (already snoozed)."
 
     await rig.clock.advance(10 * 60 - 1)
-    assert await rig.services.reminders.fire_due() == 0
+    assert await rig.services.reminder_source.fire_due() == 0
     await rig.clock.advance(1)
-    assert await rig.services.reminders.fire_due() == 1
+    assert await rig.services.reminder_source.fire_due() == 1
     assert [m.content for m in sent_messages()] == ["Take the cake out"]
     await rig.clock.advance(3 * 3600)
-    assert await rig.services.reminders.fire_due() == 0 and sent_messages() == []
+    assert await rig.services.reminder_source.fire_due() == 0 and sent_messages() == []
     done = await rig.services.reminders.store.get(r.id)
     assert done is not None and done.status == "done"
 

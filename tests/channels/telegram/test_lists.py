@@ -198,7 +198,7 @@ async def test_garbage_or_stale_button_data_says_so(tg: TelegramHarness) -> None
 
 
 async def fire(tg: TelegramHarness) -> int:
-    return await tg.services.reminders.fire_due()
+    return await tg.services.reminder_source.fire_due()
 
 
 async def test_a_fired_reminders_snooze_brings_it_back_once_ten_minutes_later(

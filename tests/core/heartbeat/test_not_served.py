@@ -161,10 +161,10 @@ async def test_a_one_shot_reminder_of_a_chat_not_served_is_skipped_logged_and_en
     gate = gated(hb)
     r = await reminder(hb)
     gate.open = False
-    service = hb.reminder_service()
+    service, source = hb.reminder_service(), hb.reminder_source()
     await hb.clock.advance(60)
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
-        assert await service.fire_due() == 0
+        assert await source.fire_due() == 0
     assert hb.sender.attempts == []
     ended = await service.store.get(r.id)
     assert ended is not None and ended.status == "failed"
@@ -175,7 +175,7 @@ async def test_a_one_shot_reminder_of_a_chat_not_served_is_skipped_logged_and_en
     # It does not come back when the chat is served again: that firing ended.
     gate.open = True
     await hb.clock.advance(3600)
-    assert await service.fire_due() == 0 and hb.sender.attempts == []
+    assert await source.fire_due() == 0 and hb.sender.attempts == []
 
 
 async def test_a_repeating_reminder_of_a_chat_not_served_moves_on_and_fires_when_served(
@@ -184,10 +184,10 @@ async def test_a_repeating_reminder_of_a_chat_not_served_moves_on_and_fires_when
     gate = gated(hb)
     r = await reminder(hb, cron="0 * * * *")
     gate.open = False
-    service = hb.reminder_service()
+    service, source = hb.reminder_service(), hb.reminder_source()
     await hb.clock.advance((r.next_fire_at - hb.clock.now()).total_seconds())
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
-        await service.fire_due()
+        await source.fire_due()
     assert hb.sender.attempts == []
     moved = await service.store.get(r.id)
     assert moved is not None and moved.status == "active"
@@ -195,7 +195,7 @@ async def test_a_repeating_reminder_of_a_chat_not_served_moves_on_and_fires_when
     assert "reminder_skipped_not_served" in caplog.text and "moved_on" in caplog.text
     gate.open = True
     await hb.clock.advance((moved.next_fire_at - hb.clock.now()).total_seconds())
-    assert await service.fire_due() == 1
+    assert await source.fire_due() == 1
     assert [o.text for o in hb.sender.sent] == ["take my meds"]
 
 
@@ -211,15 +211,15 @@ async def test_a_reminder_whose_access_cannot_be_checked_is_released_not_ended(
 ):
     r = await reminder(hb)
     hb.access = Unreadable()
-    service = hb.reminder_service()
+    service, source = hb.reminder_service(), hb.reminder_source()
     await hb.clock.advance(60)
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
-        assert await service.fire_due() == 0
+        assert await source.fire_due() == 0
     assert hb.sender.attempts == []
     waiting = await service.store.get(r.id)
     assert waiting is not None and (waiting.status, waiting.claimed_at) == ("active", None)
     assert "reminder_access_check_failed" in caplog.text
     # Once access can be checked again, it fires.
     hb.access = None
-    assert await hb.reminder_service().fire_due() == 1
+    assert await hb.reminder_source().fire_due() == 1
     assert [o.text for o in hb.sender.sent] == ["take my meds"]

@@ -93,7 +93,7 @@ async def test_switched_off_reminders_still_fire(hb: Harness):
         text="stretch",
         schedule=schedule,
     )
-    scheduler = hb.scheduler(reminders=reminders)
+    scheduler = hb.scheduler(reminders=hb.reminder_source())
     await hb.clock.advance(60)
     await scheduler.tick()
     assert [o.text for o in hb.sender.sent] == ["stretch"]

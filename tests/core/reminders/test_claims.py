@@ -85,8 +85,8 @@ async def test_a_stop_before_sending_releases_the_claim_and_it_fires_once_later(
     r = await h.add("stretch", after="1m")
     await h.clock.advance(60)
     gated = GatedStore(h.reminders)
-    h.service._store = gated  # type: ignore[assignment]
-    task = asyncio.create_task(h.service.fire_due())
+    h.restart(store=gated)  # type: ignore[arg-type]
+    task = asyncio.create_task(h.source.fire_due())
     await asyncio.wait_for(gated.entered.wait(), 1)
     assert (await claim_columns(h, r.id))[:2] == ("claimed", WORKER)
     task.cancel()
@@ -98,7 +98,7 @@ async def test_a_stop_before_sending_releases_the_claim_and_it_fires_once_later(
     assert h.sender.sent == []
 
     h.restart()
-    assert await h.service.recover_missed() == 1
+    assert await h.source.recover_missed() == 1
     assert h.sender.texts() == ["stretch"]
     assert (await h.get(r.id)).status == "done"
 
@@ -110,14 +110,14 @@ async def test_a_live_claim_of_another_worker_is_left_alone(h: Harness) -> None:
     await dead_worker_claim(h, once, sending=True)
     await dead_worker_claim(h, other, sending=False)
     h.restart()
-    assert await h.service.recover_missed() == 0
+    assert await h.source.recover_missed() == 0
     await h.clock.advance(LEASE.total_seconds() - 1)
-    assert await h.service.reap_expired_claims() == 0
-    assert await h.service.fire_due() == 0
+    assert await h.source.reap_expired_claims() == 0
+    assert await h.source.fire_due() == 0
     assert h.sender.sent == []
     assert (await claim_columns(h, once.id))[:2] == ("sending", DEAD)
     assert (await claim_columns(h, other.id))[:2] == ("claimed", DEAD)
-    assert await h.service.next_lease_expiry() == h.clock.now() + timedelta(seconds=1)
+    assert await h.source.next_lease_expiry() == h.clock.now() + timedelta(seconds=1)
 
 
 async def test_expired_claims_at_start_up(h: Harness, caplog) -> None:
@@ -133,7 +133,7 @@ async def test_expired_claims_at_start_up(h: Harness, caplog) -> None:
 
     h.restart()
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
-        assert await h.service.recover_missed() == 4  # 3 claims settled, 1 fired
+        assert await h.source.recover_missed() == 4  # 3 claims settled, 1 fired
     assert caplog.text.count("reminder_unconfirmed") == 2
     assert h.sender.texts() == ["unsent"]  # released, then fired once
     failed = await h.get(once.id)
@@ -141,7 +141,7 @@ async def test_expired_claims_at_start_up(h: Harness, caplog) -> None:
     moved = await h.get(daily.id)
     assert (moved.status, moved.next_fire_at) == ("active", utc(2026, 12, 2, 8, 0))
     assert await h.reminders.claimed() == []
-    assert await h.service.fire_due() == 0 and h.sender.texts() == ["unsent"]
+    assert await h.source.fire_due() == 0 and h.sender.texts() == ["unsent"]
 
 
 async def test_a_claim_expiring_after_start_up_is_reaped_by_a_later_pass(h: Harness) -> None:
@@ -149,17 +149,17 @@ async def test_a_claim_expiring_after_start_up_is_reaped_by_a_later_pass(h: Harn
     await h.clock.advance(60)
     await dead_worker_claim(h, r, sending=False)
     h.restart()
-    assert await h.service.recover_missed() == 0
+    assert await h.source.recover_missed() == 0
     await h.clock.advance(LEASE.total_seconds())
-    assert await h.service.reap_expired_claims() == 1
-    assert await h.service.fire_due() == 1 and h.sender.texts() == ["stretch"]
+    assert await h.source.reap_expired_claims() == 1
+    assert await h.source.fire_due() == 1 and h.sender.texts() == ["stretch"]
 
 
 async def test_a_refused_send_ends_failed_with_no_claim_left(h: Harness) -> None:
     r = await h.add("stretch", after="1m")
     await h.clock.advance(60)
     h.restart(ScriptedSender([SendResult(error="Forbidden: bot was blocked by the user")]))
-    assert await h.service.fire_due() == 0
+    assert await h.source.fire_due() == 0
     failed = await h.get(r.id)
     assert failed.status == "failed" and "blocked" in (failed.last_error or "")
     assert await claim_columns(h, r.id) == (None, None, None, None)
@@ -171,8 +171,8 @@ async def test_a_reminder_cancelled_before_sending_is_not_sent(h: Harness) -> No
     r = await h.add("stretch", after="1m")
     await h.clock.advance(60)
     gated = GatedStore(h.reminders)
-    h.service._store = gated  # type: ignore[assignment]
-    task = asyncio.create_task(h.service.fire_due())
+    h.restart(store=gated)  # type: ignore[arg-type]
+    task = asyncio.create_task(h.source.fire_due())
     await asyncio.wait_for(gated.entered.wait(), 1)
     assert await h.service.cancel(r.id, agent_id="main", session_key=KEY) is not None
     gated.open.set()
@@ -185,8 +185,8 @@ async def test_a_reminder_cancelled_before_sending_is_not_sent(h: Harness) -> No
 async def test_no_new_reminder_is_claimed_once_stopping(h: Harness) -> None:
     await h.add("stretch", after="1m")
     await h.clock.advance(60)
-    h.service.stop_taking_work()
-    assert await h.service.fire_due() == 0 and h.sender.sent == []
+    h.source.stop_taking_work()
+    assert await h.source.fire_due() == 0 and h.sender.sent == []
     assert await h.reminders.claimed() == []
 
 
@@ -217,10 +217,9 @@ async def test_a_stop_ends_only_once_every_chat_has_recorded_its_send(h: Harness
     other = await h.add("other", after="1m", target=THREAD, key=THREAD_KEY)
     await h.clock.advance(60)
     stuck = BlockingSender()
-    h.restart(stuck)
     gate = HeldSettle(h.reminders, held.id)
-    h.service._store = gate  # type: ignore[assignment]
-    task = asyncio.create_task(h.service.fire_due())
+    h.restart(stuck, store=gate)  # type: ignore[arg-type]
+    task = asyncio.create_task(h.source.fire_due())
     await until(lambda: len(stuck.sent) == 2)
     task.cancel()
     await asyncio.wait_for(gate.entered.wait(), 1)

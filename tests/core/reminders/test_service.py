@@ -1,7 +1,8 @@
-"""ReminderService: firing at the right instants, exactly once, to the right chat.
+"""Reminders scheduled through ReminderService and fired by ReminderSource:
+at the right instants, exactly once, to the right chat.
 
-Time is a TestClock: a test moves it with `set`/`advance` and calls
-`fire_due` or `recover_missed` the way the heartbeat scheduler would.
+Time is a TestClock: a test moves it with `set`/`advance` and calls the
+source's `fire_due` or `recover_missed` the way the scheduler would.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from core.config.model import KeptConfig
 from core.conversation.manager import ConversationManager
 from core.llm import ToolCall
 from core.messages import Inbound, Outbound, SendResult, Target, reminder_snooze_actions
-from core.reminders import ReminderService, ReminderStore, parse_schedule
+from core.reminders import (
+    ReminderFiring,
+    ReminderService,
+    ReminderSource,
+    ReminderStore,
+    parse_schedule,
+)
 from core.reminders.model import Reminder
 from core.reminders.policy import LATE_PREFIX
 from core.reminders.tools import register_reminder_tools
@@ -64,6 +71,7 @@ class Harness:
     store: Store
     reminders: ReminderStore
     service: ReminderService
+    source: ReminderSource
     sender: ScriptedSender
     clock: TestClock
     platforms: set[str] = field(default_factory=lambda: {"telegram", "discord"})
@@ -96,19 +104,26 @@ class Harness:
         assert found is not None
         return found
 
-    def restart(self, sender: ScriptedSender | None = None) -> ReminderService:
-        """A new service on the same database, as after a process restart."""
+    def restart(
+        self, sender: ScriptedSender | None = None, *, store: ReminderStore | None = None
+    ) -> ReminderSource:
+        """A new service and due source on the same database, as after a
+        process restart (`store`: the reminder store they go through)."""
         self.sender = sender or ScriptedSender()
-        self.service = ReminderService(
-            self.reminders,
-            self.store,
-            self.sender,
-            self.clock,
+        reminders = store or self.reminders
+        self.service = ReminderService(reminders, self.clock, on_stored=self._wake)
+        firing = ReminderFiring(
+            store=reminders,
+            transcript=self.store,
+            sender=self.sender,
+            clock=self.clock,
             platforms=lambda: self.platforms,
             worker=WORKER,
-            on_stored=self._wake,
         )
-        return self.service
+        self.source = ReminderSource(
+            store=reminders, firing=firing, clock=self.clock, platforms=lambda: self.platforms
+        )
+        return self.source
 
     def _wake(self) -> None:
         self.wakes += 1
@@ -130,7 +145,7 @@ async def make_harness(store: Store, clock: TestClock, sender: ScriptedSender | 
             now=clock.now(),
         )
     reminders = make_reminder_store(store)
-    h = Harness(store, reminders, None, sender or ScriptedSender(), clock)  # type: ignore[arg-type]
+    h = Harness(store, reminders, None, None, sender or ScriptedSender(), clock)  # type: ignore[arg-type]
     h.restart(h.sender)
     return h
 
@@ -146,17 +161,17 @@ async def h(any_store: Store, clock: TestClock) -> Harness:
 async def test_after_fires_exactly_when_due(h: Harness) -> None:
     r = await h.add(after="20m")
     assert h.wakes == 1  # the scheduler was told to look again
-    assert await h.service.next_due() == h.clock.now() + timedelta(minutes=20)
+    assert await h.source.next_due() == h.clock.now() + timedelta(minutes=20)
     await h.clock.advance(20 * 60 - 1)
-    assert await h.service.fire_due() == 0 and h.sender.sent == []
+    assert await h.source.fire_due() == 0 and h.sender.sent == []
     await h.clock.advance(1)
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
     snooze = reminder_snooze_actions(r.id, 1)  # its buttons name this firing
     assert h.sender.sent == [Outbound(target=CHAT, text="stretch", actions=snooze)]
     done = await h.get(r.id)
     assert (done.status, done.attempts, done.last_fired_at) == ("done", 1, h.clock.now())
-    assert await h.service.next_due() is None
-    assert await h.service.fire_due() == 0 and len(h.sender.sent) == 1
+    assert await h.source.next_due() is None
+    assert await h.source.fire_due() == 0 and len(h.sender.sent) == 1
 
 
 async def test_at_a_time_of_day_fires_at_that_local_time(h: Harness) -> None:
@@ -164,16 +179,16 @@ async def test_at_a_time_of_day_fires_at_that_local_time(h: Harness) -> None:
     r = await h.add("call the dentist", at="15:00")
     assert r.next_fire_at == utc(2026, 11, 30, 14, 0)
     h.clock.set(utc(2026, 11, 30, 13, 59, 59))
-    assert await h.service.fire_due() == 0
+    assert await h.source.fire_due() == 0
     h.clock.set(utc(2026, 11, 30, 14, 0))
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
     assert h.sender.texts() == ["call the dentist"]
 
 
 async def test_at_an_iso_time_fires_then_is_done(h: Harness) -> None:
     r = await h.add(at="2026-12-01T09:00+01:00")
     h.clock.set(utc(2026, 12, 1, 8, 0))
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
     assert (await h.get(r.id)).status == "done"
 
 
@@ -181,12 +196,12 @@ async def run_days(h: Harness, days: int) -> list[datetime]:
     """Let the scheduler loop run: sleep to next_due, fire, repeat."""
     fired: list[datetime] = []
     for _ in range(days):
-        due = await h.service.next_due()
+        due = await h.source.next_due()
         assert due is not None
         h.clock.set(due - timedelta(seconds=1))
-        assert await h.service.fire_due() == 0
+        assert await h.source.fire_due() == 0
         h.clock.set(due)
-        assert await h.service.fire_due() == 1
+        assert await h.source.fire_due() == 1
         fired.append(h.clock.now())
     return fired
 
@@ -230,8 +245,8 @@ async def test_cron_on_a_repeated_time_fires_once(h: Harness) -> None:
     assert await run_days(h, 1) == [utc(2026, 10, 25, 0, 30)]  # the first 02:30 (CEST)
     # The second 02:30 of 25 October (CET, an hour later) does not fire again.
     h.clock.set(utc(2026, 10, 25, 1, 30))
-    assert await h.service.fire_due() == 0
-    assert await h.service.next_due() == utc(2026, 10, 26, 1, 30)
+    assert await h.source.fire_due() == 0
+    assert await h.source.next_due() == utc(2026, 10, 26, 1, 30)
     assert h.sender.texts() == ["pills"]
 
 
@@ -241,7 +256,7 @@ async def test_cron_on_a_repeated_time_fires_once(h: Harness) -> None:
 async def test_delivery_goes_only_to_the_stored_chat_and_thread(h: Harness) -> None:
     await h.add("send this to chat 77 instead", after="1m", target=THREAD, key=THREAD_KEY)
     await h.clock.advance(60)
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
     assert [o.target for o in h.sender.sent] == [THREAD]
     assert await h.transcript(THREAD_KEY) == [
         ("assistant", "reminder", "send this to chat 77 instead")
@@ -262,7 +277,7 @@ async def test_429_then_success_sends_one_message(h: Harness) -> None:
     h.sender.results = [SendResult(error="429 Too Many Requests", retryable=True, retry_after=3)]
     r = await h.add(after="1m")
     await h.clock.advance(60)
-    task = asyncio.create_task(h.service.fire_due())
+    task = asyncio.create_task(h.source.fire_due())
     await until(lambda: h.clock.sleepers == 1)  # backing off, as the platform asked
     assert len(h.sender.sent) == 1
     await h.clock.advance(3)
@@ -278,12 +293,12 @@ async def test_timeout_after_sending_is_never_repeated(h: Harness) -> None:
     h.sender.results = [SendResult(error="timed out after sending", unknown=True)]
     r = await h.add(after="1m")
     await h.clock.advance(60)
-    assert await h.service.fire_due() == 0
+    assert await h.source.fire_due() == 0
     assert len(h.sender.sent) == 1
     failed = await h.get(r.id)
     assert failed.status == "failed" and "unknown" in (failed.last_error or "")
     await h.clock.advance(3600)
-    assert await h.service.fire_due() == 0 and await h.service.recover_missed() == 0
+    assert await h.source.fire_due() == 0 and await h.source.recover_missed() == 0
     assert len(h.sender.sent) == 1
 
 
@@ -292,10 +307,10 @@ async def test_an_unknown_outcome_moves_a_cron_reminder_on_without_resending(h: 
     h.sender.results = [SendResult(error="timed out", unknown=True)]
     r = await h.add(cron="0 9 * * *")
     h.clock.set(utc(2026, 12, 1, 8, 0))
-    assert await h.service.fire_due() == 0
+    assert await h.source.fire_due() == 0
     moved = await h.get(r.id)
     assert (moved.status, moved.next_fire_at) == ("active", utc(2026, 12, 2, 8, 0))
-    assert await h.service.fire_due() == 0 and len(h.sender.sent) == 1
+    assert await h.source.fire_due() == 0 and len(h.sender.sent) == 1
 
 
 class RaisingSender(ScriptedSender):
@@ -310,20 +325,20 @@ async def test_a_sender_that_raises_counts_as_unknown_and_is_not_repeated(h: Har
     daily = await h.add("daily", cron="0 9 * * *", target=THREAD, key=THREAD_KEY)
     h.clock.set(utc(2026, 12, 1, 8, 0))
     h.restart(RaisingSender())
-    assert await h.service.fire_due() == 0
+    assert await h.source.fire_due() == 0
     assert len(h.sender.sent) == 2
     assert (await h.get(once.id)).status == "failed"
     moved = await h.get(daily.id)
     assert (moved.status, moved.next_fire_at) == ("active", utc(2026, 12, 2, 8, 0))
     assert "unknown" in (moved.last_error or "")
-    assert await h.service.fire_due() == 0 and len(h.sender.sent) == 2
+    assert await h.source.fire_due() == 0 and len(h.sender.sent) == 2
 
 
 async def test_a_refusal_that_will_not_heal_fails_at_once(h: Harness) -> None:
     h.sender.results = [SendResult(error="403 bot was blocked by the user")]
     r = await h.add(after="1m")
     await h.clock.advance(60)
-    assert await h.service.fire_due() == 0
+    assert await h.source.fire_due() == 0
     assert len(h.sender.sent) == 1
     failed = await h.get(r.id)
     assert failed.status == "failed" and "blocked" in (failed.last_error or "")
@@ -332,7 +347,7 @@ async def test_a_refusal_that_will_not_heal_fails_at_once(h: Harness) -> None:
 async def test_a_delivered_reminder_is_an_assistant_message_of_kind_reminder(h: Harness) -> None:
     await h.add(after="1m")
     await h.clock.advance(60)
-    await h.service.fire_due()
+    await h.source.fire_due()
     rows = await h.store.history(KEY, before_turn_of=10**9, limit=10)
     assert [(r.role, r.kind, r.text, r.platform_message_id) for r in rows] == [
         ("assistant", "reminder", "stretch", "p1")
@@ -372,7 +387,7 @@ async def test_a_reminder_is_never_re_ingested_as_user_input(h: Harness) -> None
     model.steps = [calls(ToolCall("c1", "schedule_reminder", arguments)), text("Done.")]
     await say("please set a reminder in 20 minutes", "u1")
     await h.clock.advance(20 * 60)
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
 
     model.steps = [responder]
     await say("thanks", "u2")
@@ -393,11 +408,11 @@ async def test_slightly_late_after_a_restart_fires_once(h: Harness, caplog) -> N
     h.clock.set(utc(2026, 12, 1, 8, 20))  # 20 minutes late, within 1 h of a daily grace
     h.restart()
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
-        assert await h.service.recover_missed() == 1
+        assert await h.source.recover_missed() == 1
     assert h.sender.texts() == ["stretch"]  # not marked late
     assert "reminder_fired" in caplog.text and "startup=True" in caplog.text
     assert (await h.get(r.id)).next_fire_at == utc(2026, 12, 2, 8, 0)
-    assert await h.service.fire_due() == 0 and len(h.sender.sent) == 1
+    assert await h.source.fire_due() == 0 and len(h.sender.sent) == 1
 
 
 async def test_very_late_cron_skips_to_its_next_time_and_says_so(h: Harness, caplog) -> None:
@@ -406,7 +421,7 @@ async def test_very_late_cron_skips_to_its_next_time_and_says_so(h: Harness, cap
     h.clock.set(utc(2026, 12, 1, 11, 0))  # 3 h late
     h.restart()
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
-        assert await h.service.recover_missed() == 1
+        assert await h.source.recover_missed() == 1
     assert h.sender.sent == []
     assert "reminder_missed_skipped" in caplog.text and r.id in caplog.text
     moved = await h.get(r.id)
@@ -423,7 +438,7 @@ async def test_very_late_cron_is_skipped_even_while_its_platform_is_down(h: Harn
     h.clock.set(utc(2026, 12, 1, 11, 0))
     h.platforms = set()
     h.restart()
-    assert await h.service.recover_missed() == 1
+    assert await h.source.recover_missed() == 1
     assert (await h.get(r.id)).next_fire_at == utc(2026, 12, 2, 8, 0)
 
 
@@ -432,19 +447,19 @@ async def test_very_late_one_shot_fires_once_marked_late(h: Harness, caplog) -> 
     await h.clock.advance(3 * 3600)
     h.restart()
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
-        assert await h.service.recover_missed() == 1
+        assert await h.source.recover_missed() == 1
     assert h.sender.texts() == [LATE_PREFIX + "call mum"]
     assert "marked_late=True" in caplog.text
     assert (await h.get(r.id)).status == "done"
     assert await h.transcript() == [("assistant", "reminder", LATE_PREFIX + "call mum")]
-    assert await h.service.recover_missed() == 0 and len(h.sender.sent) == 1
+    assert await h.source.recover_missed() == 0 and len(h.sender.sent) == 1
 
 
 async def test_slightly_late_one_shot_fires_unmarked(h: Harness) -> None:
     await h.add("call mum", after="20m")
     await h.clock.advance(20 * 60 + 120)
     h.restart()
-    assert await h.service.recover_missed() == 1
+    assert await h.source.recover_missed() == 1
     assert h.sender.texts() == ["call mum"]
 
 
@@ -469,7 +484,7 @@ async def test_a_stop_during_sends_is_never_sent_again(h: Harness, caplog) -> No
     h.clock.set(utc(2026, 12, 1, 8, 0))
     stuck = BlockingSender()
     h.restart(stuck)
-    task = asyncio.create_task(h.service.fire_due())
+    task = asyncio.create_task(h.source.fire_due())
     # Two chats go out concurrently: both sends reach the platform...
     await until(lambda: len(stuck.sent) == 2)
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
@@ -485,12 +500,12 @@ async def test_a_stop_during_sends_is_never_sent_again(h: Harness, caplog) -> No
 
     h.clock.set(utc(2026, 12, 1, 8, 1))
     h.restart()
-    assert await h.service.recover_missed() == 0
-    assert await h.service.fire_due() == 0
+    assert await h.source.recover_missed() == 0
+    assert await h.source.fire_due() == 0
     assert h.sender.sent == []  # no second copy of either
     # The cron one carries on normally the next day.
     h.clock.set(utc(2026, 12, 2, 8, 0))
-    assert await h.service.fire_due() == 1 and h.sender.texts() == ["daily"]
+    assert await h.source.fire_due() == 1 and h.sender.texts() == ["daily"]
 
 
 async def test_recovery_leaves_this_process_own_sends_alone(h: Harness) -> None:
@@ -498,10 +513,10 @@ async def test_recovery_leaves_this_process_own_sends_alone(h: Harness) -> None:
     await h.clock.advance(60)
     blocking = BlockingSender()
     h.restart(blocking)
-    task = asyncio.create_task(h.service.fire_due())
+    task = asyncio.create_task(h.source.fire_due())
     await asyncio.wait_for(blocking.entered.wait(), 1)
     # Still in flight in this process: not a crash leftover.
-    assert await h.service.recover_missed() == 0
+    assert await h.source.recover_missed() == 0
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -525,10 +540,10 @@ async def test_overlapping_passes_send_once(h: Harness) -> None:
     await h.clock.advance(60)
     gated = GatedSender()
     h.restart(gated)
-    first = asyncio.create_task(h.service.fire_due())
+    first = asyncio.create_task(h.source.fire_due())
     await until(lambda: len(gated.sent) == 1)
-    assert await h.service.fire_due() == 0  # the scheduler woke again meanwhile
-    assert await h.service.recover_missed() == 0
+    assert await h.source.fire_due() == 0  # the scheduler woke again meanwhile
+    assert await h.source.recover_missed() == 0
     gated.gate.set()
     assert await asyncio.wait_for(first, 1) == 1
     assert len(gated.sent) == 1 and await h.reminders.claimed() == []
@@ -541,11 +556,11 @@ async def test_a_platform_without_a_running_adapter_waits(h: Harness) -> None:
     h.platforms = {"telegram"}
     await h.add("for discord", after="1m", target=THREAD, key=THREAD_KEY)
     await h.clock.advance(60)
-    assert await h.service.next_due() is None  # nothing this process could send
-    assert await h.service.fire_due() == 0
+    assert await h.source.next_due() is None  # nothing this process could send
+    assert await h.source.fire_due() == 0
     h.platforms.add("discord")
-    assert await h.service.next_due() is not None
-    assert await h.service.fire_due() == 1
+    assert await h.source.next_due() is not None
+    assert await h.source.fire_due() == 1
     assert [o.target for o in h.sender.sent] == [THREAD]
 
 
@@ -560,7 +575,7 @@ async def test_a_broken_row_is_reported_and_skipped(h: Harness, caplog) -> None:
     await store_execute(h.store, sql + "WHERE id = ?", (bad_tz.id,))
     h.clock.set(utc(2026, 12, 2, 7, 0))
     with caplog.at_level(logging.INFO, logger="kept.reminders"):
-        assert await h.service.fire_due() == 1
+        assert await h.source.fire_due() == 1
     assert h.sender.texts() == ["good one"]
     assert "reminder_broken" in caplog.text and bad.id in caplog.text
     for r in (bad, bad_tz):
@@ -568,15 +583,15 @@ async def test_a_broken_row_is_reported_and_skipped(h: Harness, caplog) -> None:
         assert broken.status == "failed" and "unusable schedule" in (broken.last_error or "")
     assert (await h.get(good.id)).status == "active"
     # Marked failed, the broken rows no longer keep the scheduler awake.
-    assert await h.service.next_due() == utc(2026, 12, 3, 7, 0)
+    assert await h.source.next_due() == utc(2026, 12, 3, 7, 0)
 
 
 async def test_a_cancelled_reminder_does_not_fire(h: Harness) -> None:
     r = await h.add(after="1m")
     assert await h.service.cancel(r.id, agent_id="main", session_key=KEY) is not None
     await h.clock.advance(60)
-    assert await h.service.fire_due() == 0 and h.sender.sent == []
-    assert await h.service.next_due() is None
+    assert await h.source.fire_due() == 0 and h.sender.sent == []
+    assert await h.source.next_due() is None
 
 
 async def test_many_due_reminders_all_fire_in_order_per_chat(h: Harness) -> None:
@@ -584,7 +599,7 @@ async def test_many_due_reminders_all_fire_in_order_per_chat(h: Harness) -> None
         key, target = (KEY, CHAT) if i % 2 else (THREAD_KEY, THREAD)
         await h.add(f"r{i:03d}", after=f"{60 + i}s", target=target, key=key)
     await h.clock.advance(3600)
-    assert await h.service.fire_due() == 130
+    assert await h.source.fire_due() == 130
     for target in (CHAT, THREAD):
         texts = [o.text for o in h.sender.sent if o.target == target]
         assert texts == sorted(texts) and len(texts) == 65

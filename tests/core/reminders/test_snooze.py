@@ -46,7 +46,7 @@ def snooze_of(outbound: Outbound, minutes: int) -> ReminderSnooze:
 async def test_a_fired_reminder_carries_its_snooze_buttons(h: Harness) -> None:
     r = await h.add(after="20m")
     await h.clock.advance(20 * 60)
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
     [sent] = h.sender.sent
     assert sent == Outbound(target=CHAT, text="stretch", actions=reminder_snooze_actions(r.id, 1))
     assert [a.minutes for a in sent.actions] == [10, 60]  # type: ignore[union-attr]
@@ -55,7 +55,7 @@ async def test_a_fired_reminder_carries_its_snooze_buttons(h: Harness) -> None:
 async def test_a_snoozed_one_shot_fires_again_once_after_the_delay(h: Harness) -> None:
     r = await h.add(after="20m")
     await h.clock.advance(20 * 60)
-    await h.service.fire_due()
+    await h.source.fire_due()
     press = snooze_of(h.sender.sent[0], 10)
     wakes = h.wakes
 
@@ -70,13 +70,13 @@ async def test_a_snoozed_one_shot_fires_again_once_after_the_delay(h: Harness) -
     assert (await h.get(r.id)).next_fire_at == h.clock.now() + TEN
 
     await h.clock.advance(10 * 60 - 1)
-    assert await h.service.fire_due() == 0
+    assert await h.source.fire_due() == 0
     await h.clock.advance(1)
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
     assert h.sender.texts() == ["stretch", "stretch"]
     assert (await h.get(r.id)).status == "done"
     await h.clock.advance(3600)
-    assert await h.service.fire_due() == 0 and len(h.sender.sent) == 2
+    assert await h.source.fire_due() == 0 and len(h.sender.sent) == 2
 
     # The first message's button is stale now; the second's works.
     stale = await snooze(h, await h.get(r.id), firing=press.firing, delay=TEN)
@@ -90,7 +90,7 @@ async def test_a_snoozed_cron_occurrence_comes_back_and_the_schedule_stays(h: Ha
     h.clock.set(utc(2026, 11, 30, 7, 0))
     r = await h.add("standup", cron="0 9 * * *")  # 08:00 UTC in Paris
     h.clock.set(utc(2026, 11, 30, 8, 0))
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
     press = snooze_of(h.sender.sent[0], 60)
     tomorrow = utc(2026, 12, 1, 8, 0)
     assert (await h.get(r.id)).next_fire_at == tomorrow
@@ -103,10 +103,10 @@ async def test_a_snoozed_cron_occurrence_comes_back_and_the_schedule_stays(h: Ha
     assert again == "already snoozed"
     assert (await h.get(r.id)).next_fire_at == utc(2026, 11, 30, 9, 0)
     h.clock.set(utc(2026, 11, 30, 9, 0))
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
     assert (await h.get(r.id)).next_fire_at == tomorrow  # the schedule is unchanged
     h.clock.set(tomorrow)
-    assert await h.service.fire_due() == 1
+    assert await h.source.fire_due() == 1
     assert h.sender.texts() == ["standup"] * 3
 
 
@@ -114,7 +114,7 @@ async def test_a_cron_snooze_past_its_next_time_is_refused(h: Harness) -> None:
     h.clock.set(utc(2026, 11, 30, 7, 0))
     r = await h.add("drink water", cron="*/30 * * * *")
     h.clock.set(utc(2026, 11, 30, 7, 30))
-    await h.service.fire_due()
+    await h.source.fire_due()
     press = snooze_of(h.sender.sent[0], 60)
     refused = await snooze(h, await h.get(r.id), firing=press.firing, delay=timedelta(hours=1))
     assert refused == "its next time comes sooner"
@@ -124,7 +124,7 @@ async def test_a_cron_snooze_past_its_next_time_is_refused(h: Harness) -> None:
 async def test_cancelled_or_another_chats_reminder_is_not_snoozed(h: Harness) -> None:
     r = await h.add(after="20m")
     await h.clock.advance(20 * 60)
-    await h.service.fire_due()
+    await h.source.fire_due()
     fired = await h.get(r.id)
     wrong_chat = await snooze(
         h, fired, firing=1, delay=TEN, session_key="agent:main:telegram:private:43"

@@ -13,7 +13,6 @@ from core.messages import Target
 from core.reminders import ReminderService, register_reminder_tools
 from core.store import Store
 from core.tools import ToolContext, ToolRegistry
-from tests.conftest import RecordingSender
 from tests.support.store_helpers import make_reminder_store
 
 PARIS = "Europe/Paris"
@@ -38,15 +37,7 @@ ELSEWHERE = ToolContext(
 class Tools:
     def __init__(self, store: Store, clock: TestClock) -> None:
         self.wakes = 0
-        self.service = ReminderService(
-            make_reminder_store(store),
-            store,
-            RecordingSender(),
-            clock,
-            platforms=lambda: {"telegram", "discord"},
-            worker="test-worker",
-            on_stored=self._wake,
-        )
+        self.service = ReminderService(make_reminder_store(store), clock, on_stored=self._wake)
         self.registry = ToolRegistry()
         register_reminder_tools(
             self.registry,

@@ -14,7 +14,12 @@ import pytest
 
 from core.clock import TestClock
 from core.messages import Target
-from core.reminders import ReminderService, register_reminder_tools
+from core.reminders import (
+    ReminderFiring,
+    ReminderService,
+    ReminderSource,
+    register_reminder_tools,
+)
 from core.reminders.snooze import snooze_fired
 from core.store.backends import Backend, open_backend
 from core.tools import ToolContext, ToolRegistry
@@ -33,6 +38,7 @@ class World:
     backend: Backend
     clock: TestClock
     service: ReminderService
+    source: ReminderSource
     zones: UserZones
     tools: ToolRegistry
     sender: RecordingSender
@@ -45,12 +51,12 @@ class World:
         """Sleep to each next due time and fire, as the heartbeat does."""
         fired: list[datetime] = []
         for _ in range(occurrences):
-            due = await self.service.next_due()
+            due = await self.source.next_due()
             assert due is not None
             self.clock.set(due - timedelta(seconds=1))
-            assert await self.service.fire_due() == 0
+            assert await self.source.fire_due() == 0
             self.clock.set(due)
-            assert await self.service.fire_due() == 1
+            assert await self.source.fire_due() == 1
             fired.append(self.clock.now())
         return fired
 
@@ -69,19 +75,23 @@ async def world(storage_url: str) -> AsyncIterator[World]:
             now=clock.now(),
         )
         sender = RecordingSender()
-        service = ReminderService(
-            backend.reminders,
-            backend.store,
-            sender,
-            clock,
+        service = ReminderService(backend.reminders, clock)
+        firing = ReminderFiring(
+            store=backend.reminders,
+            transcript=backend.store,
+            sender=sender,
+            clock=clock,
             platforms=lambda: {"telegram"},
             worker="w",
+        )
+        source = ReminderSource(
+            store=backend.reminders, firing=firing, clock=clock, platforms=lambda: {"telegram"}
         )
         # The agent's zone is UTC: every local time below is the user's own.
         zones = UserZones(backend.user_zones, lambda _agent: "UTC")
         tools = ToolRegistry()
         register_reminder_tools(tools, service, zones=zones)
-        yield World(backend, clock, service, zones, tools, sender)
+        yield World(backend, clock, service, source, zones, tools, sender)
 
 
 async def test_a_tokyo_users_9am_fires_at_0900_in_tokyo(world: World) -> None:
