@@ -26,7 +26,7 @@ from telegram import Bot, InlineKeyboardMarkup, Update
 from channels.base import Access, ChannelAdapter, ChannelContext, Departure
 from channels.telegram.admins import chat_admin
 from channels.telegram.arrival import PollTimes
-from channels.telegram.commands import Answer, TelegramCommands, Where
+from channels.telegram.commands import CommandOrigin, CommandReply, TelegramCommands
 from channels.telegram.connection import TelegramConnection
 from channels.telegram.dispatch import (
     ButtonPressHandler,
@@ -220,13 +220,15 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
             secret=self._connection.token,
         )
 
-    async def _reply(self, where: Where, answer: Answer, reply_to: str | None) -> None:
+    async def _reply(
+        self, origin: CommandOrigin, reply: CommandReply, reply_to: str | None
+    ) -> None:
         await self.send(
             Outbound(
-                target=where.target,
-                text=answer.text,
+                target=origin.target,
+                text=reply.text,
                 reply_to_platform_id=reply_to,
-                actions=answer.actions,
+                actions=reply.actions,
             )
         )
 
@@ -242,8 +244,8 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         # handlers in dispatch.py (MessageHandler, ButtonPressHandler).
         await dispatch(self._handlers, update, mark_safe)
 
-    async def _is_admin(self, where: Where) -> bool:
-        return await self.chat_admin(where.target, where.user_id)
+    async def _is_admin(self, origin: CommandOrigin) -> bool:
+        return await self.chat_admin(origin.target, origin.user_id)
 
     async def chat_admin(self, target: Target, user_id: str) -> bool:
         """An administrator or the creator of the chat (getChatMember)."""
