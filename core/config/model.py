@@ -351,7 +351,7 @@ class CommitmentsConfig(Model):
     enabled: bool = True
     max_per_day: Annotated[int, Field(ge=0, le=100)] = 3
     # Skip the extraction call for exchanges with no time, event, wellbeing
-    # or promise cue (core/commitments/cues.py); `kept eval extraction`
+    # or promise cue (core/commitments/prefilter.py); `kept eval extraction`
     # reports what it saves and the recall it loses.
     prefilter: bool = True
 
