@@ -2,7 +2,7 @@
 exchanges (grouped per scope, a few exchanges per call, in order), the code
 rules applied to each answer, and one write for the whole batch.
 
-The queue that feeds it (lanes, job rows, adoption) is in extraction.py.
+The queue that feeds it (one per agent, job rows, adoption) is in extraction.py.
 """
 
 from __future__ import annotations
