@@ -11,8 +11,8 @@ nanobot's BaseChannel._handle_message):
    message is not stored and never reaches the model), a group only when
    listed in `groups` or with `groupPolicy: open`;
 2. `inbound`: the `Inbound`, with the agent read from the live config;
-3. `take_turn`: the hand-off to the conversation manager, "typing…" while
-   the turn's model call runs (the manager says when: `during_model`;
+3. `run_turn`: the conversation manager's turn, "typing…" while its
+   model call runs (the manager says when: `during_model`;
    `keep_typing` is the platform's indicator), never while a message waits
    for its turn, and error capture: a failed turn is logged, never raised;
    MessageNotStored is raised for the platform to hold the message
@@ -539,7 +539,7 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         finally:
             task.cancel()
 
-    async def take_turn(
+    async def run_turn(
         self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
     ) -> None:
         """Steps 3-5: the manager, typing during its model call, error

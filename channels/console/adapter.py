@@ -278,10 +278,10 @@ class ConsoleAdapter(ChannelAdapter[str]):
 
         self._replied = False
         # Until the handler returns an answer, the turn counts as failed
-        # (take_turn logs and swallows what else goes wrong).
+        # (run_turn logs and swallows what else goes wrong).
         self._model_answered = False
         self.last_turn_failed = True
-        turn = asyncio.create_task(self.take_turn(inbound, on_stored=on_stored))
+        turn = asyncio.create_task(self.run_turn(inbound, on_stored=on_stored))
         self._turn = turn
         try:
             await asyncio.wait({turn})

@@ -335,7 +335,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         read back, and noticed, again after every restart)."""
         inbound = await self.inbound_of(message, ref, live=False)
         if inbound is not None:
-            await self.take_turn(inbound)
+            await self.run_turn(inbound)
 
     async def inbound_of(
         self, message: discord.Message, ref: ChatRef, *, live: bool = True

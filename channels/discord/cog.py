@@ -59,7 +59,7 @@ class KeptEvents(commands.Cog):
             if not open_:
                 return  # stopping
             try:
-                await adapter.take_turn(inbound)
+                await adapter.run_turn(inbound)
             except MessageNotStored as exc:
                 # Not confirmed anywhere: the catch-up reads it from the
                 # channel's history once storing works again.

@@ -245,7 +245,7 @@ class MessageHandler:
         unconfirmed and tries again."""
         stored = asyncio.Event()
         task = asyncio.create_task(
-            self._channel.take_turn(inbound, on_stored=stored.set),
+            self._channel.run_turn(inbound, on_stored=stored.set),
             name=f"telegram-turn-{inbound.target}",
         )
         self._turns.add(task)

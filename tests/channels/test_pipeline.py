@@ -98,7 +98,7 @@ async def test_typing_shows_only_while_the_model_call_runs() -> None:
     pipe = Pipe(handle, {"agent": "main", "allow": []})
     stored: list[bool] = []
     turn = asyncio.create_task(
-        pipe.take_turn(pipe.inbound(addressed()), on_stored=lambda: stored.append(True))
+        pipe.run_turn(pipe.inbound(addressed()), on_stored=lambda: stored.append(True))
     )
     store_now.set()
     for _ in range(10):
@@ -127,7 +127,7 @@ async def test_a_message_not_stored_is_raised_and_never_typed() -> None:
 
     pipe = Pipe(handle, {"agent": "main", "allow": []})
     with pytest.raises(MessageNotStored):
-        await pipe.take_turn(pipe.inbound(addressed()))
+        await pipe.run_turn(pipe.inbound(addressed()))
     assert pipe.typed == []
 
 
@@ -140,7 +140,7 @@ async def test_a_failed_turn_is_logged_not_raised(caplog: pytest.LogCaptureFixtu
         raise RuntimeError("a bug")
 
     pipe = Pipe(handle, {"agent": "main", "allow": []})
-    await pipe.take_turn(pipe.inbound(addressed()))
+    await pipe.run_turn(pipe.inbound(addressed()))
     [line] = [r.getMessage() for r in caplog.records if "pipe_turn_failed" in r.getMessage()]
     assert "session=agent:main:pipe:private:c1" in line and "a bug" in line
     for _ in range(10):
