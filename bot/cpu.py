@@ -5,8 +5,7 @@ aiosqlite's worker thread: two thread wakeups. When the two threads sit on
 different CPUs each wakeup is an inter-processor interrupt, which on a
 virtual machine is expensive; on one CPU it is cheap. What pinning gives up
 is parallelism while SQLite runs a query (it releases the GIL): the trade is
-measured, not assumed (see the comment on StorageConfig.pin_cpu and
-bench/search.py --no-pin).
+measured, not assumed (bench/search.py --no-pin runs without it).
 
 Only the calling thread is pinned, and threads it starts afterwards (the
 store's worker, executor threads) inherit that, so pin before the store is

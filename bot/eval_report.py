@@ -159,7 +159,7 @@ def kind_table(m: Metrics) -> Table:
 
 
 def prefilter_block(p: Prefilter) -> Table:
-    table = Table(title="pre-filter (core/commitments/cues.py)", box=box.SIMPLE_HEAD)
+    table = Table(title="pre-filter (core/commitments/prefilter.py)", box=box.SIMPLE_HEAD)
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_column("over")

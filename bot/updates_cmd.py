@@ -44,7 +44,7 @@ def _json(parked: ParkedUpdate) -> dict[str, Any]:
     return {
         "source": parked.source,
         "updateId": parked.update_id,
-        "chat": parked.lane,
+        "chat": parked.chat_key,
         "error": parked.error,
         "tries": parked.tries,
         "parkedAt": iso_utc(parked.parked_at),
@@ -57,7 +57,7 @@ def _json(parked: ParkedUpdate) -> dict[str, Any]:
 def describe(parked: ParkedUpdate) -> str:
     """One parked update in a line: whose, which, why."""
     return (
-        f"{parked.source} update {parked.update_id} ({parked.lane}), {parked.tries} tries, "
+        f"{parked.source} update {parked.update_id} ({parked.chat_key}), {parked.tries} tries, "
         f"parked {iso_utc(parked.parked_at)}: {parked.error}"
     )
 

@@ -11,8 +11,8 @@ nanobot's BaseChannel._handle_message):
    message is not stored and never reaches the model), a group only when
    listed in `groups` or with `groupPolicy: open`;
 2. `inbound`: the `Inbound`, with the agent read from the live config;
-3. `take_turn`: the hand-off to the conversation manager, "typing…" while
-   the turn's model call runs (the manager says when: `during_model`;
+3. `run_turn`: the conversation manager's turn, "typing…" while its
+   model call runs (the manager says when: `during_model`;
    `keep_typing` is the platform's indicator), never while a message waits
    for its turn, and error capture: a failed turn is logged, never raised;
    MessageNotStored is raised for the platform to hold the message
@@ -202,7 +202,7 @@ class ChannelContext:
 
 
 @dataclass(frozen=True, slots=True)
-class Said:
+class AddressedMessage:
     """A message the platform's rules found addressed to the bot, before the
     allow-list: what `admit` and `inbound` need."""
 
@@ -427,32 +427,34 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
                 return user.username
         return None
 
-    async def admit(self, said: Said, *, offer_code: bool = True) -> bool:
+    async def admit(self, addressed: AddressedMessage, *, offer_code: bool = True) -> bool:
         """Step 1: whether the message is answered (`admission`). A refusal
         is logged, never answered; an unknown user in a DM under `pairing`
         gets their code instead (`offer_code=False`: a message read back from
         history, whose sender was offered it when it was new)."""
-        group = said.server_id or said.target.chat_id
-        verdict = await self.admission(said.chat_kind, said.sender_id, said.username, group)
+        group = addressed.server_id or addressed.target.chat_id
+        verdict = await self.admission(
+            addressed.chat_kind, addressed.sender_id, addressed.username, group
+        )
         if verdict == "yes":
             return True
         if verdict == "pair":
             if offer_code:
-                await self.offer_code(said)
+                await self.offer_code(addressed)
             return False
         event(
             self._log,
             logging.INFO,
             f"{self.platform}_not_allowed",
             agent=self.agent_id,
-            user=said.sender_id,
-            chat=said.target.chat_id,
-            server=said.server_id,
-            kind=said.chat_kind,
+            user=addressed.sender_id,
+            chat=addressed.target.chat_id,
+            server=addressed.server_id,
+            kind=addressed.chat_kind,
         )
         return False
 
-    async def offer_code(self, said: Said) -> None:
+    async def offer_code(self, addressed: AddressedMessage) -> None:
         """Send an unknown user the notice with their pairing code: the only
         answer they get, once per code and again at most once an hour
         (`Pairing.notice_every`) while they keep writing, whichever worker
@@ -461,14 +463,16 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         answers use. Nothing is stored in the transcript."""
         assert self._pairing is not None  # admission said "pair"
         try:
-            offer = await self._pairing.offer(self.platform, said.sender_id, said.username)
+            offer = await self._pairing.offer(
+                self.platform, addressed.sender_id, addressed.username
+            )
         except Exception as exc:
             raise MessageNotStored("the pairing request cannot be stored") from exc
         if offer is None or not offer.notify:
             return
-        self._log_offered(said.sender_id, said.username)
+        self._log_offered(addressed.sender_id, addressed.username)
         await self.send(
-            Outbound(target=said.target, text=pairing_notice(offer.request, self._clock))
+            Outbound(target=addressed.target, text=pairing_notice(offer.request, self._clock))
         )
 
     async def pairing_text(self, sender_id: str, username: str | None) -> str | None:
@@ -505,16 +509,16 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         same warnings for what it widened (channels/access.py)."""
         announce_access(self._log, self.platform, self.access(), before)
 
-    def inbound(self, said: Said) -> Inbound:
+    def inbound(self, addressed: AddressedMessage) -> Inbound:
         """Step 2: the turn for core, for the agent the config names now."""
         return Inbound(
             agent_id=self.agent_id,
-            target=said.target,
-            chat_kind=said.chat_kind,
-            sender_id=said.sender_id,
-            text=said.text,
+            target=addressed.target,
+            chat_kind=addressed.chat_kind,
+            sender_id=addressed.sender_id,
+            text=addressed.text,
             ts=self._clock.now(),
-            platform_message_id=said.platform_message_id,
+            platform_message_id=addressed.platform_message_id,
         )
 
     async def keep_typing(self, target: Target) -> None:
@@ -535,7 +539,7 @@ class ChannelAdapter(abc.ABC, Generic[Buttons, Chunk]):
         finally:
             task.cancel()
 
-    async def take_turn(
+    async def run_turn(
         self, inbound: Inbound, *, on_stored: Callable[[], object] | None = None
     ) -> None:
         """Steps 3-5: the manager, typing during its model call, error

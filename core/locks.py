@@ -4,8 +4,8 @@ and the heartbeat's turns so their replies never interleave.
 A session's lock exists only while a turn holds it or waits for it: idle
 chats leave nothing behind, however many a long-running process has seen.
 asyncio.Lock wakes its waiters first-in, first-out, so turns of one session
-run in arrival order. KeyedLocks is the same for any key (a channel's
-catch-up lane, say).
+run in arrival order. KeyedLocks is the same for any key (a Discord
+channel held for its catch-up, say).
 
 Several workers on one database (PostgreSQL) also need the session to be
 theirs alone across processes: SessionLocks then takes the backend's

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from channels.base import ChannelAdapter, ChannelContext, InboundHandler, Said
+from channels.base import AddressedMessage, ChannelAdapter, ChannelContext, InboundHandler
 from channels.console.commands import (
     PLATFORM,
     QUIT_WORDS,
@@ -259,7 +259,7 @@ class ConsoleAdapter(ChannelAdapter[str]):
 
     async def _answer(self, text: str) -> bool:
         """One turn; True when Ctrl-C cancelled it."""
-        said = Said(
+        addressed = AddressedMessage(
             target=self.target,
             chat_kind="private",
             sender_id=self.user,
@@ -267,9 +267,9 @@ class ConsoleAdapter(ChannelAdapter[str]):
             # Names the message, so a cancelled answer's message can be found.
             platform_message_id=f"in-{uuid.uuid4().hex}",
         )
-        if not await self.admit(said):
+        if not await self.admit(addressed):
             return False
-        inbound = self.inbound(said)
+        inbound = self.inbound(addressed)
         stored = False
 
         def on_stored() -> None:
@@ -278,10 +278,10 @@ class ConsoleAdapter(ChannelAdapter[str]):
 
         self._replied = False
         # Until the handler returns an answer, the turn counts as failed
-        # (take_turn logs and swallows what else goes wrong).
+        # (run_turn logs and swallows what else goes wrong).
         self._model_answered = False
         self.last_turn_failed = True
-        turn = asyncio.create_task(self.take_turn(inbound, on_stored=on_stored))
+        turn = asyncio.create_task(self.run_turn(inbound, on_stored=on_stored))
         self._turn = turn
         try:
             await asyncio.wait({turn})

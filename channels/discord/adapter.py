@@ -44,7 +44,13 @@ import aiohttp
 import discord
 from discord.ext import commands
 
-from channels.base import Access, ChannelAdapter, ChannelContext, ChannelStartError, Said
+from channels.base import (
+    Access,
+    AddressedMessage,
+    ChannelAdapter,
+    ChannelContext,
+    ChannelStartError,
+)
 from channels.discord.catchup import HISTORY_LIMIT, CatchUp
 from channels.discord.cog import KeptEvents
 from channels.discord.commands import CommandSupport, command_groups, on_tree_error
@@ -329,7 +335,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         read back, and noticed, again after every restart)."""
         inbound = await self.inbound_of(message, ref, live=False)
         if inbound is not None:
-            await self.take_turn(inbound)
+            await self.run_turn(inbound)
 
     async def inbound_of(
         self, message: discord.Message, ref: ChatRef, *, live: bool = True
@@ -359,7 +365,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
                 "replies that do not ping the bot",
             )
             return None
-        said = Said(
+        to_us = AddressedMessage(
             target=ref.target,
             chat_kind=ref.chat_kind,
             sender_id=str(message.author.id),
@@ -369,22 +375,22 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             server_id=str(message.guild.id) if message.guild else None,
         )
         # Read back from history, the sender was offered their code when new.
-        if not await self.admit(said, offer_code=live):
+        if not await self.admit(to_us, offer_code=live):
             return None
-        if not said.text:
+        if not to_us.text:
             media = media_kind(message)
             if live and media is not None:
-                await self._say_unreadable(said, media)
+                await self._say_unreadable(to_us, media)
             return None
-        return self.inbound(said)
+        return self.inbound(to_us)
 
-    async def _say_unreadable(self, said: Said, media: MediaKind) -> None:
+    async def _say_unreadable(self, to_us: AddressedMessage, media: MediaKind) -> None:
         """The fixed notice, once, in the message's chat; in a server it
         quotes the message it is about. Not stored, never the model's."""
-        event(log, logging.INFO, "discord_media_unread", chat=said.target.chat_id, media=media)
-        reply_to = said.platform_message_id if said.chat_kind != "private" else None
+        event(log, logging.INFO, "discord_media_unread", chat=to_us.target.chat_id, media=media)
+        reply_to = to_us.platform_message_id if to_us.chat_kind != "private" else None
         text = unreadable_notice(media)
-        await self.send(Outbound(target=said.target, text=text, reply_to_platform_id=reply_to))
+        await self.send(Outbound(target=to_us.target, text=text, reply_to_platform_id=reply_to))
 
     async def group_of(self, target: Target) -> str | None:
         """The server a channel belongs to (`groups` lists servers): from the

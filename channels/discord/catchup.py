@@ -16,9 +16,10 @@ applies the same rules (addressed to the bot, allow-lists) and stores it
 under its platform id: the store's duplicate check keeps anything from
 being answered twice.
 
-Order: one lane per channel. A live message waits until its channel's
-catch-up is listed and done, so what was said before it is answered first;
-one the catch-up already handled from history is a duplicate by then.
+Order: one message or catch-up at a time per channel. A live message waits
+until its channel's catch-up is listed and done, so what was said before it
+is answered first; one the catch-up already handled from history is a
+duplicate by then.
 """
 
 from __future__ import annotations
@@ -82,15 +83,15 @@ class CatchUp:
         self._fetch = fetch
         self._deliver = deliver
         self._behind: dict[int, _Behind] = {}
-        # A channel's lane exists only while a message or a catch-up holds it.
-        self._lanes: KeyedLocks[int] = KeyedLocks()
+        # A channel's lock exists only while a message or a catch-up holds it.
+        self._channel_locks: KeyedLocks[int] = KeyedLocks()
         self._listed = asyncio.Event()
         self._listed.set()
         self._kick = asyncio.Event()
         self._list_wanted = False
         self._storage_failing = False
         self._task: asyncio.Task[None] | None = None
-        # Live messages waiting for their lane (read by tests and operators).
+        # Live messages waiting for their channel (read by tests and operators).
         self.held = 0
         self._stopped = False
 
@@ -123,12 +124,12 @@ class CatchUp:
         self._wake()
 
     @asynccontextmanager
-    async def lane(self, channel_id: int) -> AsyncIterator[bool]:
+    async def hold_channel(self, channel_id: int) -> AsyncIterator[bool]:
         """Hold `channel_id` for a live message: entered once the channel is
         caught up and no other message of it is being handled. Yields False
         when the adapter stopped meanwhile: the message, never stored, is
         left to the next start's catch-up."""
-        async with AsyncExitStack() as lane:
+        async with AsyncExitStack() as holding:
             self.held += 1
             try:
                 await self._listed.wait()
@@ -137,10 +138,10 @@ class CatchUp:
                     if behind is not None:
                         await behind.caught_up.wait()
                         continue
-                    await lane.enter_async_context(self._lanes.hold(channel_id))
+                    await holding.enter_async_context(self._channel_locks.hold(channel_id))
                     if channel_id not in self._behind:
                         break
-                    await lane.aclose()  # fell behind while we queued: wait for that first
+                    await holding.aclose()  # fell behind while we queued: wait for that first
             finally:
                 self.held -= 1
             yield not self._stopped
@@ -149,9 +150,9 @@ class CatchUp:
         return sorted(self._behind)
 
     @property
-    def lanes(self) -> int:
+    def busy_channels(self) -> int:
         """Channels with a message or catch-up in hand or waiting."""
-        return len(self._lanes)
+        return len(self._channel_locks)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -241,7 +242,7 @@ class CatchUp:
         if newest is None and behind.first_missing is not None:
             newest = behind.first_missing - 1
         after = max(newest or 0, floor)
-        async with self._lanes.hold(channel_id):
+        async with self._channel_locks.hold(channel_id):
             try:
                 messages = await self._fetch(ref, after)
             except (discord.Forbidden, discord.NotFound) as exc:

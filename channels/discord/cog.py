@@ -2,8 +2,8 @@
 
 - connect: the catch-up learns of every READY (channels/discord/catchup.py);
 - ready: the adapter logs the connection and syncs the slash commands once;
-- a message: the pipeline in channels/base.py, inside its channel's
-  catch-up lane; one that could not be stored goes to the catch-up, which
+- a message: the pipeline in channels/base.py, holding its channel
+  (catch-up first); one that could not be stored goes to the catch-up, which
   reads it back from the channel's history once storing works again;
 - edits and deletions of stored messages go to the conversation manager,
   which updates the transcript and its search index.
@@ -55,11 +55,11 @@ class KeptEvents(commands.Cog):
         inbound = await adapter.inbound_of(message, ref)
         if inbound is None:
             return
-        async with adapter.catchup.lane(ref.channel_id) as open_:
+        async with adapter.catchup.hold_channel(ref.channel_id) as open_:
             if not open_:
                 return  # stopping
             try:
-                await adapter.take_turn(inbound)
+                await adapter.run_turn(inbound)
             except MessageNotStored as exc:
                 # Not confirmed anywhere: the catch-up reads it from the
                 # channel's history once storing works again.

@@ -53,7 +53,7 @@ NO_CHAT = "This command works in a server channel, a thread or a DM with me."
 
 
 @dataclass(frozen=True, slots=True)
-class Where:
+class CommandOrigin:
     """The chat a command was used in, its session, and what the user who
     asked may see there."""
 
@@ -83,7 +83,7 @@ class CommandSupport:
         self.gate = gate
         self.users = users
 
-    async def where(self, interaction: discord.Interaction) -> Where | None:
+    async def origin(self, interaction: discord.Interaction) -> CommandOrigin | None:
         """The interaction's chat, or None when it may not use the bot here."""
         ref = interaction_chat(interaction)
         if ref is None:
@@ -91,7 +91,7 @@ class CommandSupport:
         if not await self.gate.allowed(interaction.user, interaction.guild_id, interaction.client):
             return None
         agent_id = self.config().channels.discord.agent
-        return Where(
+        return CommandOrigin(
             ref, agent_id, ref.session_key(agent_id), chat_access(interaction, ref, agent_id)
         )
 
@@ -100,7 +100,7 @@ class CommandSupport:
         if interaction_chat(interaction) is None:
             await reply(interaction, NO_CHAT)
             return False
-        if await self.where(interaction) is None:
+        if await self.origin(interaction) is None:
             event(
                 log,
                 logging.INFO,
@@ -113,10 +113,10 @@ class CommandSupport:
             return False
         return True
 
-    def invocation(self, where: Where) -> Invocation:
+    def invocation(self, origin: CommandOrigin) -> Invocation:
         return Invocation(
             PLATFORM,
-            where.access,
+            origin.access,
             self.commitments,
             self.reminders,
             self.clock,
@@ -127,13 +127,13 @@ class CommandSupport:
     async def answer(
         self,
         interaction: discord.Interaction,
-        where: Where,
+        origin: CommandOrigin,
         name: str,
         arguments: dict[str, str | list[str]],
     ) -> Result:
         """Run a registered command with the options Discord parsed, and reply
         with what it answered."""
-        result = await COMMANDS.call(name, arguments, self.invocation(where))
+        result = await COMMANDS.call(name, arguments, self.invocation(origin))
         match result:
             case ListShown(listing, page, viewer):
                 content, view = list_message(page, listing, viewer)
@@ -146,9 +146,11 @@ class CommandSupport:
                 await reply(interaction, wording.ZONES_UNAVAILABLE)
         return result
 
-    async def manageable(self, where: Where, current: str) -> list[app_commands.Choice[str]]:
+    async def manageable(
+        self, origin: CommandOrigin, current: str
+    ) -> list[app_commands.Choice[str]]:
         """Autocomplete: this chat's active commitments the user may change."""
-        listing = await self.invocation(where).followups().list(limit=200)
+        listing = await self.invocation(origin).followups().list(limit=200)
         return _choices(listing, current)
 
 
@@ -175,23 +177,23 @@ class CommitmentsGroup(app_commands.Group):
 
     @app_commands.command(name="list", description=LIST_FOLLOWUPS.help)
     async def list_(self, interaction: discord.Interaction) -> None:
-        where = await self._s.where(interaction)
-        if where is None:
+        origin = await self._s.origin(interaction)
+        if origin is None:
             return await reply(interaction, NOT_ALLOWED)
         # In a server a follow-up may be about someone's private life, said in
         # passing: members see their own, moderators (Manage Messages) all,
         # and whose each one is.
-        await self._s.answer(interaction, where, LIST_FOLLOWUPS.name, {})
+        await self._s.answer(interaction, origin, LIST_FOLLOWUPS.name, {})
 
     @app_commands.command(name="dismiss", description=DISMISS.help)
     @app_commands.rename(commitment_id="id")
     @app_commands.describe(commitment_id=DISMISS.arguments[0].help)
     async def dismiss(self, interaction: discord.Interaction, commitment_id: str) -> None:
-        where = await self._s.where(interaction)
-        if where is None:
+        origin = await self._s.origin(interaction)
+        if origin is None:
             return await reply(interaction, NOT_ALLOWED)
-        result = await self._s.answer(interaction, where, DISMISS.name, {"id": [commitment_id]})
-        _log_changes("dismissed", interaction, where, result)
+        result = await self._s.answer(interaction, origin, DISMISS.name, {"id": [commitment_id]})
+        _log_changes("dismissed", interaction, origin, result)
 
     @app_commands.command(name="snooze", description=SNOOZE.help)
     @app_commands.rename(commitment_id="id")
@@ -202,12 +204,12 @@ class CommitmentsGroup(app_commands.Group):
     async def snooze(
         self, interaction: discord.Interaction, commitment_id: str, duration: str
     ) -> None:
-        where = await self._s.where(interaction)
-        if where is None:
+        origin = await self._s.origin(interaction)
+        if origin is None:
             return await reply(interaction, NOT_ALLOWED)
         arguments: dict[str, str | list[str]] = {"id": commitment_id, "duration": duration}
-        result = await self._s.answer(interaction, where, SNOOZE.name, arguments)
-        _log_changes("snoozed", interaction, where, result)
+        result = await self._s.answer(interaction, origin, SNOOZE.name, arguments)
+        _log_changes("snoozed", interaction, origin, result)
 
     @dismiss.autocomplete("commitment_id")
     @snooze.autocomplete("commitment_id")
@@ -215,10 +217,10 @@ class CommitmentsGroup(app_commands.Group):
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         # Autocomplete skips interaction_check, so the gate is applied here.
-        where = await self._s.where(interaction)
-        if where is None:
+        origin = await self._s.origin(interaction)
+        if origin is None:
             return []
-        return await self._s.manageable(where, current)
+        return await self._s.manageable(origin, current)
 
 
 @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
@@ -233,30 +235,30 @@ class RemindersGroup(app_commands.Group):
 
     @app_commands.command(name="list", description=LIST_REMINDERS.help)
     async def list_(self, interaction: discord.Interaction) -> None:
-        where = await self._s.where(interaction)
-        if where is None:
+        origin = await self._s.origin(interaction)
+        if origin is None:
             return await reply(interaction, NOT_ALLOWED)
         # Reminders follow the follow-ups' rule: a member sees their own.
-        await self._s.answer(interaction, where, LIST_REMINDERS.name, {})
+        await self._s.answer(interaction, origin, LIST_REMINDERS.name, {})
 
     @app_commands.command(name="cancel", description=CANCEL.help)
     @app_commands.rename(reminder_id="id")
     @app_commands.describe(reminder_id=CANCEL.arguments[0].help)
     async def cancel(self, interaction: discord.Interaction, reminder_id: str) -> None:
-        where = await self._s.where(interaction)
-        if where is None:
+        origin = await self._s.origin(interaction)
+        if origin is None:
             return await reply(interaction, NOT_ALLOWED)
-        result = await self._s.answer(interaction, where, CANCEL.name, {"id": reminder_id})
-        _log_changes("reminder_cancelled", interaction, where, result)
+        result = await self._s.answer(interaction, origin, CANCEL.name, {"id": reminder_id})
+        _log_changes("reminder_cancelled", interaction, origin, result)
 
     @cancel.autocomplete("reminder_id")
     async def _ids(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
-        where = await self._s.where(interaction)
-        if where is None:
+        origin = await self._s.origin(interaction)
+        if origin is None:
             return []
-        return _choices(await self._s.invocation(where).reminder_commands().list(), current)
+        return _choices(await self._s.invocation(origin).reminder_commands().list(), current)
 
 
 def timezone_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
@@ -269,16 +271,16 @@ def timezone_command(support: CommandSupport) -> app_commands.Command[Any, ..., 
     @app_commands.guild_install()
     @app_commands.describe(zone=TIMEZONE.arguments[0].help)
     async def timezone(interaction: discord.Interaction, zone: str | None = None) -> None:
-        where = await support.where(interaction)
-        if where is None:
+        origin = await support.origin(interaction)
+        if origin is None:
             return await reply(interaction, NOT_ALLOWED)
-        result = await support.answer(interaction, where, TIMEZONE.name, {"zone": zone or ""})
+        result = await support.answer(interaction, origin, TIMEZONE.name, {"zone": zone or ""})
         if isinstance(result, ZoneAnswer):
             event(
                 log,
                 logging.INFO,
                 "discord_timezone",
-                agent=where.agent_id,
+                agent=origin.agent_id,
                 user=interaction.user.id,
                 outcome=result.outcome.value,
             )
@@ -338,7 +340,9 @@ def _choices(listing: Listing, current: str) -> list[app_commands.Choice[str]]:
     ][:MAX_CHOICES]  # choice names hold 100 characters
 
 
-def _log_changes(what: str, interaction: discord.Interaction, where: Where, result: Result) -> None:
+def _log_changes(
+    what: str, interaction: discord.Interaction, origin: CommandOrigin, result: Result
+) -> None:
     if not isinstance(result, Changed):
         return
     for change in result.changes:
@@ -347,8 +351,8 @@ def _log_changes(what: str, interaction: discord.Interaction, where: Where, resu
                 log,
                 logging.INFO,
                 "discord_" + what,
-                agent=where.agent_id,
-                session=where.session_key,
+                agent=origin.agent_id,
+                session=origin.session_key,
                 id=change.id,
                 user=interaction.user.id,
             )

@@ -6,7 +6,7 @@ buttons, so all three agree on the session a chat maps to:
 
 - a DM is `private`, a group DM `group`, a server channel `channel`;
 - a thread keeps its own session: chat id = the parent channel, thread id =
-  the thread (DESIGN.md, "Identity and scope").
+  the thread.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (connected in connect.py, kept up in connection.py, paced in pace.py), our
 own update loop (intake.py) so nothing is confirmed before it is stored, the
 ways updates arrive (arrival.py: polling, one leader polling for every
-worker through handoff.py, or the webhook), the handlers that take them
+worker through shared_updates.py, or the webhook), the handlers that take them
 (dispatch.py), commands in commands.py and lists in lists.py, Markdown as
 entities in format.py, at-most-once sending in send.py, "typing…" in
 typing_action.py and the admin check in admins.py.
@@ -26,7 +26,7 @@ from telegram import Bot, InlineKeyboardMarkup, Update
 from channels.base import Access, ChannelAdapter, ChannelContext, Departure
 from channels.telegram.admins import chat_admin
 from channels.telegram.arrival import PollTimes
-from channels.telegram.commands import Answer, TelegramCommands, Where
+from channels.telegram.commands import CommandOrigin, CommandReply, TelegramCommands
 from channels.telegram.connection import TelegramConnection
 from channels.telegram.dispatch import (
     ButtonPressHandler,
@@ -36,11 +36,11 @@ from channels.telegram.dispatch import (
     dispatch,
 )
 from channels.telegram.format import MAX_UTF16, TelegramChunk, telegram_chunks
-from channels.telegram.handoff import MAX_LANES, UpdateHandoff
 from channels.telegram.intake import MarkSafe, UpdateIntake
 from channels.telegram.lists import keyboard
 from channels.telegram.pace import TELEGRAM_PACE, Pace
 from channels.telegram.send import send_message
+from channels.telegram.shared_updates import MAX_CLAIMED_CHATS, SharedUpdates
 from channels.telegram.typing_action import TypingIndicator
 from core.config.model import TelegramConfig
 from core.logs import event
@@ -60,7 +60,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         poll_timeout: float = 25.0,
         request_timeout: float = 10.0,
         stop_grace: float | None = None,
-        handoff_lanes: int = MAX_LANES,
+        max_claimed_chats: int = MAX_CLAIMED_CHATS,
         pace: Pace = TELEGRAM_PACE,
     ) -> None:
         """`pace`: the send budgets (channels/telegram/pace.py); tests shrink them."""
@@ -72,7 +72,7 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
             ctx,
             self._process,
             self._started,
-            times=PollTimes(poll_timeout, request_timeout, handoff_lanes),
+            times=PollTimes(poll_timeout, request_timeout, max_claimed_chats),
             pace=pace,
             worker=f"telegram-{id(self):x}",
         )
@@ -122,9 +122,9 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         return self._connection.username
 
     @property
-    def handoff(self) -> UpdateHandoff | None:
+    def shared_updates(self) -> SharedUpdates | None:
         """Several workers on PostgreSQL: the queue of polled updates."""
-        return self._connection.handoff
+        return self._connection.shared_updates
 
     @property
     def leader_looks(self) -> int:
@@ -220,13 +220,15 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
             secret=self._connection.token,
         )
 
-    async def _reply(self, where: Where, answer: Answer, reply_to: str | None) -> None:
+    async def _reply(
+        self, origin: CommandOrigin, reply: CommandReply, reply_to: str | None
+    ) -> None:
         await self.send(
             Outbound(
-                target=where.target,
-                text=answer.text,
+                target=origin.target,
+                text=reply.text,
                 reply_to_platform_id=reply_to,
-                actions=answer.actions,
+                actions=reply.actions,
             )
         )
 
@@ -242,8 +244,8 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
         # handlers in dispatch.py (MessageHandler, ButtonPressHandler).
         await dispatch(self._handlers, update, mark_safe)
 
-    async def _is_admin(self, where: Where) -> bool:
-        return await self.chat_admin(where.target, where.user_id)
+    async def _is_admin(self, origin: CommandOrigin) -> bool:
+        return await self.chat_admin(origin.target, origin.user_id)
 
     async def chat_admin(self, target: Target, user_id: str) -> bool:
         """An administrator or the creator of the chat (getChatMember)."""

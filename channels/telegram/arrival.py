@@ -1,6 +1,6 @@
 """How updates arrive: this worker polls getUpdates itself, or one worker
 (the one holding the polling lease) polls and hands every update to all
-workers through the store's queue (handoff.py), or Telegram posts them to
+workers through the store's queue (shared_updates.py), or Telegram posts them to
 kept's webhook."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from telegram.error import TelegramError
 
 from channels.base import ChannelContext
 from channels.telegram.connect import start_webhook
-from channels.telegram.handoff import UpdateHandoff, poll_while_leader
 from channels.telegram.intake import UpdateIntake
 from channels.telegram.send import scrub
+from channels.telegram.shared_updates import SharedUpdates, poll_while_leader
 from core.config.model import TelegramConfig
 from core.logs import event
 
@@ -27,10 +27,10 @@ log = logging.getLogger("kept.telegram")
 @dataclass
 class Arrival:
     """What a started intake runs on: `mode` for the start line; with several
-    workers, the handoff queue and the task that polls while this worker leads."""
+    workers, the shared update queue and the task that polls while this worker leads."""
 
     mode: str
-    handoff: UpdateHandoff | None = None
+    shared_updates: SharedUpdates | None = None
     leading: asyncio.Task[None] | None = None
 
 
@@ -38,7 +38,7 @@ class Arrival:
 class PollTimes:
     poll_timeout: float
     request_timeout: float
-    handoff_lanes: int
+    max_claimed_chats: int
 
 
 async def start_arrival(
@@ -66,22 +66,22 @@ async def start_arrival(
     if ctx.leadership is None or ctx.updates is None:
         intake.start_polling(bot, timeout=times.poll_timeout, read_timeout=times.request_timeout)
         return Arrival("polling")
-    handoff = UpdateHandoff(
+    shared_updates = SharedUpdates(
         ctx.updates,
         intake,
         bot,
         ctx.clock,
         worker=ctx.worker or worker,
         secret=token,
-        max_lanes=times.handoff_lanes,
+        max_claimed_chats=times.max_claimed_chats,
     )
-    handoff.start()
+    shared_updates.start()
     leading = asyncio.create_task(
         poll_while_leader(
             ctx.leadership,
             bot,
             intake,
-            handoff,
+            shared_updates,
             ctx.clock,
             poll_timeout=times.poll_timeout,
             read_timeout=times.request_timeout,
@@ -89,4 +89,4 @@ async def start_arrival(
         ),
         name="telegram-leader",
     )
-    return Arrival("polling (one worker polls, every worker answers)", handoff, leading)
+    return Arrival("polling (one worker polls, every worker answers)", shared_updates, leading)

@@ -68,7 +68,7 @@ MAX_TEXT = 4096
 
 
 @dataclass(frozen=True, slots=True)
-class Where:
+class CommandOrigin:
     """The chat a command or button press came from, and who pressed it."""
 
     # The agent the config named when the command or press arrived: one
@@ -85,15 +85,15 @@ class Where:
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
+class CommandReply:
     """A command's reply: its text and the buttons under it."""
 
     text: str
     actions: tuple[ButtonAction, ...] = ()
 
 
-Reply = Callable[[Where, Answer, str | None], Awaitable[None]]
-IsAdmin = Callable[[Where], Awaitable[bool]]
+Reply = Callable[[CommandOrigin, CommandReply, str | None], Awaitable[None]]
+IsAdmin = Callable[[CommandOrigin], Awaitable[bool]]
 NO_LONGER_WORKS = wording.NO_LONGER_WORKS
 
 
@@ -105,43 +105,43 @@ class TelegramCommands:
 
     # --- commands ------------------------------------------------------------
 
-    async def run(self, name: str, args: list[str], where: Where, message_id: str) -> None:
-        call = self._call(where)
+    async def run(self, name: str, args: list[str], origin: CommandOrigin, message_id: str) -> None:
+        call = self._call(origin)
         result = await COMMANDS.run(name, args, call)
         event(
             log,
             logging.INFO,
             "telegram_command",
-            agent=where.agent_id,
-            session=where.session_key,
+            agent=origin.agent_id,
+            session=origin.session_key,
             command=name,
-            user=where.user_id,
+            user=origin.user_id,
         )
-        await self._reply(where, await self._render(result, call), message_id)
+        await self._reply(origin, await self._render(result, call), message_id)
 
-    async def _render(self, result: Result, call: Invocation) -> Answer:
+    async def _render(self, result: Result, call: Invocation) -> CommandReply:
         """A command's typed result as Telegram's text and buttons."""
         match result:
             case HelpShown():
-                return Answer(HELP)
+                return CommandReply(HELP)
             case UnknownCommand(name):
-                return Answer(wording.unknown_command(name))
+                return CommandReply(wording.unknown_command(name))
             case WrongUsage(command):
-                return Answer(wording.usage(command.usage))
+                return CommandReply(wording.usage(command.usage))
             case ZonesUnavailable():
-                return Answer(wording.ZONES_UNAVAILABLE)
+                return CommandReply(wording.ZONES_UNAVAILABLE)
             case ListShown(name, page, _):
                 return await self._shown(page, name, call)
             case Changed(changes):
-                return Answer(wording.changes(list(changes), await self._style(call)))
+                return CommandReply(wording.changes(list(changes), await self._style(call)))
             case ZoneAnswer():
-                return Answer(describe(result))
+                return CommandReply(describe(result))
 
-    async def _shown(self, page: Page, name: ListName, call: Invocation) -> Answer:
+    async def _shown(self, page: Page, name: ListName, call: Invocation) -> CommandReply:
         """A list page as a message: its text and its buttons, times in the
         viewer's zone."""
         text = list_text(page, name, await call.timezone(), call.user_id)
-        return Answer(text, list_actions(page, name, call.user_id))
+        return CommandReply(text, list_actions(page, name, call.user_id))
 
     async def _style(self, call: Invocation) -> wording.Style:
         zone = await call.timezone()
@@ -150,42 +150,42 @@ class TelegramCommands:
     # --- the follow-up buttons -------------------------------------------------
 
     async def on_callback(
-        self, query: CallbackQuery, message: Message | None, where: Where | None
+        self, query: CallbackQuery, message: Message | None, origin: CommandOrigin | None
     ) -> None:
         """Act on a button: a check-in's, a list's, a fired reminder's or a
         proposed time zone's."""
         action = unpack(query.data)
-        if isinstance(action, ZoneChoice) and where is not None and message is not None:
-            await self._on_zone_choice(query, message, where, action)
+        if isinstance(action, ZoneChoice) and origin is not None and message is not None:
+            await self._on_zone_choice(query, message, origin, action)
             return
-        if action is None or where is None or message is None:
+        if action is None or origin is None or message is None:
             await _answer(query, NO_LONGER_WORKS)
             return
         event(
             log,
             logging.INFO,
             "telegram_button",
-            agent=where.agent_id,
-            session=where.session_key,
+            agent=origin.agent_id,
+            session=origin.session_key,
             button=type(action).__name__,
-            user=where.user_id,
+            user=origin.user_id,
         )
         match action:
             case Action():
-                await self._followup_press(query, message, where, action)
+                await self._followup_press(query, message, origin, action)
             case ItemAction() | PageAction():
-                await self._list_press(query, message, where, action)
+                await self._list_press(query, message, origin, action)
             case ReminderSnooze():
-                await self._reminder_snooze(query, message, where, action)
+                await self._reminder_snooze(query, message, origin, action)
 
     async def _followup_press(
-        self, query: CallbackQuery, message: Message, where: Where, action: Action
+        self, query: CallbackQuery, message: Message, origin: CommandOrigin, action: Action
     ) -> None:
         """A check-in's Dismiss / Snooze: tell the presser in a toast, and show
         what happened under the follow-up (its buttons go away)."""
-        call = self._call(where)
+        call = self._call(origin)
         pressed = await call.followups().press(action)
-        note = wording.pressed(pressed, where.user_name, await self._style(call))
+        note = wording.pressed(pressed, origin.user_name, await self._style(call))
         if not pressed.changed:
             # Toasts hold 200 characters.
             await _answer(query, note[:190], alert=True)
@@ -194,10 +194,14 @@ class TelegramCommands:
         await _close(message, note)
 
     async def _list_press(
-        self, query: CallbackQuery, message: Message, where: Where, action: ItemAction | PageAction
+        self,
+        query: CallbackQuery,
+        message: Message,
+        origin: CommandOrigin,
+        action: ItemAction | PageAction,
     ) -> None:
         """A list's row button or Prev / Next: act, then show the list again in place."""
-        call = self._call(where)
+        call = self._call(origin)
         answer = await call.lists().press(action)
         name = list_name(action)
         if answer.page is None:
@@ -217,12 +221,12 @@ class TelegramCommands:
             event(log, logging.WARNING, "telegram_edit_failed", error=type(exc).__name__)
 
     async def _reminder_snooze(
-        self, query: CallbackQuery, message: Message, where: Where, action: ReminderSnooze
+        self, query: CallbackQuery, message: Message, origin: CommandOrigin, action: ReminderSnooze
     ) -> None:
         """A fired reminder's Snooze: it comes back once after the delay."""
-        call = self._call(where)
+        call = self._call(origin)
         change = await call.reminder_commands().snooze_fired(action)
-        note = wording.snoozed_by(change, where.user_name, await self._style(call))
+        note = wording.snoozed_by(change, origin.user_name, await self._style(call))
         if not change.done or change.item is None:
             await _answer(query, note[:190], alert=True)
             return
@@ -230,11 +234,11 @@ class TelegramCommands:
         await _close(message, note)
 
     async def _on_zone_choice(
-        self, query: CallbackQuery, message: Message, where: Where, choice: ZoneChoice
+        self, query: CallbackQuery, message: Message, origin: CommandOrigin, choice: ZoneChoice
     ) -> None:
         """The set_timezone tool's Yes / No: only the user it was offered to
         may answer; their answer replaces the buttons."""
-        commands = self._call(where).zones()
+        commands = self._call(origin).zones()
         if commands is None:
             await _answer(query, NO_LONGER_WORKS)
             return
@@ -243,9 +247,9 @@ class TelegramCommands:
             log,
             logging.INFO,
             "telegram_zone_button",
-            agent=where.agent_id,
-            session=where.session_key,
-            user=where.user_id,
+            agent=origin.agent_id,
+            session=origin.session_key,
+            user=origin.user_id,
             outcome=answer.outcome.value,
         )
         text = describe(answer)
@@ -257,11 +261,11 @@ class TelegramCommands:
 
     # --- scope and permission ------------------------------------------------
 
-    def _call(self, where: Where) -> Invocation:
-        asker = Asker(where.agent_id, where.session_key, where.chat_kind, where.user_id)
+    def _call(self, origin: CommandOrigin) -> Invocation:
+        asker = Asker(origin.agent_id, origin.session_key, origin.chat_kind, origin.user_id)
 
         async def is_admin() -> bool:
-            return where.anonymous_admin or await self._is_admin(where)
+            return origin.anonymous_admin or await self._is_admin(origin)
 
         ctx = self._ctx
         return Invocation(

@@ -23,10 +23,10 @@ from channels.base import ChannelContext, ChannelStartError
 from channels.telegram.arrival import Arrival, PollTimes, start_arrival
 from channels.telegram.commands import BOT_COMMANDS
 from channels.telegram.connect import TelegramUnreachable, connect
-from channels.telegram.handoff import UpdateHandoff
 from channels.telegram.intake import Processor, UpdateIntake
 from channels.telegram.pace import Pace
 from channels.telegram.send import scrub
+from channels.telegram.shared_updates import SharedUpdates
 from core.config.model import TelegramConfig
 from core.logs import event
 
@@ -67,7 +67,7 @@ class TelegramConnection:
         self.username = ""
         self.intake: UpdateIntake | None = None
         # Several workers on PostgreSQL: the queue of polled updates.
-        self.handoff: UpdateHandoff | None = None
+        self.shared_updates: SharedUpdates | None = None
         self.leader_looks = 0  # times this worker asked for the polling role
         self._connecting: asyncio.Task[None] | None = None
         self._leading: asyncio.Task[None] | None = None
@@ -174,7 +174,7 @@ class TelegramConnection:
             worker=self._worker,
             looked=self._looked,
         )
-        self.handoff, self._leading = arrival.handoff, arrival.leading
+        self.shared_updates, self._leading = arrival.shared_updates, arrival.leading
         return arrival
 
     def _request(self) -> HTTPXRequest:
@@ -209,14 +209,14 @@ class TelegramConnection:
                 await leading
             if self._ctx.leadership is not None and self.bot is not None:
                 await self._ctx.leadership.resign(f"telegram-poll:{self.bot.id}")
-        if self.handoff is not None:
-            await self.handoff.stop_claiming()
+        if self.shared_updates is not None:
+            await self.shared_updates.stop_claiming()
         if self.intake is not None:
             await self.intake.stop(grace)
             self.intake = None
-        if self.handoff is not None:
-            await self.handoff.close()
-            self.handoff = None
+        if self.shared_updates is not None:
+            await self.shared_updates.close()
+            self.shared_updates = None
 
     async def close(self) -> None:
         """Release the bot (after the last send)."""

@@ -24,16 +24,16 @@ from typing import Any, Protocol, TypeVar
 from telegram import CallbackQuery, Chat, Message, Update, User
 from telegram.error import TelegramError
 
-from channels.base import ChannelAdapter, ChannelContext, Said
+from channels.base import AddressedMessage, ChannelAdapter, ChannelContext
 from channels.media import MediaKind, unreadable_notice
-from channels.telegram.commands import Command, TelegramCommands, Where, command_of
+from channels.telegram.commands import Command, CommandOrigin, TelegramCommands, command_of
 from channels.telegram.intake import MarkSafe
 from channels.telegram.messages import (
+    addressed_message_of,
     addressed_to,
     anonymous_admin,
     chat_kind,
     media_kind,
-    said_of,
     target_of,
 )
 from core.errors import MessageNotStored
@@ -71,7 +71,7 @@ class Heard:
     message: Message
     user: User
     kind: ChatKind
-    said: Said
+    addressed: AddressedMessage
     # What kept cannot read (a photo without a caption...); None: text.
     media: MediaKind | None
     command: Command | None
@@ -100,24 +100,24 @@ def heard_of(message: Message, bot: BotIdentity) -> Heard | None:
         for_us = kind == "private" or addressed_to(message, bot.bot_id, bot.username)
     if not for_us:
         return None  # group chatter: neither answered nor stored
-    said = said_of(message, kind, text)
+    addressed = addressed_message_of(message, kind, text)
     return Heard(
-        message, user, kind, said, media, command if isinstance(command, Command) else None
+        message, user, kind, addressed, media, command if isinstance(command, Command) else None
     )
 
 
-def where_of(
+def origin_of(
     channel: Channel,
     message: Message,
     kind: ChatKind,
     user: User,
     *,
     anonymous: bool = True,
-) -> Where:
+) -> CommandOrigin:
     """Where a command or button press came from, for the commands."""
     target = target_of(message)
     agent = channel.agent_id  # the live setting, read once for this command
-    return Where(
+    return CommandOrigin(
         agent_id=agent,
         target=target,
         chat_kind=kind,
@@ -156,11 +156,11 @@ class ButtonPressHandler:
                 await query.answer()  # stop the spinner, say nothing
             return
         message = query.message if isinstance(query.message, Message) else None
-        where = None
+        origin = None
         if message is not None:
             kind = chat_kind(message.chat.type)
-            where = where_of(self._channel, message, kind, user, anonymous=False)
-        await self._commands.on_callback(query, message, where)
+            origin = origin_of(self._channel, message, kind, user, anonymous=False)
+        await self._commands.on_callback(query, message, origin)
 
 
 class EditHandler:
@@ -211,27 +211,31 @@ class MessageHandler:
         return heard_of(update.message, self._bot) if update.message is not None else None
 
     async def handle_update(self, update: Update, heard: Heard, mark_safe: MarkSafe) -> None:
-        if not await self._channel.admit(heard.said):
+        if not await self._channel.admit(heard.addressed):
             return
         if heard.media is not None:
-            await self._say_unreadable(heard.said, heard.media, mark_safe)
+            await self._say_unreadable(heard.addressed, heard.media, mark_safe)
         elif heard.command is not None:
-            where = where_of(self._channel, heard.message, heard.kind, heard.user)
+            origin = origin_of(self._channel, heard.message, heard.kind, heard.user)
             message_id = str(heard.message.message_id)
-            await self._commands.run(heard.command.name, heard.command.args, where, message_id)
+            await self._commands.run(heard.command.name, heard.command.args, origin, message_id)
         else:
-            await self._start_turn(self._channel.inbound(heard.said), mark_safe)
+            await self._start_turn(self._channel.inbound(heard.addressed), mark_safe)
 
-    async def _say_unreadable(self, said: Said, media: MediaKind, mark_safe: MarkSafe) -> None:
+    async def _say_unreadable(
+        self, addressed: AddressedMessage, media: MediaKind, mark_safe: MarkSafe
+    ) -> None:
         """The fixed notice (channels/media.py), quoting the message in a group.
         Nothing is stored, so the update is safe at once; a failed notice is
         logged by `send` and not tried again."""
         mark_safe()
-        event(log, logging.INFO, "telegram_media_unread", chat=said.target.chat_id, media=media)
-        reply_to = said.platform_message_id if said.chat_kind == "group" else None
+        event(
+            log, logging.INFO, "telegram_media_unread", chat=addressed.target.chat_id, media=media
+        )
+        reply_to = addressed.platform_message_id if addressed.chat_kind == "group" else None
         text = unreadable_notice(media)
         await self._channel.send(
-            Outbound(target=said.target, text=text, reply_to_platform_id=reply_to)
+            Outbound(target=addressed.target, text=text, reply_to_platform_id=reply_to)
         )
 
     async def _start_turn(self, inbound: Inbound, mark_safe: MarkSafe) -> None:
@@ -241,7 +245,7 @@ class MessageHandler:
         unconfirmed and tries again."""
         stored = asyncio.Event()
         task = asyncio.create_task(
-            self._channel.take_turn(inbound, on_stored=stored.set),
+            self._channel.run_turn(inbound, on_stored=stored.set),
             name=f"telegram-turn-{inbound.target}",
         )
         self._turns.add(task)

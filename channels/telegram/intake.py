@@ -9,11 +9,11 @@ python-telegram-bot's Updater confirms each batch before the handlers run,
 which is why the loop here calls `getUpdates` itself.
 
 Updates of one chat are processed one after another, in order; chats run
-side by side. A lane moves on once its update is safe, not once the model
+side by side. A chat's queue moves on once its update is safe, not once the model
 has answered, so a long turn holds up neither its chat's next message (the
 ConversationManager queues the turns of a session in order) nor the poller.
 
-A message that cannot be stored (database locked, disk full) holds its lane:
+A message that cannot be stored (database locked, disk full) holds its chat's queue:
 it is retried with backoff while the chat's later updates wait behind it,
 and it stays unconfirmed, since the polling offset never passes the oldest
 update that is not safe yet. Other chats go on. An update id is remembered
@@ -27,12 +27,12 @@ message's sender was told that kept could not read it (channels/base.py).
 And an update that still fails after PARK_AFTER tries while other chats'
 updates were stored meanwhile (so the store is up, and it is this update)
 is parked (parking.py), then confirmed; `kept updates retry` has the
-running bot replay it through the same lanes.
+running bot replay it through the same chat queues.
 
 With several workers on PostgreSQL the poller has a sink instead
-(channels/telegram/handoff.py): a batch is safe once the sink wrote it to the
+(channels/telegram/shared_updates.py): a batch is safe once the sink wrote it to the
 queue every worker reads, and only then does the offset pass it. Those
-workers feed the updates they claim into their own intake's lanes.
+workers feed the updates they claim into their own intake's chat queues.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 MarkSafe = Callable[[], None]
 # Raises MessageNotStored when the update's message could not be stored: the
-# lane then holds it and tries again.
+# chat's queue then holds it and tries again.
 Processor = Callable[[Update, MarkSafe], Awaitable[None]]
 # An update as Telegram sent it, and as PTB reads it.
 Polled = tuple[dict[str, Any], Update]
@@ -108,13 +108,14 @@ class _Job:
 
 
 @dataclass(slots=True)
-class _Lane:
+class _ChatQueue:
     jobs: deque[_Job] = field(default_factory=deque)
     worker: asyncio.Task[None] | None = None
 
 
-def lane_of(update: Update) -> str:
-    """Updates of one chat share a lane (and so keep their order)."""
+def chat_key_of(update: Update) -> str:
+    """The key of an update's chat: updates with one key share a queue (and
+    so keep their order)."""
     chat = update.effective_chat
     if chat is not None:
         return f"chat:{chat.id}"
@@ -123,7 +124,7 @@ def lane_of(update: Update) -> str:
 
 
 class UpdateIntake:
-    """Lanes per chat, plus the two ways updates arrive (polling, webhook)."""
+    """A queue per chat, plus the two ways updates arrive (polling, webhook)."""
 
     def __init__(
         self,
@@ -141,7 +142,7 @@ class UpdateIntake:
         # Updates the processor made safe (stored, handled): whether other
         # chats get on while one update keeps failing.
         self._progress = 0
-        self._lanes: dict[str, _Lane] = {}
+        self._chat_queues: dict[str, _ChatQueue] = {}
         # Updates taken in and not safe yet, by id: the polling offset never
         # passes the lowest of them.
         self._open: dict[int, _Job] = {}
@@ -157,12 +158,12 @@ class UpdateIntake:
         self._unmount: Callable[[], None] | None = None
         self._closing = False
 
-    # --- lanes ------------------------------------------------------------------
+    # --- chat queues ---------------------------------------------------------------
 
     @property
-    def lanes(self) -> int:
-        """Chats with updates in hand or waiting: an idle chat has no lane."""
-        return len(self._lanes)
+    def busy_chats(self) -> int:
+        """Chats with updates in hand or waiting: an idle chat has no queue."""
+        return len(self._chat_queues)
 
     def submit(self, update: Update, raw: dict[str, Any] | None = None) -> _Job | None:
         """Queue an update (or find it already queued); None for an update
@@ -174,11 +175,11 @@ class UpdateIntake:
             return job
         job = _Job(update, asyncio.get_running_loop().create_future(), self._on_safe, raw=raw)
         self._open[uid] = job
-        key = lane_of(update)
-        lane = self._lanes.setdefault(key, _Lane())
-        lane.jobs.append(job)
-        if lane.worker is None:
-            lane.worker = asyncio.create_task(self._drain(key, lane), name=f"telegram-{key}")
+        key = chat_key_of(update)
+        queue = self._chat_queues.setdefault(key, _ChatQueue())
+        queue.jobs.append(job)
+        if queue.worker is None:
+            queue.worker = asyncio.create_task(self._drain(key, queue), name=f"telegram-{key}")
         return job
 
     def _on_safe(self, job: _Job) -> None:
@@ -189,10 +190,10 @@ class UpdateIntake:
             self._seen.popitem(last=False)
         self._changed.set()
 
-    async def _drain(self, key: str, lane: _Lane) -> None:
+    async def _drain(self, key: str, queue: _ChatQueue) -> None:
         try:
-            while lane.jobs:
-                job = lane.jobs[0]
+            while queue.jobs:
+                job = queue.jobs[0]
                 try:
                     await self._run(job)
                 except asyncio.CancelledError:
@@ -200,16 +201,16 @@ class UpdateIntake:
                     # delivers it again after the restart.
                     job.safe.cancel()
                     raise
-                lane.jobs.popleft()
+                queue.jobs.popleft()
                 job.mark_safe()
         finally:
-            lane.worker = None
-            if not lane.jobs:
-                self._lanes.pop(key, None)
+            queue.worker = None
+            if not queue.jobs:
+                self._chat_queues.pop(key, None)
 
     async def _run(self, job: _Job) -> None:
         """Process one update; a message that cannot be stored is tried again
-        (with backoff, on the injected clock) until it is, holding the lane;
+        (with backoff, on the injected clock) until it is, holding its chat's queue;
         unless the store refused it for good (confirmed at once), or it keeps
         failing while other chats get on (parked, then confirmed)."""
         failures = 0
@@ -291,19 +292,19 @@ class UpdateIntake:
         that failed too (it is held then, as before)."""
         if self._parking is None:
             return False
-        lane = lane_of(job.update)
-        job.parked = await self._parking.park(job.update, job.raw, lane, exc, tries)
+        chat_key = chat_key_of(job.update)
+        job.parked = await self._parking.park(job.update, job.raw, chat_key, exc, tries)
         return job.parked
 
     def _resubmit(self, update: Update, raw: dict[str, Any]) -> _Job | None:
-        """A parked update, confirmed when it was parked, into its lane again."""
+        """A parked update, confirmed when it was parked, into its chat's queue again."""
         self._seen.pop(update.update_id, None)
         return self.submit(update, raw)
 
     def start_parking(self, bot: Bot) -> None:
         """Park under `bot`'s name from now on, and replay what `kept
         updates retry` asks for (also for a worker that only consumes the
-        update queue: handoff.py)."""
+        update queue: shared_updates.py)."""
         if self._parking is not None:
             self._parking.start(bot, self._resubmit)
 
@@ -320,8 +321,8 @@ class UpdateIntake:
         self, bot: Bot, *, timeout: float, read_timeout: float, sink: Sink | None = None
     ) -> None:
         """Call getUpdates until stopped. With a `sink`, each batch is handed
-        to it instead of this intake's lanes, and confirmed once the sink
-        returned (channels/telegram/handoff.py: several workers)."""
+        to it instead of this intake's chat queues, and confirmed once the sink
+        returned (channels/telegram/shared_updates.py: several workers)."""
         poll = self._poll(bot, poll_seconds=timeout, read_seconds=read_timeout, sink=sink)
         self._poller = asyncio.create_task(poll, name="telegram-poll")
         self.start_parking(bot)
@@ -375,7 +376,7 @@ class UpdateIntake:
             wait: float | None = None
             error = ""
             try:
-                # With a sink, nothing polled is in this intake's lanes: what
+                # With a sink, nothing polled is in this intake's chat queues: what
                 # is past `past` was handed off.
                 offset = past if sink is not None else self._offset(past)
                 polled, fetched_past = await self._fetch(bot, offset, poll_seconds, read_seconds)
@@ -517,7 +518,7 @@ class UpdateIntake:
 
     async def stop_polling(self) -> None:
         """Stop calling getUpdates (another worker polls now); updates taken
-        in go on through their lanes."""
+        in go on through their chat queues."""
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -529,13 +530,13 @@ class UpdateIntake:
         return self._poller is not None and not self._poller.done()
 
     async def stop(self, grace: float) -> None:
-        """Take in nothing more; give lanes `grace` seconds to finish their
+        """Take in nothing more; give the chat queues `grace` seconds to finish their
         updates, then cancel them (those stay unconfirmed)."""
         self._closing = True
         await self.stop_polling()
         if self._parking is not None:
             await self._parking.stop()
-        workers = [lane.worker for lane in self._lanes.values() if lane.worker is not None]
+        workers = [queue.worker for queue in self._chat_queues.values() if queue.worker is not None]
         if workers:
             await asyncio.wait(workers, timeout=grace)
         for worker in workers:
@@ -544,7 +545,7 @@ class UpdateIntake:
         for job in self._open.values():
             job.safe.cancel()
         self._open.clear()
-        self._lanes.clear()
+        self._chat_queues.clear()
         self._changed.set()
         if self._served is not None:
             await self._served.stop()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from telegram import Message
 from telegram.constants import ChatType, MessageEntityType
 
-from channels.base import Said
+from channels.base import AddressedMessage
 from channels.media import MediaKind
 from core.messages import ChatKind, Target
 
@@ -30,11 +30,11 @@ def target_of(message: Message) -> Target:
     )
 
 
-def said_of(message: Message, kind: ChatKind, text: str) -> Said:
+def addressed_message_of(message: Message, kind: ChatKind, text: str) -> AddressedMessage:
     """What the pipeline's admission and turn need of a message with a sender."""
     user = message.from_user
     assert user is not None  # checked by the caller
-    return Said(
+    return AddressedMessage(
         target=target_of(message),
         chat_kind=kind,
         sender_id=str(user.id),

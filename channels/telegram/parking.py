@@ -10,7 +10,7 @@ only once that is written may the intake confirm it. A parking that fails
 
 `kept updates retry` only marks parked updates for a replay: the running bot
 looks every REPLAY_EVERY seconds (at once when it starts), feeds each back
-into the intake's lanes as if Telegram had sent it now (the same
+into the intake's chat queues as if Telegram had sent it now (the same
 processing, token, pace and session locks), and forgets it once it is safe;
 one that fails again is parked again, with its new error.
 """
@@ -44,7 +44,7 @@ REPLAY_EVERY = 5.0
 
 
 class Replayed(Protocol):
-    """What the intake hands back for a replayed update (its lane's job)."""
+    """What the intake hands back for a replayed update (its chat queue's job)."""
 
     @property
     def safe(self) -> asyncio.Future[None]: ...
@@ -53,7 +53,7 @@ class Replayed(Protocol):
     def parked(self) -> bool: ...
 
 
-# Puts an update back into the intake's lanes, though it was confirmed.
+# Puts an update back into the intake's chat queues, though it was confirmed.
 Resubmit = Callable[[Update, dict[str, Any]], Replayed | None]
 
 
@@ -79,7 +79,7 @@ class UpdateParking:
         self,
         update: Update,
         raw: dict[str, Any] | None,
-        lane: str,
+        chat_key: str,
         exc: MessageNotStored,
         tries: int,
     ) -> bool:
@@ -92,7 +92,7 @@ class UpdateParking:
         parked = ParkedUpdate(
             source=self._source,
             update_id=update.update_id,
-            lane=lane,
+            chat_key=chat_key,
             # ASCII JSON: storable whatever the text holds.
             payload=json.dumps(raw if raw is not None else update.to_dict()),
             error=cause,
@@ -162,7 +162,7 @@ class UpdateParking:
 
     async def replay(self, bot: Bot, resubmit: Resubmit) -> int:
         """Feed the parked updates whose replay was asked for back into the
-        lanes; forget each once it is safe (one parked again stays). Returns
+        chat queues; forget each once it is safe (one parked again stays). Returns
         how many were replayed."""
         taken = await self._store.take_retries(self._source)
         replayed: list[tuple[Update, Replayed]] = []

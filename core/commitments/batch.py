@@ -2,7 +2,7 @@
 exchanges (grouped per scope, a few exchanges per call, in order), the code
 rules applied to each answer, and one write for the whole batch.
 
-The queue that feeds it (lanes, job rows, adoption) is in extraction.py.
+The queue that feeds it (one per agent, job rows, adoption) is in extraction.py.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.clock import Clock
-from core.commitments.cues import worth_sending
 from core.commitments.exchange import Exchange
+from core.commitments.extraction_call import run_extraction
 from core.commitments.jobs import ExtractionJob
-from core.commitments.judge import judge
 from core.commitments.model import Commitment, Scope
 from core.commitments.pause import Pauses
+from core.commitments.prefilter import worth_sending
 from core.commitments.rules import merge_fields
 from core.commitments.store import CommitmentStore, ScopeResult
 from core.config.model import KeptConfig
@@ -218,7 +218,7 @@ class BatchExtractor:
         try:
             async with asyncio.timeout(deadline):
                 # The window is worked out, and kept, in the zone of the member it is about.
-                verdict = await judge(
+                outcome = await run_extraction(
                     self._llm,
                     scope=scope,
                     chat_kind=chat_kind,
@@ -238,30 +238,30 @@ class BatchExtractor:
             )
             return None
         await self._pauses.succeeded(agent.id)
-        if verdict.unusable is not None:
+        if outcome.unusable is not None:
             event(
                 log,
                 logging.WARNING,
                 "extraction_unusable",
                 agent=agent.id,
                 session=scope.session_key,
-                reason=verdict.unusable,
+                reason=outcome.unusable,
                 action="none needed if rare; a model that keeps failing needs a better "
                 "llm.models.extraction",
             )
             return None
-        if verdict.rejected:
+        if outcome.rejected:
             event(
                 log,
                 logging.INFO,
                 "commitment_candidates_rejected",
                 agent=agent.id,
                 session=scope.session_key,
-                reasons="; ".join(f"{r.dedupe_key}: {r.reason}" for r in verdict.rejected),
+                reasons="; ".join(f"{r.dedupe_key}: {r.reason}" for r in outcome.rejected),
             )
         # Resolutions only for this scope's own active commitments (the ones
         # it was shown); the store checks the scope again in the same statement.
-        accepted, resolved = verdict.accepted, verdict.resolved
+        accepted, resolved = outcome.accepted, outcome.resolved
         if not accepted and not resolved:
             return None
         return ScopeResult(scope, accepted, resolved)

@@ -1,7 +1,8 @@
 """The extraction model's answer, parsed strictly.
 
-The answer must be one JSON object of the shape in DESIGN.md, either the
-whole text or inside a Markdown code fence (prose around the fence is
+The answer must be one JSON object of the shape the prompt asks for
+(core/commitments/prompt.py; `ExtractionAnswer` below), either the whole
+text or inside a Markdown code fence (prose around the fence is
 ignored). Anything else — another shape, an unknown key, a string where a
 number belongs, a time without a UTC offset — is rejected as a whole: a
 model that cannot follow the format is not trusted with any part of it.

@@ -1,7 +1,7 @@
 """What extraction reads: one user message and the reply it got.
 
-Apart from the rules, the cues and the explicit-reminder split, which all
-take exchanges, so none of them has to import another for the type.
+A module of its own: the rules, the pre-filter and the explicit-reminder
+split all take exchanges, and none of them has to import another for the type.
 """
 
 from __future__ import annotations

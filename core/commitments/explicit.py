@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from core.commitments.candidates import Candidate
-from core.commitments.cues import CUES, has_cue
 from core.commitments.exchange import Exchange
+from core.commitments.prefilter import CUE_STEMS, has_cue
 from core.commitments.text import fold
 
 
@@ -176,7 +176,7 @@ def _clauses(text: str) -> list[str]:
 # beside it often share them, so they tell neither apart.
 # Short stems ("mai", "sali") name a word only whole; longer ones also its
 # forms ("tomorrow's", "fridays").
-_WHEN = frozenset(fold(stem) for stem in CUES["time"] if " " not in fold(stem))
+_WHEN = frozenset(fold(stem) for stem in CUE_STEMS["time"] if " " not in fold(stem))
 _WHEN_FORMS = tuple(stem for stem in _WHEN if len(stem) >= 5)
 
 

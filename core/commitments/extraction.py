@@ -3,7 +3,7 @@
 `on_reply` (a ConversationManager reply hook, run after the reply went out)
 stores the exchange as a job row (core/commitments/jobs.py) claimed by this
 worker and queues it in memory; it never awaits the model, so it cannot delay
-or alter a reply. One lane per agent (lane.py) holds a session's exchanges
+or alter a reply. One queue per agent (extraction_queue.py) holds a session's exchanges
 until the session is quiet for the batch window, then asks the model about
 them together (a few per call, in order; batch.py), applies the code rules
 to the answer, and removes the jobs. A stop releases the jobs still queued;
@@ -27,8 +27,8 @@ from datetime import datetime, timedelta
 from core.clock import Clock
 from core.commitments.batch import BatchExtractor
 from core.commitments.exchange import Exchange
+from core.commitments.extraction_queue import AgentExtractionQueue
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
-from core.commitments.lane import Lane
 from core.commitments.model import Scope
 from core.commitments.pause import Pauses, PauseStore
 from core.commitments.store import CommitmentStore
@@ -118,7 +118,7 @@ class ExtractionWorker:
             on_stored=on_stored,
             zones=zones,
         )
-        self._lanes: dict[str, Lane] = {}
+        self._queues: dict[str, AgentExtractionQueue] = {}
         self._adopter: asyncio.Task[None] | None = None
         self._running = False
         self._stopping = asyncio.Event()
@@ -183,17 +183,17 @@ class ExtractionWorker:
         self._queue(job)
 
     def _queue(self, job: ExtractionJob) -> None:
-        """Hand a claimed job (already counted in `_held`) to its agent's lane."""
+        """Hand a claimed job (already counted in `_held`) to its agent's queue."""
         agent_id = job.scope.agent_id
-        lane = self._lanes.get(agent_id)
-        if lane is None:
-            lane = self._lanes[agent_id] = Lane()
-            lane.task = asyncio.create_task(
-                self._run_lane(agent_id, lane), name=f"extract-{agent_id}"
+        queue = self._queues.get(agent_id)
+        if queue is None:
+            queue = self._queues[agent_id] = AgentExtractionQueue()
+            queue.task = asyncio.create_task(
+                self._run_queue(agent_id, queue), name=f"extract-{agent_id}"
             )
-        lane.add(job, self._clock.now())
-        if len(lane.items) >= self._max_batch:
-            lane.full.set()
+        queue.add(job, self._clock.now())
+        if len(queue.items) >= self._max_batch:
+            queue.full.set()
 
     def _release_count(self, count: int) -> None:
         self._held -= count
@@ -218,7 +218,7 @@ class ExtractionWorker:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain_seconds):
                 await self._idle.wait()
-        tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
+        tasks = [queue.task for queue in self._queues.values() if queue.task is not None]
         if self._adopter is not None:
             tasks.append(self._adopter)
             self._adopter = None
@@ -227,7 +227,7 @@ class ExtractionWorker:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._lanes.clear()
+        self._queues.clear()
         self._held = 0
         self._idle.set()
         try:
@@ -259,7 +259,7 @@ class ExtractionWorker:
             try:
                 claimed = await self.adopt()
                 if claimed:
-                    continue  # maybe more; the lanes bound what is taken
+                    continue  # maybe more; the queues bound what is taken
                 if self._held == 0:
                     self._idle.set()
                 now = self._clock.now()
@@ -301,17 +301,17 @@ class ExtractionWorker:
         """Until every queued item has been processed (tests, benchmarks)."""
         await self._idle.wait()
 
-    # --- lanes ---------------------------------------------------------------
+    # --- queues --------------------------------------------------------------
 
-    async def _run_lane(self, agent_id: str, lane: Lane) -> None:
+    async def _run_queue(self, agent_id: str, queue: AgentExtractionQueue) -> None:
         while True:
-            await lane.wake.wait()
-            await self._wait_ready(lane)
-            # A backed-up lane (or a stop, or no window) takes sessions
+            await queue.wake.wait()
+            await self._wait_ready(queue)
+            # A backed-up queue (or a stop, or no window) takes sessions
             # whether they are quiet or not, the longest waiting first; at
             # most one batch's worth: bounded steps, not one huge gather.
-            every = self._batch_seconds <= 0 or self._stopping.is_set() or lane.full.is_set()
-            batch = lane.take(
+            every = self._batch_seconds <= 0 or self._stopping.is_set() or queue.full.is_set()
+            batch = queue.take(
                 self._clock.now(),
                 quiet=self._quiet,
                 longest=self._longest,
@@ -319,8 +319,8 @@ class ExtractionWorker:
                 sessions=self._batch_sessions,
                 every=every,
             )
-            if len(lane.items) < self._max_batch:
-                lane.full.clear()
+            if len(queue.items) < self._max_batch:
+                queue.full.clear()
             if not batch:
                 continue  # a session spoke again while we waited: its window moved
             try:
@@ -341,7 +341,7 @@ class ExtractionWorker:
             now = self._clock.now()
             await self._jobs.renew(ids, worker=self._worker, lease_until=now + JOB_LEASE)
             await self._batches.process(agent_id, batch)
-        except Exception as exc:  # never let one bad batch end the lane
+        except Exception as exc:  # never let one bad batch end the queue
             event(
                 log,
                 logging.ERROR,
@@ -366,13 +366,13 @@ class ExtractionWorker:
                 action=storage_action(exc),
             )
 
-    async def _wait_ready(self, lane: Lane) -> None:
+    async def _wait_ready(self, queue: AgentExtractionQueue) -> None:
         """Until the first waiting session is ready (quiet for the batch
-        window, or waiting the longest allowed), the lane is backed up, or
+        window, or waiting the longest allowed), the queue is backed up, or
         the worker stops."""
-        if self._batch_seconds <= 0 or self._stopping.is_set() or lane.full.is_set():
+        if self._batch_seconds <= 0 or self._stopping.is_set() or queue.full.is_set():
             return
-        at = lane.next_ready(self._quiet, self._longest)
+        at = queue.next_ready(self._quiet, self._longest)
         if at is None:
             return
         wait = (at - self._clock.now()).total_seconds()
@@ -381,7 +381,7 @@ class ExtractionWorker:
         waits = [
             asyncio.ensure_future(self._clock.sleep(wait)),
             asyncio.ensure_future(self._stopping.wait()),
-            asyncio.ensure_future(lane.full.wait()),
+            asyncio.ensure_future(queue.full.wait()),
         ]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)

@@ -125,7 +125,7 @@ class Commitment:
 
 
 def to_json(c: Commitment) -> dict[str, Any]:
-    """The `kept commitments --json` item, exactly the keys DESIGN.md lists."""
+    """The `kept commitments --json` item: exactly these keys, no others."""
     return {
         "id": c.id,
         "agentId": c.agent_id,

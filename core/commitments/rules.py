@@ -115,7 +115,7 @@ def evaluate(
 
     `chat_kind` is the stored session's: in group and channel chats a
     check-in is read by everyone, so nothing personal or care is stored
-    there, whatever the model says (DESIGN.md, "Privacy in groups")."""
+    there, whatever the model says."""
     rejected: list[Rejection] = []
     if not candidates:
         return [], rejected  # the usual answer; the text checks below are not free

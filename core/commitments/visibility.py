@@ -1,4 +1,4 @@
-"""Who sees and manages which follow-ups of a chat (DESIGN.md, "Privacy in groups").
+"""Who sees and manages which follow-ups of a chat.
 
 A follow-up belongs to the member whose message it was inferred from (its
 `sender_id`); a reminder to the member who asked for it (`created_by`).

@@ -84,8 +84,9 @@ HttpUrl = Annotated[str | None, AfterValidator(_check_http_url)]
 
 class StorageConfig(Model):
     url: str = "sqlite:///data/kept.sqlite"
-    # Read at start (kept run, kept chat); see bot/cpu.py. Measured on a
-    # 2-core VM, a whole-bot burst: 143-148 messages/s pinned, 125-126 not.
+    # SQLite only (a process on PostgreSQL is never pinned); read at start
+    # (kept run, kept chat). Why, and what it gives up: bot/cpu.py;
+    # `bench/search.py --no-pin` measures the difference.
     pin_cpu: bool = True
 
     @field_validator("url")
@@ -351,7 +352,7 @@ class CommitmentsConfig(Model):
     enabled: bool = True
     max_per_day: Annotated[int, Field(ge=0, le=100)] = 3
     # Skip the extraction call for exchanges with no time, event, wellbeing
-    # or promise cue (core/commitments/cues.py); `kept eval extraction`
+    # or promise cue (core/commitments/prefilter.py); `kept eval extraction`
     # reports what it saves and the recall it loses.
     prefilter: bool = True
 

@@ -1,7 +1,7 @@
-"""Running labelled cases through the real extraction call (core/commitments/judge.py).
+"""Running labelled cases through the real extraction call (core/commitments/extraction_call.py).
 
 Each case becomes one synthetic scope in agent "eval" — nothing is stored,
-nothing is delivered — and one `judge` call with the case's "now", time zone,
+nothing is delivered — and one `run_extraction` call with the case's "now", time zone,
 chat kind, pending follow-ups and exchanges: the prompt, parser and rules are
 the worker's own. Calls run concurrently up to a bound; a model error or a
 missed deadline is that case's outcome, never the run's end.
@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from core.commitments.cues import worth_extracting
 from core.commitments.exchange import Exchange
-from core.commitments.judge import Judgement, judge
+from core.commitments.extraction_call import ExtractionOutcome, run_extraction
 from core.commitments.model import Commitment, Scope
+from core.commitments.prefilter import worth_extracting
 from core.config.model import KeptConfig
 from core.conversation.manager import ChatModel
 from core.evaluation.cases import Case
@@ -99,16 +99,18 @@ def pending_of(case: Case, scope: Scope) -> list[Commitment]:
 
 
 def worth_calling(case: Case) -> bool:
-    """The worker's pre-filter (core/commitments/cues.py) on this case."""
+    """The worker's pre-filter (core/commitments/prefilter.py) on this case."""
     return worth_extracting(exchanges_of(case), pending=bool(case.pending))
 
 
-async def judge_case(llm: ChatModel, case: Case, settings: RunSettings) -> Judgement:
+async def run_case_extraction(
+    llm: ChatModel, case: Case, settings: RunSettings
+) -> ExtractionOutcome:
     """One case through the real extraction call; LLMError / TimeoutError propagate."""
     scope = scope_of(case)
     now: datetime = case.now
     async with asyncio.timeout(settings.call_deadline):
-        return await judge(
+        return await run_extraction(
             llm,
             scope=scope,
             chat_kind=case.chat_kind,
@@ -134,9 +136,9 @@ async def run_cases(
 
     async def one(case: Case) -> CaseResult:
         async with bound:
-            outcome: Judgement | BaseException
+            outcome: ExtractionOutcome | BaseException
             try:
-                outcome = await judge_case(llm, case, settings)
+                outcome = await run_case_extraction(llm, case, settings)
             except LLMError as exc:
                 outcome = exc
             except TimeoutError:

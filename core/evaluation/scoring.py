@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from core.commitments.judge import Judgement
+from core.commitments.extraction_call import ExtractionOutcome
 from core.commitments.model import Kind, Sensitivity
 from core.evaluation.cases import Case, ExpectedFollowUp, Language, Tag
 
@@ -151,7 +151,7 @@ def f1(precision: float | None, recall: float | None) -> float | None:
 
 
 def score_case(
-    case: Case, outcome: Judgement | BaseException, prefilter: Callable[[Case], bool]
+    case: Case, outcome: ExtractionOutcome | BaseException, prefilter: Callable[[Case], bool]
 ) -> CaseResult:
     """The case's result; a failed call (`outcome` an exception) stored nothing."""
     base = CaseResult(

@@ -328,7 +328,7 @@ class FollowUpSource:
                 log_decision(scope, item.due, "cap", until=frees.isoformat())
                 return frees
             # The interval's check and the turn's record are one statement.
-            last = await self._store.take_turn(
+            last = await self._store.record_turn_unless_recent(
                 scope.agent_id, scope.session_key, now=now, every=every
             )
             if last is not None:

@@ -109,7 +109,7 @@ class HeartbeatStore(abc.ABC):
         """When the earliest live claim's lease ends (indexed)."""
 
     @abc.abstractmethod
-    async def take_turn(
+    async def record_turn_unless_recent(
         self, agent_id: str, session_key: str, *, now: datetime, every: timedelta
     ) -> datetime | None:
         """In one statement: record a turn at `now` unless the last one was

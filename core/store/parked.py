@@ -24,7 +24,7 @@ from core.messages import storable
 class ParkedUpdate:
     source: str  # whose updates: a platform and bot, e.g. `telegram:4242`
     update_id: int  # the platform's id, unique per source
-    lane: str  # the chat it belongs to
+    chat_key: str  # the chat it belongs to (e.g. `chat:42`; the column `lane`)
     payload: str  # the platform's update (JSON), opaque to core
     error: str  # the error of its last try, one line
     tries: int  # how often it was tried before it was parked (all parkings)

@@ -4,11 +4,11 @@ receives them to every worker, through the database.
 A platform that allows one consumer per bot (Telegram's getUpdates) is
 polled by one worker; with several workers it writes each update here and
 may confirm it to the platform once `put` returned (the row is committed).
-Every worker then claims the updates of a lane (a chat) and processes them.
+Every worker then claims the updates of a chat and processes them.
 
 The payload is opaque here: the platform's own update, as the channel
-serialised it. A lane is processed in order and by one worker at a time: a
-lane whose oldest update is under another worker's live claim is not
+serialised it. A chat's updates are processed in order and by one worker at
+a time: a chat whose oldest update is under another worker's live claim is not
 claimable, so a chat's later updates wait behind its earlier ones. A worker
 that dies leaves its claims to expire (its lease, on the injected clock);
 one that stops releases them.
@@ -33,7 +33,9 @@ DONE_RETENTION = timedelta(hours=24)
 @dataclass(frozen=True, slots=True)
 class NewUpdate:
     update_id: int  # the platform's id, unique per source
-    lane: str  # what must be processed in order, by one worker at a time (a chat)
+    # What must be processed in order, by one worker at a time: the chat
+    # (e.g. `chat:42`), kept in the column `lane`.
+    chat_key: str
     payload: str  # the platform's update, opaque to core
 
 
@@ -41,7 +43,7 @@ class NewUpdate:
 class QueuedUpdate:
     id: int  # the queue's own id: the order updates were put in
     update_id: int
-    lane: str
+    chat_key: str
     payload: str
 
 
@@ -61,12 +63,12 @@ class UpdateQueue(abc.ABC):
         worker: str,
         now: datetime,
         lease_until: datetime,
-        lanes: int,
+        chats: int,
     ) -> list[QueuedUpdate]:
-        """Claim every waiting update of up to `lanes` lanes, oldest lane
-        first, for `worker` until `lease_until`. A lane is claimable when its
+        """Claim every waiting update of up to `chats` chats, oldest chat
+        first, for `worker` until `lease_until`. A chat is claimable when its
         oldest waiting update is unclaimed or its lease ran out before `now`;
-        a lane under another live claim is skipped, never waited for.
+        a chat under another live claim is skipped, never waited for.
         Returned in queue order."""
 
     @abc.abstractmethod

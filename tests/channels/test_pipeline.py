@@ -15,7 +15,7 @@ from typing import Any
 import discord.ext.test as dpytest
 import pytest
 
-from channels.base import DuringModel, Said
+from channels.base import AddressedMessage, DuringModel
 from core.clock import TestClock
 from core.commitments.model import Scope
 from core.errors import MessageNotStored
@@ -52,8 +52,8 @@ class Pipe(QuietAdapter):
             self.typing_stopped.set()
 
 
-def said(sender: str = "7", username: str | None = "ann") -> Said:
-    return Said(
+def addressed(sender: str = "7", username: str | None = "ann") -> AddressedMessage:
+    return AddressedMessage(
         target=Target("pipe", "c1"),
         chat_kind="private",
         sender_id=sender,
@@ -66,13 +66,13 @@ def said(sender: str = "7", username: str | None = "ann") -> Said:
 async def test_agent_and_allow_list_are_read_on_every_message() -> None:
     settings: dict[str, Any] = {"agent": "main", "allow": []}
     pipe = Pipe(None, settings)
-    assert await pipe.admit(said())
-    assert pipe.inbound(said()).session_key == "agent:main:pipe:private:c1"
+    assert await pipe.admit(addressed())
+    assert pipe.inbound(addressed()).session_key == "agent:main:pipe:private:c1"
 
     settings.update(agent="second", allow=["@bob"])
-    assert not await pipe.admit(said())
-    assert await pipe.admit(said(username="Bob"))
-    assert pipe.inbound(said()).session_key == "agent:second:pipe:private:c1"
+    assert not await pipe.admit(addressed())
+    assert await pipe.admit(addressed(username="Bob"))
+    assert pipe.inbound(addressed()).session_key == "agent:second:pipe:private:c1"
 
 
 async def test_typing_shows_only_while_the_model_call_runs() -> None:
@@ -98,7 +98,7 @@ async def test_typing_shows_only_while_the_model_call_runs() -> None:
     pipe = Pipe(handle, {"agent": "main", "allow": []})
     stored: list[bool] = []
     turn = asyncio.create_task(
-        pipe.take_turn(pipe.inbound(said()), on_stored=lambda: stored.append(True))
+        pipe.run_turn(pipe.inbound(addressed()), on_stored=lambda: stored.append(True))
     )
     store_now.set()
     for _ in range(10):
@@ -127,7 +127,7 @@ async def test_a_message_not_stored_is_raised_and_never_typed() -> None:
 
     pipe = Pipe(handle, {"agent": "main", "allow": []})
     with pytest.raises(MessageNotStored):
-        await pipe.take_turn(pipe.inbound(said()))
+        await pipe.run_turn(pipe.inbound(addressed()))
     assert pipe.typed == []
 
 
@@ -140,7 +140,7 @@ async def test_a_failed_turn_is_logged_not_raised(caplog: pytest.LogCaptureFixtu
         raise RuntimeError("a bug")
 
     pipe = Pipe(handle, {"agent": "main", "allow": []})
-    await pipe.take_turn(pipe.inbound(said()))
+    await pipe.run_turn(pipe.inbound(addressed()))
     [line] = [r.getMessage() for r in caplog.records if "pipe_turn_failed" in r.getMessage()]
     assert "session=agent:main:pipe:private:c1" in line and "a bug" in line
     for _ in range(10):

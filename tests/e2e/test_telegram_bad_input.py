@@ -170,7 +170,7 @@ async def test_an_update_failing_alone_is_parked_listed_and_replayed(tmp_path: P
             assert tg.fake.texts(BAD_CHAT) == []
             assert set(later) <= set(tg.fake.confirmed)
             parked = await tg.services.backend.parked.listing()
-            assert [(p.update_id, p.lane, p.tries) for p in parked] == [
+            assert [(p.update_id, p.chat_key, p.tries) for p in parked] == [
                 (stuck["update_id"], f"chat:{BAD_CHAT}", PARK_AFTER)
             ]
             assert "database or disk is full" in parked[0].error

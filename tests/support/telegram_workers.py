@@ -66,7 +66,7 @@ class WrappedQueue(UpdateQueue):
         self.inner = inner
         self.before_put: Callable[[Sequence[NewUpdate]], Awaitable[None]] | None = None
         self.before_done: Callable[[Sequence[int]], Awaitable[None]] | None = None
-        self.lanes: dict[int, str] = {}  # row id -> lane, of the rows it claimed
+        self.chat_keys: dict[int, str] = {}  # row id -> chat key, of the rows it claimed
 
     async def put(self, source: str, updates: Sequence[NewUpdate], *, now: datetime) -> int:
         if self.before_put is not None:
@@ -74,12 +74,12 @@ class WrappedQueue(UpdateQueue):
         return await self.inner.put(source, updates, now=now)
 
     async def claim(
-        self, source: str, *, worker: str, now: datetime, lease_until: datetime, lanes: int
+        self, source: str, *, worker: str, now: datetime, lease_until: datetime, chats: int
     ) -> list[QueuedUpdate]:
         rows = await self.inner.claim(
-            source, worker=worker, now=now, lease_until=lease_until, lanes=lanes
+            source, worker=worker, now=now, lease_until=lease_until, chats=chats
         )
-        self.lanes.update((r.id, r.lane) for r in rows)
+        self.chat_keys.update((r.id, r.chat_key) for r in rows)
         return rows
 
     async def renew(self, ids: Sequence[int], *, worker: str, lease_until: datetime) -> list[int]:
@@ -132,7 +132,7 @@ class Workers:
         *,
         gate: Gate | None = None,
         killable: bool = False,
-        handoff_lanes: int | None = None,
+        max_claimed_chats: int | None = None,
         start: bool = True,
     ) -> Worker:
         role = None
@@ -173,8 +173,8 @@ class Workers:
             updates=queue,
         )
         options: dict[str, Any] = {"poll_timeout": 1, "request_timeout": 2, "stop_grace": 0.5}
-        if handoff_lanes is not None:
-            options["handoff_lanes"] = handoff_lanes
+        if max_claimed_chats is not None:
+            options["max_claimed_chats"] = max_claimed_chats
         adapter = TelegramAdapter(context, **options)
         worker = Worker(name, backend, services, model, queue, adapter, router, role)
         self.started.append(worker)

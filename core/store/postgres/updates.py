@@ -1,12 +1,13 @@
 """UpdateQueue on PostgreSQL: the updates the polling worker hands to every
 worker (core/store/updates.py).
 
-A lane belongs to whoever holds a live claim on its oldest waiting row, its
-head. Claiming locks head rows with `FOR UPDATE SKIP LOCKED`, so two workers
-claiming at once never take one lane: the second skips a head the first has
-locked, and once the first commits, the re-checked head is under a live
-claim. Only the holder of a head claims the rest of its lane, and the head
-stays under its claim until the lane's rows are done, one after another.
+A chat (the column `lane`) belongs to whoever holds a live claim on its
+oldest waiting row, its head. Claiming locks head rows with `FOR UPDATE SKIP
+LOCKED`, so two workers claiming at once never take one chat: the second
+skips a head the first has locked, and once the first commits, the
+re-checked head is under a live claim. Only the holder of a head claims the
+rest of its chat, and the head stays under its claim until the chat's rows
+are done, one after another.
 
 Writes are durable (`synchronous_commit` on): once `put` returns, the poller
 may confirm the updates to the platform. `put` notifies on CHANNEL in its
@@ -38,22 +39,22 @@ _PUT = (
     "ON CONFLICT (source, update_id) DO NOTHING"
 )
 
-# Heads: each lane's oldest waiting row. A lane is taken through its head
-# only, so a live claim on the head keeps the whole lane with one worker.
+# Heads: each chat's oldest waiting row. A chat is taken through its head
+# only, so a live claim on the head keeps the whole chat with one worker.
 _CLAIM = """
 WITH heads AS (
     SELECT DISTINCT ON (lane) id FROM update_queue
     WHERE source = %(source)s AND done_at IS NULL
     ORDER BY lane, id
-), lanes AS (
+), chats AS (
     SELECT q.lane FROM update_queue q JOIN heads h ON q.id = h.id
     WHERE q.done_at IS NULL AND (q.claimed_by IS NULL OR q.lease_until <= %(now)s)
     ORDER BY q.id
-    LIMIT %(lanes)s
+    LIMIT %(chats)s
     FOR UPDATE OF q SKIP LOCKED
 )
 UPDATE update_queue u SET claimed_by = %(worker)s, lease_until = %(until)s
-WHERE u.source = %(source)s AND u.done_at IS NULL AND u.lane IN (SELECT lane FROM lanes)
+WHERE u.source = %(source)s AND u.done_at IS NULL AND u.lane IN (SELECT lane FROM chats)
 RETURNING u.id, u.update_id, u.lane, u.payload
 """
 
@@ -78,7 +79,7 @@ class PostgresUpdateQueue(UpdateQueue):
                     source,
                     POSTGRES.time(now),
                     [u.update_id for u in ordered],
-                    [u.lane for u in ordered],
+                    [u.chat_key for u in ordered],
                     [u.payload for u in ordered],
                 ),
             )
@@ -96,14 +97,14 @@ class PostgresUpdateQueue(UpdateQueue):
         worker: str,
         now: datetime,
         lease_until: datetime,
-        lanes: int,
+        chats: int,
     ) -> list[QueuedUpdate]:
         params = {
             "source": source,
             "worker": worker,
             "now": POSTGRES.time(now),
             "until": POSTGRES.time(lease_until),
-            "lanes": lanes,
+            "chats": chats,
         }
         rows = await self._db.write(_CLAIM, params)
         found = [QueuedUpdate(int(r[0]), int(r[1]), r[2], r[3]) for r in rows]

@@ -263,7 +263,7 @@ class SqlHeartbeatStore(HeartbeatStore):
         )
         return self._d.from_maybe_time(rows[0][0]) if rows else None
 
-    async def take_turn(
+    async def record_turn_unless_recent(
         self, agent_id: str, session_key: str, *, now: datetime, every: timedelta
     ) -> datetime | None:
         d = self._d

@@ -41,7 +41,7 @@ class SqlParkedUpdates(ParkedUpdates):
             (
                 update.source,
                 update.update_id,
-                update.lane,
+                update.chat_key,
                 update.payload,
                 update.error,
                 update.tries,

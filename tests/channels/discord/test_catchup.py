@@ -443,7 +443,7 @@ async def test_a_real_write_lock_past_the_busy_timeout_is_caught_up_once_it_is_g
         assert await user_texts(harness, harness.dm_key()) == ["locked out"]
 
 
-async def test_a_channel_keeps_no_lane_once_nothing_is_in_it(harness: DiscordHarness) -> None:
+async def test_a_channel_keeps_no_lock_once_nothing_is_in_it(harness: DiscordHarness) -> None:
     fake = harness.fake
     adapter = await harness.start()
     await fake.say("one")
@@ -451,14 +451,14 @@ async def test_a_channel_keeps_no_lane_once_nothing_is_in_it(harness: DiscordHar
     await fake.say("in the channel", channel=fake.general, mention=True)
     await answered(harness, 3)
     await settled(harness, adapter)
-    await fake.wait_for(lambda: adapter.catchup.lanes == 0, within=1.0)
+    await fake.wait_for(lambda: adapter.catchup.busy_channels == 0, within=1.0)
 
-    # A READY catches up every known channel, each through its lane.
+    # A READY catches up every known channel, each holding its channel.
     await fake.say("lost in transit", live=False)
     await harness.reconnect(adapter)
     await answered(harness, 4)
     await settled(harness, adapter)
-    await fake.wait_for(lambda: adapter.catchup.lanes == 0, within=1.0)
+    await fake.wait_for(lambda: adapter.catchup.busy_channels == 0, within=1.0)
 
 
 async def test_a_message_the_store_refuses_is_told_once_and_holds_nothing(

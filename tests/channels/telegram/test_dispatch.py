@@ -41,7 +41,7 @@ def command(chat: Chat, text: str) -> Message:
 
 def test_a_private_text_is_heard_and_group_chatter_is_not() -> None:
     heard = heard_of(message(PRIVATE, "hello"), Identity())
-    assert heard is not None and heard.kind == "private" and heard.said.text == "hello"
+    assert heard is not None and heard.kind == "private" and heard.addressed.text == "hello"
     assert heard.media is None and heard.command is None
     assert heard_of(message(GROUP, "hello all"), Identity()) is None
 
@@ -72,7 +72,7 @@ def test_commands_and_unreadable_media_are_heard_as_such() -> None:
     heard = heard_of(message(PRIVATE, None, photo=photo), identity)
     assert heard is not None and heard.media == "photo"
     captioned = heard_of(message(PRIVATE, None, photo=photo, caption="look"), identity)
-    assert captioned is not None and captioned.media is None and captioned.said.text == "look"
+    assert captioned is not None and captioned.media is None and captioned.addressed.text == "look"
 
 
 class Recording:

@@ -51,7 +51,7 @@ async def test_a_private_message_kept_cannot_read_gets_one_notice(
     await tg.fake.wait_for(lambda: tg.fake.sent)
     await confirmed(tg, update)
     # The next message of the chat is answered after the media one was
-    # handled (one lane per chat): a second notice would be there by then.
+    # handled (one queue per chat): a second notice would be there by then.
     await tg.fake.push_message("hello", chat_id=42)
     await tg.fake.wait_for(lambda: len(tg.fake.sent) == 2)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from channels.telegram import TelegramAdapter
-from channels.telegram.handoff import LEADER_CHECK
+from channels.telegram.shared_updates import LEADER_CHECK
 from core.store.postgres import PostgresConnection, PostgresUpdateQueue
 from core.store.postgres.locks import PostgresSessionGuard
 from tests.support.telegram_harness import TelegramHarness, telegram_harness

@@ -13,8 +13,8 @@ import pytest
 
 from core.commitments.batch import per_call
 from core.commitments.exchange import Exchange
+from core.commitments.extraction_queue import AgentExtractionQueue
 from core.commitments.jobs import ExtractionJob
-from core.commitments.lane import Lane
 from core.commitments.model import Scope
 from core.config.model import CommitmentsConfig
 from tests.core.commitments.test_extraction import answer, make_harness
@@ -73,11 +73,11 @@ async def test_a_session_that_never_pauses_is_extracted_after_the_longest_wait(
     assert exchanges_sent(h)[1:] == [["exam 4 tomorrow"]]
 
 
-async def test_a_backed_up_lane_does_not_wait_for_quiet(make_harness) -> None:
+async def test_a_backed_up_queue_does_not_wait_for_quiet(make_harness) -> None:
     h = await make_harness(batch_seconds=60.0, max_batch=3)
     for n in range(3):
         await h.say(f"exam {n} tomorrow", settle=False)
-    await h.settle()  # no clock advance: three waiting filled the lane
+    await h.settle()  # no clock advance: three waiting filled the queue
     assert exchanges_sent(h) == [[f"exam {n} tomorrow" for n in range(3)]]
 
 
@@ -150,16 +150,16 @@ def _job(n: int, chat: str) -> ExtractionJob:
     return ExtractionJob(n, scope, "private", Exchange(n, f"m{n}", "ok"))
 
 
-def test_a_lane_takes_whole_sessions_the_longest_waiting_first() -> None:
-    lane = Lane()
+def test_a_queue_takes_whole_sessions_the_longest_waiting_first() -> None:
+    queue = AgentExtractionQueue()
     order = ["a", "b", "a", "c", "b", "a"]
     for n, chat in enumerate(order):
-        lane.add(_job(n, chat), T0 + timedelta(seconds=n))
+        queue.add(_job(n, chat), T0 + timedelta(seconds=n))
 
     def take(at: float, *, limit: int = 10, sessions: int = 10, every: bool = False) -> list[int]:
         when = T0 + timedelta(seconds=at)
         quiet, longest = timedelta(seconds=2), timedelta(seconds=60)
-        jobs = lane.take(
+        jobs = queue.take(
             when, quiet=quiet, longest=longest, limit=limit, sessions=sessions, every=every
         )
         return [j.id for j in jobs]
@@ -167,14 +167,16 @@ def test_a_lane_takes_whole_sessions_the_longest_waiting_first() -> None:
     # At t = 6.5, "b" (last spoke at 4) and "c" (at 3) have been quiet for two
     # seconds, "a" (at 5) not yet; "b" has waited longest (since 1).
     assert take(6.5) == [1, 4, 3]
-    assert [j.id for j in lane.items] == [0, 2, 5]
-    assert lane.next_ready(timedelta(seconds=2), timedelta(seconds=60)) == T0 + timedelta(seconds=7)
+    assert [j.id for j in queue.items] == [0, 2, 5]
+    assert queue.next_ready(timedelta(seconds=2), timedelta(seconds=60)) == T0 + timedelta(
+        seconds=7
+    )
     # Backed up: everyone counts as ready; the limit cuts the last session taken.
-    lane.add(_job(6, "d"), T0 + timedelta(seconds=7))
-    lane.add(_job(7, "e"), T0 + timedelta(seconds=7))
+    queue.add(_job(6, "d"), T0 + timedelta(seconds=7))
+    queue.add(_job(7, "e"), T0 + timedelta(seconds=7))
     assert take(7, limit=2, every=True) == [0, 2]
-    assert [j.id for j in lane.items] == [5, 6, 7]
+    assert [j.id for j in queue.items] == [5, 6, 7]
     # At most `sessions` sessions a batch: "e" waits for the next one.
     assert take(7, sessions=2, every=True) == [5, 6]
     assert take(7, every=True) == [7]
-    assert lane.items == [] and not lane.wake.is_set()
+    assert queue.items == [] and not queue.wake.is_set()

@@ -106,7 +106,7 @@ async def test_a_dead_workers_jobs_are_adopted_when_its_lease_runs_out(make_harn
     await h.fake.wait_for_completions(2)
     # It "dies": nothing of it runs any more, and it releases nothing.
     h.worker._running = False
-    tasks = [lane.task for lane in h.worker._lanes.values()] + [h.worker._adopter]
+    tasks = [queue.task for queue in h.worker._queues.values()] + [h.worker._adopter]
     for task in tasks:
         assert task is not None
         task.cancel()

@@ -217,17 +217,19 @@ async def test_claim_due_takes_each_scopes_soonest_rows_once(
     assert await hb.claim_due([], per_scope=3, worker="w2", now=NOW, lease_until=NOW) == []
 
 
-async def test_take_turn_records_only_after_the_interval(followups: Followups) -> None:
+async def test_a_turn_is_recorded_only_after_the_interval(followups: Followups) -> None:
     hb = followups.heartbeat
     key, every = ALICE.session_key, 30 * timedelta(minutes=1)
-    assert await hb.take_turn("main", key, now=NOW, every=every) is None
-    assert await hb.take_turn("main", key, now=NOW + every / 2, every=every) == NOW
-    assert await hb.take_turn("other", key, now=NOW + every / 2, every=every) is None
+    assert await hb.record_turn_unless_recent("main", key, now=NOW, every=every) is None
+    assert await hb.record_turn_unless_recent("main", key, now=NOW + every / 2, every=every) == NOW
+    assert (
+        await hb.record_turn_unless_recent("other", key, now=NOW + every / 2, every=every) is None
+    )
     assert await hb.last_turns([("main", key), ("other", key), ("main", "none")]) == {
         ("main", key): NOW,
         ("other", key): NOW + every / 2,
     }
-    assert await hb.take_turn("main", key, now=NOW + every, every=every) is None
+    assert await hb.record_turn_unless_recent("main", key, now=NOW + every, every=every) is None
     assert await hb.last_turns([("main", key)]) == {("main", key): NOW + every}
 
 

@@ -74,7 +74,7 @@ async def test_a_full_batch_does_not_wait_for_the_window(make_harness) -> None:
 async def test_a_backlog_is_worked_off_in_bounded_batches(make_harness) -> None:
     h = await make_harness(max_batch=2, batch_seconds=60.0)
     await h.say("first", settle=False)
-    await h.manager.drain()  # queued; the lane waits out its window
+    await h.manager.drain()  # queued; the queue waits out its window
     session = await h.store.get_session(SCOPE_42.session_key)
     assert session is not None
     rows = await h.store.history(SCOPE_42.session_key, before_turn_of=10**9, limit=10)

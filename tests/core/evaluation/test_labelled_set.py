@@ -1,13 +1,13 @@
 """The labels agree with the rules: a model answering exactly what the
 labelled set (core/evaluation/data/extraction) expects — each window at the middle of
-its ranges, confidence 0.95 — scores perfectly through the real judge. A
+its ranges, confidence 0.95 — scores perfectly through the real extraction call. A
 label the rules can never meet (a window they clamp away, a group follow-up
 they refuse, a mixed case whose follow-up they drop) fails here."""
 
 from __future__ import annotations
 
-from core.commitments.cues import worth_extracting
 from core.commitments.exchange import Exchange
+from core.commitments.prefilter import worth_extracting
 from core.config.model import CommitmentsConfig, KeptConfig, LlmConfig
 from core.evaluation.cases import labelled_set, load_cases
 from core.evaluation.metrics import metrics

@@ -1,5 +1,5 @@
 """The evaluator end to end: the fixture set (tests/core/evaluation/fixtures,
-10 cases in en/fr/de) through the real judge and LLMClient against
+10 cases in en/fr/de) through the real extraction call and LLMClient against
 FakeOpenAI over loopback, with scripted answers, and every figure worked
 out by hand in the comments.
 

@@ -75,7 +75,7 @@ class StaleLastTurns:
 async def test_a_claim_whose_chat_had_a_turn_meanwhile_is_released(hb: Harness) -> None:
     c = await hb.seed()
     # Another worker's turn in the chat, recorded after this worker's page read.
-    await hb.heartbeat.take_turn(
+    await hb.heartbeat.record_turn_unless_recent(
         SCOPE.agent_id, SCOPE.session_key, now=hb.clock.now(), every=timedelta(0)
     )
     hb.heartbeat = StaleLastTurns(hb.heartbeat)  # type: ignore[assignment]

@@ -37,9 +37,9 @@ def update(update_id: int, chat: int) -> NewUpdate:
 
 
 async def claim(
-    queue: UpdateQueue, worker: str, *, at: datetime = NOW, lanes: int = 10
+    queue: UpdateQueue, worker: str, *, at: datetime = NOW, chats: int = 10
 ) -> list[QueuedUpdate]:
-    return await queue.claim(SOURCE, worker=worker, now=at, lease_until=at + LEASE, lanes=lanes)
+    return await queue.claim(SOURCE, worker=worker, now=at, lease_until=at + LEASE, chats=chats)
 
 
 def ids(rows: list[QueuedUpdate]) -> list[int]:
@@ -64,18 +64,18 @@ async def test_an_update_is_put_once_and_a_repeat_is_a_no_op(queue: UpdateQueue)
 
 async def test_a_claim_takes_whole_chats_oldest_first(queue: UpdateQueue) -> None:
     await queue.put(SOURCE, [update(1, 7), update(2, 5), update(3, 7), update(4, 6)], now=NOW)
-    first = await claim(queue, "a", lanes=1)
+    first = await claim(queue, "a", chats=1)
     assert ids(first) == [1, 3]  # chat 7 has the oldest update: all of it
-    second = await claim(queue, "b", lanes=5)
+    second = await claim(queue, "b", chats=5)
     assert ids(second) == [2, 4]
-    assert {r.lane for r in second} == {"chat:5", "chat:6"}
+    assert {r.chat_key for r in second} == {"chat:5", "chat:6"}
 
 
 async def test_a_chat_under_a_live_claim_waits_for_it_then_is_taken_over(
     queue: UpdateQueue,
 ) -> None:
     await queue.put(SOURCE, [update(1, 5), update(2, 6)], now=NOW)
-    held = await claim(queue, "a", lanes=1)
+    held = await claim(queue, "a", chats=1)
     assert ids(held) == [1]
     await queue.put(SOURCE, [update(3, 5)], now=NOW)
     # b gets chat 6, but not chat 5's newer update while a holds the chat.
@@ -100,7 +100,7 @@ async def test_two_claims_at_once_never_take_one_chat(
         "worker": "a",
         "now": NOW,
         "until": NOW + LEASE,
-        "lanes": 1,
+        "chats": 1,
     }
     # a's claim of chat 5 is made and not committed yet: its rows are locked.
     async with await psycopg.AsyncConnection.connect(postgres_url) as conn:

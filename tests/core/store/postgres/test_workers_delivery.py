@@ -183,7 +183,7 @@ async def test_a_chat_another_worker_holds_is_looked_at_again_later(backends) ->
 
 
 class GatedTurns:
-    """A worker's heartbeat store whose take_turn waits for a gate: the
+    """A worker's heartbeat store whose record_turn_unless_recent waits for a gate: the
     worker holds the chat and its claims, has found room under the cap, and
     has not yet recorded its turn."""
 
@@ -194,10 +194,10 @@ class GatedTurns:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def take_turn(self, agent_id: str, session_key: str, **kw: Any) -> Any:
+    async def record_turn_unless_recent(self, agent_id: str, session_key: str, **kw: Any) -> Any:
         self.waiting.set()
         await self.go.wait()
-        return await self._inner.take_turn(agent_id, session_key, **kw)
+        return await self._inner.record_turn_unless_recent(agent_id, session_key, **kw)
 
 
 async def test_two_workers_never_both_find_room_in_a_chat(backends) -> None:

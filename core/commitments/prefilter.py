@@ -21,7 +21,7 @@ from core.commitments.text import fold
 # Stems, written as fold() leaves them: lower case, accents and apostrophes
 # gone (é → e, ş → s, but Turkish ı stays ı), Arabic script with Persian
 # yeh/kaf (see _script_fold).
-CUES: dict[str, tuple[str, ...]] = {
+CUE_STEMS: dict[str, tuple[str, ...]] = {
     "time": (
         # English
         "tomorrow", "tmrw", "tonight", "today", "this evening", "this afternoon",
@@ -245,7 +245,7 @@ def _fold_stem(stem: str) -> str:
 
 
 # The table is written readably; each stem is folded the same way as the text.
-_ALL = tuple(dict.fromkeys(_fold_stem(s) for stems in CUES.values() for s in stems))
+_ALL = tuple(dict.fromkeys(_fold_stem(s) for stems in CUE_STEMS.values() for s in stems))
 
 
 def has_cue(text: str) -> bool:

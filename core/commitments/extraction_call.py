@@ -24,7 +24,7 @@ from core.messages import ChatKind
 
 
 @dataclass(frozen=True, slots=True)
-class Judgement:
+class ExtractionOutcome:
     """What one call gave and what the rules made of it."""
 
     completion: Completion
@@ -36,7 +36,7 @@ class Judgement:
     resolved: list[str] = field(default_factory=list)
 
 
-async def judge(
+async def run_extraction(
     llm: ChatModel,
     *,
     scope: Scope,
@@ -47,7 +47,7 @@ async def judge(
     timezone: str,
     heartbeat_seconds: float,
     created_at: Callable[[], datetime],
-) -> Judgement:
+) -> ExtractionOutcome:
     """Ask the extraction model about `exchanges` and apply the rules.
 
     `now` is the time the model is told; `created_at` gives the time the
@@ -58,7 +58,7 @@ async def judge(
     try:
         answer = parse_answer(completion.text)
     except UnusableAnswer as exc:
-        return Judgement(completion, None, str(exc))
+        return ExtractionOutcome(completion, None, str(exc))
     accepted, rejected = evaluate(
         answer.candidates,
         scope=scope,
@@ -71,4 +71,4 @@ async def judge(
     )
     shown = {c.id for c in pending}
     resolved = list(dict.fromkeys(i for i in answer.resolved if i in shown))
-    return Judgement(completion, answer, None, accepted, rejected, resolved)
+    return ExtractionOutcome(completion, answer, None, accepted, rejected, resolved)

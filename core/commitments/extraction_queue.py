@@ -23,7 +23,7 @@ from core.commitments.model import Scope
 
 
 @dataclass
-class Lane:
+class AgentExtractionQueue:
     items: list[ExtractionJob] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)  # something is queued
     full: asyncio.Event = field(default_factory=asyncio.Event)  # backed up: no waiting

@@ -9,7 +9,7 @@ that is already there is a no-op.
 
 Every worker, the leader too, consumes the queue: it claims the waiting
 updates of a few chats (worker id + lease on the injected clock), feeds them
-in order into its own intake's lanes (channels/telegram/intake.py: the same
+in order into its own intake's chat queues (channels/telegram/intake.py: the same
 processor, the same "safe once stored" rule, a held message keeps its row),
 and marks each row done once its update is safe. A chat under another
 worker's live claim is skipped, so one chat's updates are processed in order
@@ -37,7 +37,7 @@ from functools import partial
 
 from telegram import Bot, Update
 
-from channels.telegram.intake import Polled, UpdateIntake, lane_of
+from channels.telegram.intake import Polled, UpdateIntake, chat_key_of
 from channels.telegram.parking import source_of
 from channels.telegram.send import scrub
 from core.clock import Clock, sleep_or_until_set
@@ -54,15 +54,15 @@ RENEW_EVERY = 10.0
 LOOK_EVERY = 5.0
 # Chats a worker holds at once, and takes per claim: a burst is shared out
 # among the workers instead of going to whoever looked first.
-MAX_LANES = 32
-CLAIM_LANES = 8
+MAX_CLAIMED_CHATS = 32
+CHATS_PER_CLAIM = 8
 MAX_BACKOFF = 30.0
 # How often a worker that does not poll Telegram looks whether the poller is
 # gone (a dead worker's role is free at once; this bounds the takeover).
 LEADER_CHECK = 2.0
 
 
-class UpdateHandoff:
+class SharedUpdates:
     def __init__(
         self,
         queue: UpdateQueue,
@@ -72,7 +72,7 @@ class UpdateHandoff:
         *,
         worker: str,
         secret: str = "",
-        max_lanes: int = MAX_LANES,
+        max_claimed_chats: int = MAX_CLAIMED_CHATS,
     ) -> None:
         self._queue = queue
         self._intake = intake
@@ -80,10 +80,11 @@ class UpdateHandoff:
         self._clock = clock
         self._worker = worker
         self._secret = secret  # the bot token, scrubbed from logged errors
-        self._max_lanes = max_lanes
+        self._max_claimed_chats = max_claimed_chats
         self.source = source_of(bot)
         self._held: set[int] = set()  # queue row ids claimed by us, not done yet
-        self._lanes: dict[str, asyncio.Task[None]] = {}
+        # Per chat key: the task feeding that chat's claimed updates into the intake.
+        self._chats: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
         # Set at stop; the loops also look at it, because a driver may turn
         # a cancellation that hits it mid-call into an error of its own.
@@ -98,7 +99,8 @@ class UpdateHandoff:
         # ASCII JSON: a lone surrogate in a message (valid JSON, not UTF-8)
         # must not make the whole batch unwritable.
         items = [
-            NewUpdate(update.update_id, lane_of(update), json.dumps(raw)) for raw, update in polled
+            NewUpdate(update.update_id, chat_key_of(update), json.dumps(raw))
+            for raw, update in polled
         ]
         await self._queue.put(self.source, items, now=self._clock.now())
 
@@ -108,10 +110,10 @@ class UpdateHandoff:
         # Every worker consumes, so every worker may park (the leader polls too).
         self._intake.start_parking(self._bot)
         self._loops = [
-            asyncio.create_task(self._consume(), name="telegram-handoff"),
-            asyncio.create_task(self._listen(), name="telegram-handoff-listen"),
+            asyncio.create_task(self._consume(), name="telegram-shared-updates"),
+            asyncio.create_task(self._listen(), name="telegram-shared-updates-listen"),
         ]
-        self._renewer = asyncio.create_task(self._renew(), name="telegram-handoff-renew")
+        self._renewer = asyncio.create_task(self._renew(), name="telegram-shared-updates-renew")
 
     async def _listen(self) -> None:
         failures = 0
@@ -148,7 +150,7 @@ class UpdateHandoff:
     async def _consume(self) -> None:
         failures = 0
         while not self._stopping.is_set():
-            room = self._max_lanes - len(self._lanes)
+            room = self._max_claimed_chats - len(self._chats)
             self._wake.clear()
             if room <= 0:
                 await self._wake.wait()  # a chat finished
@@ -160,7 +162,7 @@ class UpdateHandoff:
                     worker=self._worker,
                     now=now,
                     lease_until=now + timedelta(seconds=CLAIM_LEASE),
-                    lanes=min(room, CLAIM_LANES),
+                    chats=min(room, CHATS_PER_CLAIM),
                 )
             except asyncio.CancelledError:
                 raise
@@ -171,27 +173,27 @@ class UpdateHandoff:
                 continue
             failures = 0
             if rows:
-                self._start_lanes(rows)
+                self._start_chats(rows)
                 continue  # more may be waiting
             await sleep_or_until_set(self._clock, LOOK_EVERY, self._wake)
 
-    def _start_lanes(self, rows: Sequence[QueuedUpdate]) -> None:
-        by_lane: dict[str, list[QueuedUpdate]] = {}
+    def _start_chats(self, rows: Sequence[QueuedUpdate]) -> None:
+        by_chat: dict[str, list[QueuedUpdate]] = {}
         for row in rows:
             self._held.add(row.id)
-            by_lane.setdefault(row.lane, []).append(row)
-        for lane, lane_rows in by_lane.items():
+            by_chat.setdefault(row.chat_key, []).append(row)
+        for chat_key, chat_rows in by_chat.items():
             # Ours already (a lease renewed too late, taken again): after it.
-            previous = self._lanes.get(lane)
+            previous = self._chats.get(chat_key)
             task = asyncio.create_task(
-                self._drain(lane_rows, previous), name=f"telegram-handoff-{lane}"
+                self._drain(chat_rows, previous), name=f"telegram-shared-updates-{chat_key}"
             )
-            self._lanes[lane] = task
-            task.add_done_callback(partial(self._lane_done, lane))
+            self._chats[chat_key] = task
+            task.add_done_callback(partial(self._chat_done, chat_key))
 
-    def _lane_done(self, lane: str, task: asyncio.Task[None]) -> None:
-        if self._lanes.get(lane) is task:
-            del self._lanes[lane]
+    def _chat_done(self, chat_key: str, task: asyncio.Task[None]) -> None:
+        if self._chats.get(chat_key) is task:
+            del self._chats[chat_key]
         self._wake.set()  # room for another chat, and this one may have more waiting
 
     async def _drain(
@@ -216,7 +218,7 @@ class UpdateHandoff:
         await self._done(safe)
 
     def _submit(self, row: QueuedUpdate) -> asyncio.Future[None] | None:
-        """Into the intake's lane of its chat; what resolves once the update
+        """Into the intake's queue of its chat; what resolves once the update
         is safe (None: nothing to wait for, it is safe already or unreadable)."""
         try:
             raw = json.loads(row.payload)
@@ -296,8 +298,8 @@ class UpdateHandoff:
         back every claim still held, so other workers take those chats now
         rather than after the lease."""
         await self.stop_claiming()
-        lanes = list(self._lanes.values())
-        await asyncio.gather(*lanes, return_exceptions=True)
+        chats = list(self._chats.values())
+        await asyncio.gather(*chats, return_exceptions=True)
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -322,7 +324,7 @@ async def poll_while_leader(
     leadership: SessionGuard,
     bot: Bot,
     intake: UpdateIntake,
-    handoff: UpdateHandoff,
+    shared_updates: SharedUpdates,
     clock: Clock,
     *,
     poll_timeout: float,
@@ -339,7 +341,7 @@ async def poll_while_leader(
         looked()
         if leader and not intake.polling:
             intake.start_polling(
-                bot, timeout=poll_timeout, read_timeout=read_timeout, sink=handoff.put
+                bot, timeout=poll_timeout, read_timeout=read_timeout, sink=shared_updates.put
             )
             event(log, logging.INFO, "telegram_polling_leader", bot_id=bot.id)
         elif not leader and intake.polling:

@@ -1,4 +1,4 @@
-"""Telegram intake keeps per-chat lanes only while a chat has updates in hand."""
+"""Telegram intake keeps a queue per chat only while a chat has updates in hand."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def update(update_id: int, chat_id: int) -> Update:
     return Update(update_id=update_id, message=message)
 
 
-async def test_a_chat_keeps_no_lane_once_its_updates_are_safe() -> None:
+async def test_a_chat_keeps_no_queue_once_its_updates_are_safe() -> None:
     release = asyncio.Event()
     done: list[int] = []
 
@@ -28,9 +28,9 @@ async def test_a_chat_keeps_no_lane_once_its_updates_are_safe() -> None:
     intake = UpdateIntake(process, TestClock())
     jobs = [intake.submit(update(i, chat_id=i % 100)) for i in range(300)]
     await asyncio.sleep(0)
-    assert intake.lanes == 100  # one per chat, however many updates wait in it
+    assert intake.busy_chats == 100  # one per chat, however many updates wait in it
     release.set()
     await asyncio.gather(*(job.safe for job in jobs if job is not None))
     await asyncio.sleep(0)
     assert len(done) == 300
-    assert intake.lanes == 0
+    assert intake.busy_chats == 0

@@ -58,12 +58,12 @@ async def test_a_polled_burst_is_answered_by_several_workers_once_each_in_order(
     async def after_the_others(inbound: Inbound) -> None:
         # The poller's own turns wait until another worker has answered, so
         # the burst is shared out whatever the timing: the poller holds at
-        # most `handoff_lanes` chats, the others must take the rest.
+        # most `max_claimed_chats` chats, the others must take the rest.
         leader_has_one.set()
         await answered_elsewhere.wait()
 
     async with telegram_workers(postgres_url) as workers:
-        leader = await workers.add("w0", gate=after_the_others, handoff_lanes=4)
+        leader = await workers.add("w0", gate=after_the_others, max_claimed_chats=4)
         await workers.fake.wait_for(lambda: leader.adapter.polling)
         for chat in chats:
             await push(workers, chat, 0)
@@ -172,7 +172,7 @@ async def test_a_killed_poller_leaves_the_rest_to_the_others_and_nothing_twice(
         await workers.fake.wait_for(lambda: victim.adapter.polling)
 
         async def never_marked_done(ids: Sequence[int]) -> None:
-            if any(victim.queue.lanes[i] == f"chat:{answered_chat}" for i in ids):
+            if any(victim.queue.chat_keys[i] == f"chat:{answered_chat}" for i in ids):
                 finishing.set()
                 await never.wait()  # dies after the update was safe, before its row was marked
 
@@ -280,7 +280,7 @@ async def test_kept_run_gives_telegram_the_queue_on_postgresql_only(
         try:
             context = channel_context(runtime)
             assert runtime.services is not None
-            # SQLite: one process, updates stay in its own lanes.
+            # SQLite: one process, updates stay in its own chat queues.
             assert (context.updates is not None) is shared
             assert context.worker == runtime.services.worker
         finally:
