@@ -117,7 +117,7 @@ class PostgresConnection:
         migrate: bool = True,
     ) -> None:
         self._url = url
-        self._migrations = migrations
+        self._migrations = list(migrations) if migrations is not None else load_migrations()
         self._migrate = migrate
         self._max_size = max_size
         self._pool: AsyncConnectionPool[Connection] | None = None
@@ -155,8 +155,7 @@ class PostgresConnection:
                 if self._migrate:
                     await apply_migrations(conn, self._migrations)
                 else:
-                    known = self._migrations if self._migrations is not None else load_migrations()
-                    check_schema(await current_version(conn), len(known))
+                    check_schema(await current_version(conn), len(self._migrations))
         except BaseException:
             await pool.close()
             raise
