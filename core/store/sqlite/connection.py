@@ -1,10 +1,10 @@
 """The SQLite connection every SQLite store shares: one aiosqlite connection
-for all coroutines (plus a second one for bulk jobs, see `_bulk_write`).
+for all coroutines (plus a second one for bulk jobs, see `run_bulk_write`).
 
 Throughput is bounded by trips to aiosqlite's worker thread (more than the
 SQL itself), so every write transaction — BEGIN IMMEDIATE, its statements,
 COMMIT or ROLLBACK — runs as one synchronous function on that thread
-(`_write`): one trip per write, and statements of two transactions can never
+(`run_write`): one trip per write, and statements of two transactions can never
 interleave on the shared connection. The asyncio lock additionally keeps
 transactions and reads in arrival order, and still guards any multi-trip
 transaction. The transcript, commitment, heartbeat and reminder stores all
@@ -53,9 +53,9 @@ _PRAGMAS = (
     "PRAGMA foreign_keys = ON",
     # With WAL, NORMAL only risks the last commits on power loss, never corruption.
     "PRAGMA synchronous = NORMAL",
-    # 64 MiB of page cache (default 2 MiB) holds the per-session index pages
-    # of a million messages: bulk imports stay fast as the database grows, and
-    # search candidates are looked up without going to the OS.
+    # 64 MiB of page cache (SQLite's default is 2 MiB) holds the per-session
+    # index pages of a large transcript: bulk imports stay fast as the
+    # database grows, and search candidates are looked up without the OS.
     "PRAGMA cache_size = -65536",
 )
 
@@ -186,7 +186,7 @@ class SqliteConnection:
         self._journal_size_limit = int(journal_size_limit)
         self._migrations = list(migrations) if migrations is not None else load_migrations()
         self._db: aiosqlite.Connection | None = None
-        # Bulk jobs' own connection, opened on first use (see _bulk_write).
+        # Bulk jobs' own connection, opened on first use (see run_bulk_write).
         self._bulk: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
         # This store's WAL was emptied after its file went (see _guard).
@@ -201,7 +201,7 @@ class SqliteConnection:
             return
         if not callable(getattr(aiosqlite.Connection, "_execute", None)):
             raise RuntimeError(
-                "this aiosqlite has no Connection._execute; see SqliteConnection._write"
+                "this aiosqlite has no Connection._execute; see SqliteConnection.run_write"
             )
         if self._migrate and self._watch is not None:
             # Created here, 0600, so SQLite (which would create it under the
@@ -300,7 +300,7 @@ class SqliteConnection:
             await self._guard(error=exc)
             raise
 
-    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def run_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` in one BEGIN IMMEDIATE … COMMIT on the worker thread.
 
         IMMEDIATE takes the write lock up front, so another process holding it
@@ -311,8 +311,8 @@ class SqliteConnection:
         async with self._lock:
             return await self._run(self._conn(), _transact, work)
 
-    async def _bulk_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`_write` for bulk jobs (imports, reindexing, index compaction,
+    async def run_bulk_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`run_write` for bulk jobs (imports, reindexing, index compaction,
         session deletes), on a second connection of this store.
 
         FTS5 collects a transaction's index changes in a per-connection hash
@@ -333,7 +333,7 @@ class SqliteConnection:
             db = self._bulk
             return await self._run(db, _transact, work)
 
-    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def run_read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` in one read transaction on the worker thread: its
         statements see one snapshot, and cost one trip."""
         async with self._lock:
@@ -364,33 +364,23 @@ class SqliteConnection:
 
     async def transact(self, work: Work[T], *, durable: bool = True, bulk: bool = False) -> T:
         """The Database port (core/store/sql/database.py): `work` in one
-        BEGIN IMMEDIATE … COMMIT, one trip (`_write`); `bulk` on the bulk
-        connection (`_bulk_write`). Every commit here is as durable as
+        BEGIN IMMEDIATE … COMMIT, one trip (`run_write`); `bulk` on the bulk
+        connection (`run_bulk_write`). Every commit here is as durable as
         synchronous=NORMAL makes it, so `durable` changes nothing."""
         runner = _drive(work)
-        return await (self._bulk_write(runner) if bulk else self._write(runner))
+        return await (self.run_bulk_write(runner) if bulk else self.run_write(runner))
 
     async def snapshot(self, work: Work[T]) -> T:
-        return await self._read(_drive(work))
+        return await self.run_read(_drive(work))
 
     async def query(self, sql: str, params: Params = ()) -> list[Row]:
-        return await self._fetch(sql, params)
+        return await self.fetchall(sql, params)
 
     async def execute(self, sql: str, params: Params = ()) -> list[Row]:
         def one(conn: sqlite3.Connection) -> list[Row]:
             return conn.execute(sql, params).fetchall()
 
-        return await self._write(one)
-
-    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        async with self._lock:
-            db = self._conn()
-            await self._guard()
-            try:
-                return list(await db.execute_fetchall(sql, params))
-            except sqlite3.Error as exc:
-                await self._guard(error=exc)
-                raise
+        return await self.run_write(one)
 
     async def schema_version(self) -> int:
         """The schema version; DatabaseReplaced when the file is gone (the
@@ -400,10 +390,17 @@ class SqliteConnection:
             await self._guard(force=True)
             return await current_version(db)
 
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         """Run a query under the store's lock, outside any transaction.
 
         For diagnostics and for reads that need no snapshot; writes must go
-        through `_write`.
+        through `run_write`.
         """
-        return await self._fetch(sql, tuple(params))
+        async with self._lock:
+            db = self._conn()
+            await self._guard()
+            try:
+                return list(await db.execute_fetchall(sql, tuple(params)))
+            except sqlite3.Error as exc:
+                await self._guard(error=exc)
+                raise
