@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from core.store.errors import MigrationError, refuse_newer
+from core.store.errors import MigrationError, check_schema, refuse_newer
 
 _MODULE_NAME = re.compile(r"^m(\d{4})_(\w+)$")
 
@@ -156,15 +156,20 @@ def step_modules(package: str, path: Iterable[str], backend: str) -> list[Migrat
 async def run_steps(
     migrations: Sequence[Migration[C]],
     *,
-    prepare: Callable[[], Awaitable[int]],
+    migrate: bool,
+    current: Callable[[], Awaitable[int]],
+    prepare: Callable[[], Awaitable[None]],
     apply: Callable[[Migration[C]], Awaitable[None]],
-) -> int:
-    """Bring a schema up to the last of `migrations`; the resulting version.
-
-    `prepare` makes `schema_version` ready (renumbered) and returns the
-    version it records; `apply` runs one step in its own transaction with
-    its `schema_version` row, rolled back when it raises.
+) -> None:
+    """With `migrate`, bring a schema up to the last of `migrations`:
+    `prepare` makes `schema_version` ready (created, renumbered), `apply`
+    runs one step in its own transaction with its row, rolled back when it
+    raises. Without, refuse a schema that is not the code's, changing
+    nothing. `current` is the version recorded (0 for a fresh database).
     """
+    if not migrate:
+        check_schema(await current(), len(migrations))
+        return
     # A gap or duplicate means a step was misnamed; applying around it would
     # record a version whose schema was never built.
     for expected, migration in enumerate(migrations, start=1):
@@ -173,7 +178,8 @@ async def run_steps(
                 f"migrations must be numbered 1, 2, 3, … without gaps; "
                 f"expected {expected:04d}, found {migration.version:04d} ({migration.name})"
             )
-    version = await prepare()
+    await prepare()
+    version = await current()
     refuse_newer(version, len(migrations))
     for migration in migrations[version:]:
         try:
@@ -184,4 +190,3 @@ async def run_steps(
                 f"rolled back: {exc}",
                 version=migration.version,
             ) from exc
-    return len(migrations)

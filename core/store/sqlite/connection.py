@@ -30,15 +30,14 @@ import aiosqlite
 
 from core.clock import Clock, SystemClock
 from core.store.dialect import SQLITE, SqliteDialect
-from core.store.errors import DatabaseReplaced, check_schema
+from core.store.errors import DatabaseReplaced
 from core.store.sql.database import Params, Row, Work
 from core.store.sqlite.files import FileWatch, create_private_file, match_companions
 from core.store.sqlite.migrations import (
     Migration,
-    apply_migrations,
     current_version,
-    existing_version,
     load_migrations,
+    open_schema,
 )
 
 T = TypeVar("T")
@@ -90,13 +89,10 @@ class _Statements:
     completes at once, so the body never suspends (see `_drive`)."""
 
     __slots__ = ("_conn",)
+    dialect: SqliteDialect = SQLITE
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-
-    @property
-    def dialect(self) -> SqliteDialect:
-        return SQLITE
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         return self._conn.execute(sql, params).rowcount
@@ -161,6 +157,8 @@ class SqliteConnection:
     it applies pending migrations (`migrate=False`: refuses a database whose
     schema is not the code's, changing nothing)."""
 
+    dialect: SqliteDialect = SQLITE
+
     def __init__(
         self,
         path: str | Path,
@@ -172,11 +170,11 @@ class SqliteConnection:
         migrate: bool = True,
         clock: Clock | None = None,
     ) -> None:
-        self._path = str(path)
+        self.path = str(path)
         self._migrate = migrate
         # None for an in-memory database, which has no file to lose.
         self._watch = (
-            None if self._path == ":memory:" else FileWatch(Path(path), clock or SystemClock())
+            None if self.path == ":memory:" else FileWatch(Path(path), clock or SystemClock())
         )
         self._busy_timeout_ms = int(busy_timeout * 1000)
         self._wal_pragmas = (
@@ -191,10 +189,6 @@ class SqliteConnection:
         self._lock = asyncio.Lock()
         # This store's WAL was emptied after its file went (see _guard).
         self._sealed = False
-
-    @property
-    def path(self) -> str:
-        return self._path
 
     async def open(self) -> None:
         if self._db is not None:
@@ -212,10 +206,7 @@ class SqliteConnection:
             match_companions(self._watch.path)
             self._watch.opened()
         try:
-            if self._migrate:
-                await apply_migrations(db, self._migrations)
-            else:
-                check_schema(await existing_version(db), len(self._migrations))
+            await open_schema(db, self._migrations, migrate=self._migrate)
         except BaseException:
             await db.close()
             raise
@@ -226,7 +217,7 @@ class SqliteConnection:
         opened read-write without create, so a missing one is an error and
         never a fresh, empty database."""
         if self._watch is None:
-            return self._path, False
+            return self.path, False
         return f"{self._watch.path.absolute().as_uri()}?mode=rw", True
 
     async def _connect(self) -> aiosqlite.Connection:
@@ -343,7 +334,7 @@ class SqliteConnection:
     def wal_bytes(self) -> int:
         """Size of the database's WAL file now (0 when there is none)."""
         try:
-            return os.stat(self._path + "-wal").st_size
+            return os.stat(self.path + "-wal").st_size
         except FileNotFoundError:
             return 0
 
@@ -357,10 +348,6 @@ class SqliteConnection:
         async with self._lock:
             db = self._conn()
             return await self._run(db, _truncate_wal, self._busy_timeout_ms)
-
-    @property
-    def dialect(self) -> SqliteDialect:
-        return SQLITE
 
     async def transact(self, work: Work[T], *, durable: bool = True, bulk: bool = False) -> T:
         """The Database port (core/store/sql/database.py): `work` in one

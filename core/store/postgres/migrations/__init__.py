@@ -5,7 +5,7 @@ Each is a module `mNNNN_<name>.py` in this package with a `SQL` string
 (PostgreSQL runs a multi-statement string in one `execute` when it has no
 parameters); empty for a step only SQLite needs.
 
-`apply_migrations` runs each pending migration in its own transaction
+`open_schema` runs each pending migration in its own transaction
 together with its `schema_version` row, after taking a transaction-level
 advisory lock, so workers starting at the same moment apply it once and a
 failure leaves the database at the previous version. A database recorded in
@@ -16,6 +16,7 @@ same lock.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from core.store import migration_steps
@@ -82,11 +83,14 @@ async def _has_version_table(conn: AsyncConnection[Any]) -> bool:
     return bool(row and row[0])
 
 
-async def apply_migrations(conn: AsyncConnection[Any], migrations: Sequence[Migration]) -> int:
-    """Bring the schema up to the last migration; return the resulting
-    version. `conn` must be in autocommit mode."""
+async def open_schema(
+    conn: AsyncConnection[Any], migrations: Sequence[Migration], *, migrate: bool
+) -> None:
+    """Bring the schema up to the last migration, or with `migrate=False`
+    refuse one that is not the code's (migration_steps.run_steps). `conn`
+    must be in autocommit mode."""
 
-    async def prepare() -> int:
+    async def prepare() -> None:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             await conn.execute(
@@ -95,7 +99,6 @@ async def apply_migrations(conn: AsyncConnection[Any], migrations: Sequence[Migr
                 " applied_at timestamptz NOT NULL DEFAULT now())"
             )
             await _renumber_old_versions(conn)
-        return await current_version(conn)
 
     async def apply(migration: Migration) -> None:
         async with conn.transaction():
@@ -110,4 +113,5 @@ async def apply_migrations(conn: AsyncConnection[Any], migrations: Sequence[Migr
                 (migration.version, migration.name),
             )
 
-    return await run_steps(migrations, prepare=prepare, apply=apply)
+    current = partial(current_version, conn)
+    await run_steps(migrations, migrate=migrate, current=current, prepare=prepare, apply=apply)

@@ -7,7 +7,7 @@ changes SQL alone cannot make (e.g. re-deriving full-text columns in Python).
 Migrations live in Python modules rather than .sql files so that they ship in
 a wheel without package-data configuration.
 
-`apply_migrations` runs each pending migration in its own BEGIN IMMEDIATE
+`open_schema` runs each pending migration in its own BEGIN IMMEDIATE
 transaction together with its `schema_version` row, so a failure leaves the
 database at the previous version. A database recorded in this backend's old
 numbering (`OLD_NUMBERING`) is renumbered first, in a transaction of its own.
@@ -20,6 +20,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from contextlib import suppress
+from functools import partial
 
 import aiosqlite
 
@@ -84,21 +85,17 @@ def load_migrations() -> list[Migration]:
 
 async def current_version(db: aiosqlite.Connection) -> int:
     """The schema version in the shared numbering, also for a database still
-    recorded in the old one (opened without migrating)."""
-    return recorded_version(await _applied(db), OLD_NUMBERING)
+    recorded in the old one (opened without migrating); 0 for a database
+    never migrated. Creates nothing."""
+    found = await db.execute_fetchall(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    )
+    return recorded_version(await _applied(db), OLD_NUMBERING) if list(found) else 0
 
 
 async def _applied(db: aiosqlite.Connection) -> list[tuple[int, str]]:
     rows = await db.execute_fetchall("SELECT version, name FROM schema_version")
     return [(int(version), str(name)) for version, name in rows]
-
-
-async def existing_version(db: aiosqlite.Connection) -> int:
-    """The schema version, 0 for a database never migrated; creates nothing."""
-    found = await db.execute_fetchall(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
-    )
-    return await current_version(db) if list(found) else 0
 
 
 async def _rollback(db: aiosqlite.Connection) -> None:
@@ -134,19 +131,19 @@ async def _rewrite_versions(db: aiosqlite.Connection, replaced: list[tuple[int, 
     )
 
 
-async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> int:
-    """Bring the schema up to the last migration; return the resulting version.
+async def open_schema(
+    db: aiosqlite.Connection, migrations: Sequence[Migration], *, migrate: bool
+) -> None:
+    """Bring the schema up to the last migration, or with `migrate=False`
+    refuse one that is not the code's (migration_steps.run_steps). `db`
+    must be in autocommit mode (isolation_level=None)."""
 
-    `db` must be in autocommit mode (isolation_level=None).
-    """
-
-    async def prepare() -> int:
+    async def prepare() -> None:
         await db.execute(
             "CREATE TABLE IF NOT EXISTS schema_version ("
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
         )
         await _renumber_old_versions(db)
-        return await current_version(db)
 
     async def apply(migration: Migration) -> None:
         await db.execute("BEGIN IMMEDIATE")
@@ -163,4 +160,5 @@ async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migrat
             await _rollback(db)
             raise
 
-    return await run_steps(migrations, prepare=prepare, apply=apply)
+    current = partial(current_version, db)
+    await run_steps(migrations, migrate=migrate, current=current, prepare=prepare, apply=apply)
