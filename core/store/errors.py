@@ -43,15 +43,21 @@ class DatabaseOutdated(KeptError, RuntimeError):
         self.needed = needed
 
 
-def check_schema(version: int, migrations: int) -> None:
-    """For a database opened without migrating: refuse one older than the
-    code (DatabaseOutdated) or newer (MigrationError)."""
+def refuse_newer(version: int, migrations: int) -> None:
+    """MigrationError for a database whose schema is newer than the code's
+    `migrations` steps: its rows may mean what this code cannot know."""
     if version > migrations:
         raise MigrationError(
             f"database schema version {version} is newer than this code knows "
             f"(latest migration {migrations}); refusing to open it",
             version=version,
         )
+
+
+def check_schema(version: int, migrations: int) -> None:
+    """For a database opened without migrating: refuse one older than the
+    code (DatabaseOutdated) or newer (MigrationError)."""
+    refuse_newer(version, migrations)
     if version < migrations:
         raise DatabaseOutdated(version=version, needed=migrations)
 

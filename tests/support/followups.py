@@ -83,7 +83,7 @@ class Followups:
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         if self.sqlite is not None:
-            await self.sqlite.connection._write(lambda conn: conn.execute(sql, params))
+            await self.sqlite.connection.run_write(lambda conn: conn.execute(sql, params))
             return
         assert self.postgres is not None
         async with self.postgres.transaction() as conn:
@@ -143,4 +143,4 @@ async def store_execute(store: Store, sql: str, params: Sequence[Any] = ()) -> N
         async with store.connection.transaction() as conn:
             await conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
     else:
-        await _sqlite_store(store).connection._write(lambda conn: conn.execute(sql, params))
+        await _sqlite_store(store).connection.run_write(lambda conn: conn.execute(sql, params))

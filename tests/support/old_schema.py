@@ -18,6 +18,7 @@ import psycopg
 from core.store.postgres.migrations import OLD_NUMBERING as OLD_POSTGRES
 from core.store.postgres.migrations import load_migrations as postgres_steps
 from core.store.sqlite.migrations import OLD_NUMBERING as OLD_SQLITE
+from core.store.sqlite.migrations import apply_step
 from core.store.sqlite.migrations import load_migrations as sqlite_steps
 
 OLD_SQLITE_LATEST = len(OLD_SQLITE)
@@ -34,7 +35,7 @@ async def build_old_sqlite(path: Path, upto: int = OLD_SQLITE_LATEST) -> None:
         )
         for version, old in enumerate(OLD_SQLITE[:upto], start=1):
             await db.execute("BEGIN IMMEDIATE")
-            await steps[old.reaches].apply(db)
+            await apply_step(db, steps[old.reaches])
             await db.execute(
                 "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
                 (version, old.name, 1_700_000_000_000 + version),

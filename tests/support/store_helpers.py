@@ -99,7 +99,7 @@ async def deactivate(store: Store, message_id: int) -> None:
     if isinstance(store, PostgresStore):
         await pg_helpers.deactivate(store, message_id)
         return
-    await _sqlite(store)._write(
+    await _sqlite(store).run_write(
         lambda conn: conn.execute("UPDATE messages SET active = 0 WHERE id = ?", (message_id,))
     )
 
@@ -138,7 +138,7 @@ async def index_consistency(store: Store, session_key: str | None = None) -> tup
     rows without their active indexed message); (0, 0) when consistent."""
     if isinstance(store, PostgresStore):
         return await pg_helpers.index_consistency(store, session_key)
-    return await _sqlite(store)._read(lambda conn: _consistency(conn, session_key))
+    return await _sqlite(store).run_read(lambda conn: _consistency(conn, session_key))
 
 
 # An index row is correct when it exists for an active indexed message, in

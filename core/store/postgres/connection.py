@@ -21,12 +21,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from core.errors import KeptError
 from core.store.dialect import POSTGRES, PostgresDialect
-from core.store.errors import check_schema
 from core.store.postgres.migrations import (
     Migration,
-    apply_migrations,
     current_version,
     load_migrations,
+    open_schema,
 )
 from core.store.sql.database import Params, Row, Work
 
@@ -74,13 +73,10 @@ class _Statements:
     transaction; `?` placeholders become psycopg's through the dialect."""
 
     __slots__ = ("_conn",)
+    dialect: PostgresDialect = POSTGRES
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
-
-    @property
-    def dialect(self) -> PostgresDialect:
-        return POSTGRES
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         cursor = await self._conn.execute(POSTGRES.sql(sql), params)
@@ -108,6 +104,8 @@ class PostgresConnection:
     each migration once); `migrate=False`: refuses a database whose schema
     is not the code's, changing nothing."""
 
+    dialect: PostgresDialect = POSTGRES
+
     def __init__(
         self,
         url: str,
@@ -116,15 +114,11 @@ class PostgresConnection:
         max_size: int = POOL_MAX,
         migrate: bool = True,
     ) -> None:
-        self._url = url
-        self._migrations = migrations
+        self.url = url
+        self._migrations = list(migrations) if migrations is not None else load_migrations()
         self._migrate = migrate
         self._max_size = max_size
         self._pool: AsyncConnectionPool[Connection] | None = None
-
-    @property
-    def url(self) -> str:
-        return self._url
 
     async def open(self) -> None:
         if self._pool is not None:
@@ -134,14 +128,14 @@ class PostgresConnection:
         # retry for POOL_TIMEOUT and then report only a timeout.
         try:
             first = await AsyncConnection.connect(
-                self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
+                self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
             )
         except OperationalError as exc:
             reason = " ".join(str(exc).split())
             raise DatabaseUnreachable(f"cannot connect to PostgreSQL: {reason}") from exc
         await first.close()
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
-            self._url,
+            self.url,
             min_size=1,
             max_size=self._max_size,
             timeout=POOL_TIMEOUT,
@@ -152,11 +146,7 @@ class PostgresConnection:
         await pool.open(wait=True, timeout=POOL_TIMEOUT)
         try:
             async with pool.connection() as conn:
-                if self._migrate:
-                    await apply_migrations(conn, self._migrations)
-                else:
-                    known = self._migrations if self._migrations is not None else load_migrations()
-                    check_schema(await current_version(conn), len(known))
+                await open_schema(conn, self._migrations, migrate=self._migrate)
         except BaseException:
             await pool.close()
             raise
@@ -208,10 +198,6 @@ class PostgresConnection:
         async with self.connection() as conn:
             cursor = await conn.execute(sql, params)  # type: ignore[arg-type]
             return await cursor.fetchall()
-
-    @property
-    def dialect(self) -> PostgresDialect:
-        return POSTGRES
 
     async def transact(self, work: Work[T], *, durable: bool = True, bulk: bool = False) -> T:
         """The Database port (core/store/sql/database.py): `work` inside

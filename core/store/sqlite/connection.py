@@ -1,10 +1,10 @@
 """The SQLite connection every SQLite store shares: one aiosqlite connection
-for all coroutines (plus a second one for bulk jobs, see `_bulk_write`).
+for all coroutines (plus a second one for bulk jobs, see `run_bulk_write`).
 
 Throughput is bounded by trips to aiosqlite's worker thread (more than the
 SQL itself), so every write transaction — BEGIN IMMEDIATE, its statements,
 COMMIT or ROLLBACK — runs as one synchronous function on that thread
-(`_write`): one trip per write, and statements of two transactions can never
+(`run_write`): one trip per write, and statements of two transactions can never
 interleave on the shared connection. The asyncio lock additionally keeps
 transactions and reads in arrival order, and still guards any multi-trip
 transaction. The transcript, commitment, heartbeat and reminder stores all
@@ -30,15 +30,14 @@ import aiosqlite
 
 from core.clock import Clock, SystemClock
 from core.store.dialect import SQLITE, SqliteDialect
-from core.store.errors import DatabaseReplaced, check_schema
+from core.store.errors import DatabaseReplaced
 from core.store.sql.database import Params, Row, Work
 from core.store.sqlite.files import FileWatch, create_private_file, match_companions
 from core.store.sqlite.migrations import (
     Migration,
-    apply_migrations,
     current_version,
-    existing_version,
     load_migrations,
+    open_schema,
 )
 
 T = TypeVar("T")
@@ -53,9 +52,9 @@ _PRAGMAS = (
     "PRAGMA foreign_keys = ON",
     # With WAL, NORMAL only risks the last commits on power loss, never corruption.
     "PRAGMA synchronous = NORMAL",
-    # 64 MiB of page cache (default 2 MiB) holds the per-session index pages
-    # of a million messages: bulk imports stay fast as the database grows, and
-    # search candidates are looked up without going to the OS.
+    # 64 MiB of page cache (SQLite's default is 2 MiB) holds the per-session
+    # index pages of a large transcript: bulk imports stay fast as the
+    # database grows, and search candidates are looked up without the OS.
     "PRAGMA cache_size = -65536",
 )
 
@@ -90,13 +89,10 @@ class _Statements:
     completes at once, so the body never suspends (see `_drive`)."""
 
     __slots__ = ("_conn",)
+    dialect: SqliteDialect = SQLITE
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-
-    @property
-    def dialect(self) -> SqliteDialect:
-        return SQLITE
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         return self._conn.execute(sql, params).rowcount
@@ -161,6 +157,8 @@ class SqliteConnection:
     it applies pending migrations (`migrate=False`: refuses a database whose
     schema is not the code's, changing nothing)."""
 
+    dialect: SqliteDialect = SQLITE
+
     def __init__(
         self,
         path: str | Path,
@@ -172,11 +170,11 @@ class SqliteConnection:
         migrate: bool = True,
         clock: Clock | None = None,
     ) -> None:
-        self._path = str(path)
+        self.path = str(path)
         self._migrate = migrate
         # None for an in-memory database, which has no file to lose.
         self._watch = (
-            None if self._path == ":memory:" else FileWatch(Path(path), clock or SystemClock())
+            None if self.path == ":memory:" else FileWatch(Path(path), clock or SystemClock())
         )
         self._busy_timeout_ms = int(busy_timeout * 1000)
         self._wal_pragmas = (
@@ -186,22 +184,18 @@ class SqliteConnection:
         self._journal_size_limit = int(journal_size_limit)
         self._migrations = list(migrations) if migrations is not None else load_migrations()
         self._db: aiosqlite.Connection | None = None
-        # Bulk jobs' own connection, opened on first use (see _bulk_write).
+        # Bulk jobs' own connection, opened on first use (see run_bulk_write).
         self._bulk: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
         # This store's WAL was emptied after its file went (see _guard).
         self._sealed = False
-
-    @property
-    def path(self) -> str:
-        return self._path
 
     async def open(self) -> None:
         if self._db is not None:
             return
         if not callable(getattr(aiosqlite.Connection, "_execute", None)):
             raise RuntimeError(
-                "this aiosqlite has no Connection._execute; see SqliteConnection._write"
+                "this aiosqlite has no Connection._execute; see SqliteConnection.run_write"
             )
         if self._migrate and self._watch is not None:
             # Created here, 0600, so SQLite (which would create it under the
@@ -212,10 +206,7 @@ class SqliteConnection:
             match_companions(self._watch.path)
             self._watch.opened()
         try:
-            if self._migrate:
-                await apply_migrations(db, self._migrations)
-            else:
-                check_schema(await existing_version(db), len(self._migrations))
+            await open_schema(db, self._migrations, migrate=self._migrate)
         except BaseException:
             await db.close()
             raise
@@ -226,7 +217,7 @@ class SqliteConnection:
         opened read-write without create, so a missing one is an error and
         never a fresh, empty database."""
         if self._watch is None:
-            return self._path, False
+            return self.path, False
         return f"{self._watch.path.absolute().as_uri()}?mode=rw", True
 
     async def _connect(self) -> aiosqlite.Connection:
@@ -300,7 +291,7 @@ class SqliteConnection:
             await self._guard(error=exc)
             raise
 
-    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def run_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` in one BEGIN IMMEDIATE … COMMIT on the worker thread.
 
         IMMEDIATE takes the write lock up front, so another process holding it
@@ -311,8 +302,8 @@ class SqliteConnection:
         async with self._lock:
             return await self._run(self._conn(), _transact, work)
 
-    async def _bulk_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`_write` for bulk jobs (imports, reindexing, index compaction,
+    async def run_bulk_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`run_write` for bulk jobs (imports, reindexing, index compaction,
         session deletes), on a second connection of this store.
 
         FTS5 collects a transaction's index changes in a per-connection hash
@@ -333,7 +324,7 @@ class SqliteConnection:
             db = self._bulk
             return await self._run(db, _transact, work)
 
-    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def run_read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` in one read transaction on the worker thread: its
         statements see one snapshot, and cost one trip."""
         async with self._lock:
@@ -343,7 +334,7 @@ class SqliteConnection:
     def wal_bytes(self) -> int:
         """Size of the database's WAL file now (0 when there is none)."""
         try:
-            return os.stat(self._path + "-wal").st_size
+            return os.stat(self.path + "-wal").st_size
         except FileNotFoundError:
             return 0
 
@@ -358,39 +349,25 @@ class SqliteConnection:
             db = self._conn()
             return await self._run(db, _truncate_wal, self._busy_timeout_ms)
 
-    @property
-    def dialect(self) -> SqliteDialect:
-        return SQLITE
-
     async def transact(self, work: Work[T], *, durable: bool = True, bulk: bool = False) -> T:
         """The Database port (core/store/sql/database.py): `work` in one
-        BEGIN IMMEDIATE … COMMIT, one trip (`_write`); `bulk` on the bulk
-        connection (`_bulk_write`). Every commit here is as durable as
+        BEGIN IMMEDIATE … COMMIT, one trip (`run_write`); `bulk` on the bulk
+        connection (`run_bulk_write`). Every commit here is as durable as
         synchronous=NORMAL makes it, so `durable` changes nothing."""
         runner = _drive(work)
-        return await (self._bulk_write(runner) if bulk else self._write(runner))
+        return await (self.run_bulk_write(runner) if bulk else self.run_write(runner))
 
     async def snapshot(self, work: Work[T]) -> T:
-        return await self._read(_drive(work))
+        return await self.run_read(_drive(work))
 
     async def query(self, sql: str, params: Params = ()) -> list[Row]:
-        return await self._fetch(sql, params)
+        return await self.fetchall(sql, params)
 
     async def execute(self, sql: str, params: Params = ()) -> list[Row]:
         def one(conn: sqlite3.Connection) -> list[Row]:
             return conn.execute(sql, params).fetchall()
 
-        return await self._write(one)
-
-    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        async with self._lock:
-            db = self._conn()
-            await self._guard()
-            try:
-                return list(await db.execute_fetchall(sql, params))
-            except sqlite3.Error as exc:
-                await self._guard(error=exc)
-                raise
+        return await self.run_write(one)
 
     async def schema_version(self) -> int:
         """The schema version; DatabaseReplaced when the file is gone (the
@@ -400,10 +377,17 @@ class SqliteConnection:
             await self._guard(force=True)
             return await current_version(db)
 
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         """Run a query under the store's lock, outside any transaction.
 
         For diagnostics and for reads that need no snapshot; writes must go
-        through `_write`.
+        through `run_write`.
         """
-        return await self._fetch(sql, tuple(params))
+        async with self._lock:
+            db = self._conn()
+            await self._guard()
+            try:
+                return list(await db.execute_fetchall(sql, tuple(params)))
+            except sqlite3.Error as exc:
+                await self._guard(error=exc)
+                raise

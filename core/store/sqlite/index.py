@@ -44,7 +44,7 @@ class Fts5Index:
             return row
 
         # A message this long would grow the live connection's FTS5 table
-        # for good (see SqliteConnection._bulk_write): written as bulk.
+        # for good (see SqliteConnection.run_bulk_write): written as bulk.
         bulk = len(text) > BULK_TEXT_CHARS
         return await self._connection.transact(work, durable=False, bulk=bulk)
 
@@ -81,21 +81,21 @@ class Fts5Index:
         return await self._connection.snapshot(work)
 
     async def search(self, query: SearchQuery, scope: SearchScope, limit: int) -> list[Match]:
-        rows = await self._connection._read(lambda conn: search_rows(conn, query, scope, limit))
+        rows = await self._connection.run_read(lambda conn: search_rows(conn, query, scope, limit))
         return [
             Match(r.id, r.session_key, r.role, from_ms(r.ts), r.text, -r.bm25, bool(r.phrase))
             for r in rows
         ]
 
     async def compact(self, pages: int) -> bool:
-        return await self._connection._bulk_write(lambda conn: merge_step(conn, pages))
+        return await self._connection.run_bulk_write(lambda conn: merge_step(conn, pages))
 
     async def writes(self) -> int:
         return (await self.shape()).leaves_written
 
     async def shape(self) -> IndexShape:
         """Levels, segments and write counter of the full-text index."""
-        return await self._connection._read(index_shape)
+        return await self._connection.run_read(index_shape)
 
 
 def merge_step(conn: sqlite3.Connection, pages: int) -> bool:

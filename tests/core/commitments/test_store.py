@@ -316,7 +316,7 @@ async def test_expiry_sweep_touches_only_expired_rows_among_100k(
             rows,
         )
 
-    await store.connection._write(seed)
+    await store.connection.run_write(seed)
     before = await store.connection.fetchall(
         "SELECT status, count(*) FROM commitments GROUP BY status"
     )
@@ -329,9 +329,9 @@ async def test_expiry_sweep_touches_only_expired_rows_among_100k(
         steps[0] += 1
         return 0
 
-    await store.connection._write(lambda conn: conn.set_progress_handler(count_step, 1))
+    await store.connection.run_write(lambda conn: conn.set_progress_handler(count_step, 1))
     changed = await sweep_expired(cstore, now=NOW, grace=EXPIRY_GRACE)
-    await store.connection._write(lambda conn: conn.set_progress_handler(None, 1))
+    await store.connection.run_write(lambda conn: conn.set_progress_handler(None, 1))
     assert changed == expired_count
     assert steps[0] < 200 * expired_count, steps[0]
     after = dict(

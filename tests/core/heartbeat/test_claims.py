@@ -299,7 +299,7 @@ async def test_a_claim_written_before_the_upgrade_is_failed_not_resent(tmp_path:
         c = await old.seed()
         sql = "UPDATE commitments SET claimed_at = ? WHERE id = ?"
         params = (to_ms(old.clock.now()), c.id)
-        await v6.connection._write(lambda db: db.execute(sql, params))
+        await v6.connection.run_write(lambda db: db.execute(sql, params))
     hb = await make_harness(tmp_path)
     try:
         assert (await claim_columns(hb, c.id))[0] == "sending"

@@ -64,7 +64,7 @@ async def seed_from_message(
     # The harness seeds without a source; link it as extraction would have.
     sql = "UPDATE commitments SET source_message_id = ? WHERE id = ?"
     params = (message.id, seeded.id)
-    await tg.store.connection._write(lambda db: db.execute(sql, params))  # type: ignore[attr-defined]
+    await tg.store.connection.run_write(lambda db: db.execute(sql, params))  # type: ignore[attr-defined]
     return replace(seeded, source_message_id=message.id)
 
 

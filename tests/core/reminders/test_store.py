@@ -181,9 +181,9 @@ async def test_an_unreadable_due_row_is_marked_failed(sqlite_store: Store) -> No
     bad = await rs.add(new("bad", at=NOW))
     good = await rs.add(new("good", at=NOW))
     sql = "UPDATE reminders SET claimed_at = 'garbage' WHERE id = ?"
-    await sqlite_store.connection._write(lambda conn: conn.execute(sql, (bad.id,)))  # type: ignore[attr-defined]
+    await sqlite_store.connection.run_write(lambda conn: conn.execute(sql, (bad.id,)))  # type: ignore[attr-defined]
     sql = "UPDATE reminders SET claimed_at = NULL, created_at = 'garbage' WHERE id = ?"
-    await sqlite_store.connection._write(lambda conn: conn.execute(sql, (bad.id,)))  # type: ignore[attr-defined]
+    await sqlite_store.connection.run_write(lambda conn: conn.execute(sql, (bad.id,)))  # type: ignore[attr-defined]
     assert await rs.due(NOW) == [good]
     rows = await sqlite_store.connection.fetchall(  # type: ignore[attr-defined]
         "SELECT status, last_error FROM reminders WHERE id = ?", (bad.id,)
@@ -248,7 +248,7 @@ async def test_finding_due_work_does_not_read_finished_rows(sqlite_store: Store)
         sql = f"INSERT INTO reminders({columns}) VALUES ({', '.join('?' * 19)})"
         conn.executemany(sql, rows)
 
-    await sqlite_store.connection._write(fill)  # type: ignore[attr-defined]
+    await sqlite_store.connection.run_write(fill)  # type: ignore[attr-defined]
     due = await rs.add(new("due", at=NOW - timedelta(seconds=1)))
     progress: list[int] = []
     db = sqlite_store.connection._db  # type: ignore[attr-defined]

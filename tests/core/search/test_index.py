@@ -242,7 +242,7 @@ async def test_hidden_rows_never_take_result_slots(store: Store, scope: SearchSc
 
 
 async def explain(store: SqliteStore, sql: str, params: object) -> str:
-    rows = await store.connection._read(
+    rows = await store.connection.run_read(
         lambda conn: conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
     )
     return " | ".join(row[3] for row in rows)

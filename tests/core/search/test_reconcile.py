@@ -55,7 +55,7 @@ async def lite(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 
 async def live_changes(store: SqliteStore) -> int:
     """Changes made through the store's live connection so far."""
-    return await store.connection._read(lambda conn: conn.total_changes)
+    return await store.connection.run_read(lambda conn: conn.total_changes)
 
 
 async def test_run_once_indexes_every_session_behind_then_compacts(store: Store) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.store import migration_steps
 from core.store.errors import MigrationError
 from core.store.migration_steps import STEPS, LegacyStep, Step, renumber
 from core.store.postgres import migrations as postgres
@@ -84,6 +85,6 @@ def test_rows_not_in_the_old_numbering_are_left_alone(applied: list[tuple[int, s
 
 
 def test_a_misnamed_step_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite, "STEPS", (*STEPS, Step(18, "missing")))
+    monkeypatch.setattr(migration_steps, "STEPS", (*STEPS, Step(18, "missing")))
     with pytest.raises(MigrationError, match="shared steps"):
         sqlite.load_migrations()

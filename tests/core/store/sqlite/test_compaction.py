@@ -185,10 +185,10 @@ async def fragmented_meter(path: Path) -> StepMeter:
     ]
     await meter.import_messages(rows)
     # No merging while the segments go in, so they are all there to fold.
-    await meter.connection._write(lambda conn: configure(conn, automerge=0, crisismerge=64))
+    await meter.connection.run_write(lambda conn: configure(conn, automerge=0, crisismerge=64))
     for key in keys:
         await meter.reindex_session(key)
-    await meter.connection._write(lambda conn: configure(conn, automerge=8, crisismerge=16))
+    await meter.connection.run_write(lambda conn: configure(conn, automerge=8, crisismerge=16))
     assert (await meter.index_shape()).segments == len(keys)
     return meter
 
