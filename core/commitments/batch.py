@@ -22,8 +22,7 @@ from core.commitments.pause import Pauses
 from core.commitments.rules import merge_fields
 from core.commitments.store import CommitmentStore, ScopeResult
 from core.config.model import KeptConfig
-from core.conversation.manager import ChatModel
-from core.llm import LLMError
+from core.llm import LLMError, Model
 from core.logs import event
 from core.messages import ChatKind
 from core.metrics import recorder
@@ -52,7 +51,7 @@ class _Agent:
     id: str
     timezone: str
     heartbeat_seconds: float
-    call_deadline: float  # seconds, for any ChatModel, not just ours
+    call_deadline: float  # seconds, for any Model, not just ours
     prefilter: bool
 
 
@@ -61,7 +60,7 @@ class BatchExtractor:
         self,
         *,
         store: CommitmentStore,
-        llm: ChatModel,
+        llm: Model,
         config: Callable[[], KeptConfig],
         clock: Clock,
         pauses: Pauses,

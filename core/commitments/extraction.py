@@ -33,7 +33,8 @@ from core.commitments.model import Scope
 from core.commitments.pause import Pauses, PauseStore
 from core.commitments.store import CommitmentStore
 from core.config.model import KeptConfig
-from core.conversation.manager import ChatModel, ReplyEvent
+from core.conversation.manager import ReplyEvent
+from core.llm import Model
 from core.logs import event
 from core.store.errors import storage_action
 from core.users import UserZones
@@ -68,7 +69,9 @@ def eligible(ev: ReplyEvent) -> bool:
 def scope_of(ev: ReplyEvent) -> Scope:
     """The scope, copied from the stored session and the turn's sender."""
     s = ev.session
-    return Scope(s.agent_id, s.key, s.platform, s.chat_id, s.thread_id, ev.sender_id)
+    return Scope(
+        s.agent_id, s.key, s.platform, s.chat_id, s.thread_id, ev.sender_id, chat_kind=s.chat_kind
+    )
 
 
 class ExtractionWorker:
@@ -78,7 +81,7 @@ class ExtractionWorker:
         store: CommitmentStore,
         jobs: ExtractionJobStore,
         pauses: PauseStore,
-        llm: ChatModel,
+        llm: Model,
         config: Callable[[], KeptConfig],
         clock: Clock,
         worker: str,

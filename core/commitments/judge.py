@@ -18,8 +18,7 @@ from core.commitments.exchange import Exchange
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.prompt import build_messages
 from core.commitments.rules import Rejection, evaluate
-from core.conversation.manager import ChatModel
-from core.llm import Completion
+from core.llm import Completion, Model
 from core.messages import ChatKind
 
 
@@ -37,7 +36,7 @@ class Judgement:
 
 
 async def judge(
-    llm: ChatModel,
+    llm: Model,
     *,
     scope: Scope,
     chat_kind: ChatKind,

@@ -19,10 +19,9 @@ from core.commitments.exchange import Exchange
 from core.commitments.judge import Judgement, judge
 from core.commitments.model import Commitment, Scope
 from core.config.model import KeptConfig
-from core.conversation.manager import ChatModel
 from core.evaluation.cases import Case
 from core.evaluation.scoring import CaseResult, score_case
-from core.llm import LLMError
+from core.llm import LLMError, Model
 
 EVAL_AGENT = "eval"
 EVAL_PLATFORM = "eval"
@@ -61,7 +60,9 @@ def with_extraction_model(config: KeptConfig, model: str | None) -> KeptConfig:
 
 def scope_of(case: Case) -> Scope:
     key = f"agent:{EVAL_AGENT}:{EVAL_PLATFORM}:{case.chat_kind}:{case.id}"
-    return Scope(EVAL_AGENT, key, EVAL_PLATFORM, case.id, None, EVAL_SENDER)
+    return Scope(
+        EVAL_AGENT, key, EVAL_PLATFORM, case.id, None, EVAL_SENDER, chat_kind=case.chat_kind
+    )
 
 
 def exchanges_of(case: Case) -> list[Exchange]:
@@ -103,7 +104,7 @@ def worth_calling(case: Case) -> bool:
     return worth_extracting(exchanges_of(case), pending=bool(case.pending))
 
 
-async def judge_case(llm: ChatModel, case: Case, settings: RunSettings) -> Judgement:
+async def judge_case(llm: Model, case: Case, settings: RunSettings) -> Judgement:
     """One case through the real extraction call; LLMError / TimeoutError propagate."""
     scope = scope_of(case)
     now: datetime = case.now
@@ -122,7 +123,7 @@ async def judge_case(llm: ChatModel, case: Case, settings: RunSettings) -> Judge
 
 
 async def run_cases(
-    llm: ChatModel,
+    llm: Model,
     cases: Sequence[Case],
     settings: RunSettings,
     *,

@@ -41,7 +41,7 @@ _QUEUES = {
 
 
 def _job(row: Row) -> ExtractionJob:
-    scope = Scope(row[1], row[2], row[3], row[4], row[5], row[6])
+    scope = Scope(row[1], row[2], row[3], row[4], row[5], row[6], chat_kind=row[7])
     return ExtractionJob(int(row[0]), scope, row[7], Exchange(int(row[8]), row[9], row[10]))
 
 

@@ -16,7 +16,7 @@ from core.store.backends import Backend, open_backend
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=15)
 KEY = "agent:main:telegram:private:42"
-SCOPE = Scope("main", KEY, "telegram", "42", None, "u42")
+SCOPE = Scope("main", KEY, "telegram", "42", None, "u42", chat_kind="private")
 BACKENDS = ["sqlite", "postgres"]
 
 
@@ -56,6 +56,7 @@ async def test_a_job_comes_back_whole(backend: Backend) -> None:
     [back] = await jobs.claim_orphans(worker="w2", now=T0, lease_until=T0 + LEASE, limit=10)
     assert back == stored
     assert back.scope == SCOPE and back.chat_kind == "private"
+    assert back.scope.chat_kind == "private"
     assert back.exchange == Exchange(1, "interview tomorrow", "ok")
 
 

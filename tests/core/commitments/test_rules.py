@@ -26,7 +26,9 @@ from core.commitments.rules import (
 from core.messages import ChatKind
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-SCOPE = Scope("main", "agent:main:telegram:private:1", "telegram", "1", None, "u1")
+SCOPE = Scope(
+    "main", "agent:main:telegram:private:1", "telegram", "1", None, "u1", chat_kind="private"
+)
 HOUR = timedelta(hours=1)
 
 
