@@ -103,10 +103,8 @@ class BatchExtractor:
             config.commitments.prefilter,
         )
         groups: dict[Scope, list[Exchange]] = {}
-        kinds: dict[Scope, ChatKind] = {}
         for item in batch:
             groups.setdefault(item.scope, []).append(item.exchange)
-            kinds[item.scope] = item.chat_kind  # one session key, one kind
         # One read and one write transaction per batch, however many scopes:
         # the connection is shared with the chat turns, so every trip counts.
         pending = await self._store.active_for_scopes(list(groups))
@@ -116,7 +114,7 @@ class BatchExtractor:
                 self._scope(
                     agent,
                     s,
-                    kinds[s],
+                    s.chat_kind,
                     groups[s],
                     pending.get(s, []),
                     zones.get((s.platform, s.sender_id or ""), agent.timezone),

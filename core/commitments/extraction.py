@@ -160,7 +160,7 @@ class ExtractionWorker:
             self._drop(agent_id, ev.session.key)
             return
         exchange = Exchange(ev.user_message.id, ev.user_message.text, ev.reply.text)
-        new = NewJob(scope_of(ev), ev.session.chat_kind, exchange)
+        new = NewJob(scope_of(ev), exchange)
         # Counted before the write, so concurrent hooks respect the bound.
         self._held += 1
         self.high_water = max(self.high_water, self._held)

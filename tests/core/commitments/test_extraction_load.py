@@ -150,7 +150,7 @@ def _job(n: int, chat: str) -> ExtractionJob:
         "main", f"agent:main:telegram:private:{chat}", "telegram", chat, None, chat,
         chat_kind="private",
     )  # fmt: skip
-    return ExtractionJob(n, scope, "private", Exchange(n, f"m{n}", "ok"))
+    return ExtractionJob(n, scope, Exchange(n, f"m{n}", "ok"))
 
 
 def test_a_lane_takes_whole_sessions_the_longest_waiting_first() -> None:
