@@ -82,7 +82,10 @@ class BenchSender:
 
 
 def scope(chat: int) -> Scope:
-    return Scope("main", f"agent:main:telegram:private:{chat}", "telegram", str(chat), None, "u")
+    return Scope(
+        "main", f"agent:main:telegram:private:{chat}", "telegram", str(chat), None, "u",
+        chat_kind="private",
+    )  # fmt: skip
 
 
 async def seed(url: str, follow_ups: int) -> None:

@@ -44,8 +44,8 @@ from rich.table import Table
 
 from core.clock import TestClock
 from core.config.model import KeptConfig, LlmConfig
-from core.conversation.manager import ChatModel, ConversationManager
-from core.llm import Completion, LLMClient
+from core.conversation.manager import ConversationManager
+from core.llm import Completion, LLMClient, Model
 from core.messages import Inbound, Outbound, SendResult, Target
 from core.store import NewMessage, Store
 from core.store.backends import open_backend
@@ -118,7 +118,7 @@ class SwitchedModel:
     """The model of the current phase; remembers the last prompt (its size is
     read outside the timed turn)."""
 
-    def __init__(self, model: ChatModel) -> None:
+    def __init__(self, model: Model) -> None:
         self.model = model
         self.last: list[dict[str, Any]] = []
 

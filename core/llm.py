@@ -19,7 +19,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
@@ -103,6 +103,24 @@ class Completion:
         # A chat reply, a check-in, a reminder's words: what is sent is what
         # is stored (core.messages.storable).
         object.__setattr__(self, "text", storable(self.text))
+
+
+class Model(Protocol):
+    """What every caller needs from a model: one completion for a role.
+
+    `LLMClient` is the real one; tests and benchmarks bring scripted ones.
+    The conversation's turn passes tools; extraction and the heartbeat call
+    without any.
+    """
+
+    async def complete(
+        self,
+        role: Role,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+    ) -> Completion: ...
 
 
 class LLMError(KeptError):

@@ -22,10 +22,8 @@ from core.commitments.prefilter import worth_sending
 from core.commitments.rules import merge_fields
 from core.commitments.store import CommitmentStore, ScopeResult
 from core.config.model import KeptConfig
-from core.conversation.manager import ChatModel
-from core.llm import LLMError
+from core.llm import LLMError, Model
 from core.logs import event
-from core.messages import ChatKind
 from core.metrics import recorder
 from core.users import UserZones
 
@@ -52,7 +50,7 @@ class _Agent:
     id: str
     timezone: str
     heartbeat_seconds: float
-    call_deadline: float  # seconds, for any ChatModel, not just ours
+    call_deadline: float  # seconds, for any Model, not just ours
     prefilter: bool
 
 
@@ -61,7 +59,7 @@ class BatchExtractor:
         self,
         *,
         store: CommitmentStore,
-        llm: ChatModel,
+        llm: Model,
         config: Callable[[], KeptConfig],
         clock: Clock,
         pauses: Pauses,
@@ -104,10 +102,8 @@ class BatchExtractor:
             config.commitments.prefilter,
         )
         groups: dict[Scope, list[Exchange]] = {}
-        kinds: dict[Scope, ChatKind] = {}
         for item in batch:
             groups.setdefault(item.scope, []).append(item.exchange)
-            kinds[item.scope] = item.chat_kind  # one session key, one kind
         # One read and one write transaction per batch, however many scopes:
         # the connection is shared with the chat turns, so every trip counts.
         pending = await self._store.active_for_scopes(list(groups))
@@ -117,7 +113,6 @@ class BatchExtractor:
                 self._scope(
                     agent,
                     s,
-                    kinds[s],
                     groups[s],
                     pending.get(s, []),
                     zones.get((s.platform, s.sender_id or ""), agent.timezone),
@@ -159,7 +154,6 @@ class BatchExtractor:
         self,
         agent: _Agent,
         scope: Scope,
-        chat_kind: ChatKind,
         exchanges: list[Exchange],
         pending: list[Commitment],
         timezone: str,
@@ -179,7 +173,7 @@ class BatchExtractor:
                 break
             try:
                 async with self._calls:
-                    result = await self._extract(agent, scope, chat_kind, chunk, pending, timezone)
+                    result = await self._extract(agent, scope, chunk, pending, timezone)
             except Exception as exc:
                 event(
                     log,
@@ -205,7 +199,6 @@ class BatchExtractor:
         self,
         agent: _Agent,
         scope: Scope,
-        chat_kind: ChatKind,
         chunk: list[Exchange],
         pending: list[Commitment],
         timezone: str,
@@ -221,7 +214,6 @@ class BatchExtractor:
                 outcome = await run_extraction(
                     self._llm,
                     scope=scope,
-                    chat_kind=chat_kind,
                     exchanges=chunk,
                     pending=pending,
                     now=now,

@@ -33,7 +33,8 @@ from core.commitments.model import Scope
 from core.commitments.pause import Pauses, PauseStore
 from core.commitments.store import CommitmentStore
 from core.config.model import KeptConfig
-from core.conversation.manager import ChatModel, ReplyEvent
+from core.conversation.manager import ReplyEvent
+from core.llm import Model
 from core.logs import event
 from core.store.errors import storage_action
 from core.users import UserZones
@@ -68,7 +69,9 @@ def eligible(ev: ReplyEvent) -> bool:
 def scope_of(ev: ReplyEvent) -> Scope:
     """The scope, copied from the stored session and the turn's sender."""
     s = ev.session
-    return Scope(s.agent_id, s.key, s.platform, s.chat_id, s.thread_id, ev.sender_id)
+    return Scope(
+        s.agent_id, s.key, s.platform, s.chat_id, s.thread_id, ev.sender_id, chat_kind=s.chat_kind
+    )
 
 
 class ExtractionWorker:
@@ -78,7 +81,7 @@ class ExtractionWorker:
         store: CommitmentStore,
         jobs: ExtractionJobStore,
         pauses: PauseStore,
-        llm: ChatModel,
+        llm: Model,
         config: Callable[[], KeptConfig],
         clock: Clock,
         worker: str,
@@ -157,7 +160,7 @@ class ExtractionWorker:
             self._drop(agent_id, ev.session.key)
             return
         exchange = Exchange(ev.user_message.id, ev.user_message.text, ev.reply.text)
-        new = NewJob(scope_of(ev), ev.session.chat_kind, exchange)
+        new = NewJob(scope_of(ev), exchange)
         # Counted before the write, so concurrent hooks respect the bound.
         self._held += 1
         self.high_water = max(self.high_water, self._held)

@@ -18,9 +18,7 @@ from core.commitments.exchange import Exchange
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.prompt import build_messages
 from core.commitments.rules import Rejection, evaluate
-from core.conversation.manager import ChatModel
-from core.llm import Completion
-from core.messages import ChatKind
+from core.llm import Completion, Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +35,9 @@ class ExtractionOutcome:
 
 
 async def run_extraction(
-    llm: ChatModel,
+    llm: Model,
     *,
     scope: Scope,
-    chat_kind: ChatKind,
     exchanges: Sequence[Exchange],
     pending: Sequence[Commitment],
     now: datetime,
@@ -67,7 +64,6 @@ async def run_extraction(
         created_at=created_at(),
         heartbeat_seconds=heartbeat_seconds,
         timezone=timezone,
-        chat_kind=chat_kind,
     )
     shown = {c.id for c in pending}
     resolved = list(dict.fromkeys(i for i in answer.resolved if i in shown))

@@ -17,13 +17,11 @@ from datetime import datetime
 
 from core.commitments.exchange import Exchange
 from core.commitments.model import Scope
-from core.messages import ChatKind
 
 
 @dataclass(frozen=True, slots=True)
 class NewJob:
-    scope: Scope
-    chat_kind: ChatKind  # the stored session's, for the group privacy rule
+    scope: Scope  # its chat_kind is the stored session's, for the group privacy rule
     exchange: Exchange
 
 
@@ -31,7 +29,6 @@ class NewJob:
 class ExtractionJob:
     id: int
     scope: Scope
-    chat_kind: ChatKind
     exchange: Exchange
 
 

@@ -8,12 +8,12 @@ where a follow-up may ever be delivered.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
 from core.clock import iso_utc
-from core.messages import storable
+from core.messages import ChatKind, parse_session_key, storable
 
 Status = Literal["pending", "snoozed", "sent", "dismissed", "resolved", "expired", "failed"]
 Kind = Literal["event_check_in", "deadline_check", "care_check_in", "open_loop"]
@@ -39,9 +39,11 @@ def new_commitment_id() -> str:
 class Scope:
     """Exactly where a commitment came from and may be delivered back to.
 
-    The session key already names agent, platform, chat and thread; they are
-    kept as separate fields so the heartbeat can build its Target without
-    parsing keys, and so every query can check them.
+    The session key already names agent, platform, chat kind, chat and
+    thread; they are kept as separate fields so the heartbeat can build its
+    Target and check access without parsing keys, and so every query can
+    check them. `chat_kind` follows from the session key, so it takes no part
+    in equality: a scope is the same wherever it was read from.
     """
 
     agent_id: str
@@ -50,6 +52,20 @@ class Scope:
     chat_id: str
     thread_id: str | None
     sender_id: str | None
+    chat_kind: ChatKind = field(kw_only=True, compare=False)
+
+
+def _stored_chat_kind(session_key: str, chat_id: str, sender_id: str | None) -> ChatKind:
+    """The chat kind of a stored commitment's scope, as its session key names it.
+
+    A commitment row keeps the chat kind only in its session key (a column
+    would repeat it). kept writes no key that does not parse; such a row
+    counts as a private chat only when the chat is the sender's own.
+    """
+    try:
+        return parse_session_key(session_key).chat_kind
+    except ValueError:
+        return "private" if chat_id == sender_id else "group"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +133,7 @@ class Commitment:
             self.chat_id,
             self.thread_id,
             self.sender_id,
+            chat_kind=_stored_chat_kind(self.session_key, self.chat_id, self.sender_id),
         )
 
     @property

@@ -15,7 +15,6 @@ from core.commitments.candidates import Candidate
 from core.commitments.exchange import Exchange
 from core.commitments.explicit import is_reminder_candidate, split_reminders
 from core.commitments.model import Commitment, NewCommitment, Scope, Sensitivity
-from core.messages import ChatKind
 
 # Confidence a candidate needs. Care check-ins ask about health or mood; an
 # unwelcome one does more harm than a missed one, so the bar is higher.
@@ -109,13 +108,13 @@ def evaluate(
     created_at: datetime,
     heartbeat_seconds: float,
     timezone: str,
-    chat_kind: ChatKind,
 ) -> tuple[list[NewCommitment], list[Rejection]]:
     """Apply every rule; returns the accepted candidates and the rejections.
 
-    `chat_kind` is the stored session's: in group and channel chats a
+    The scope's chat kind is the stored session's: in group and channel chats a
     check-in is read by everyone, so nothing personal or care is stored
     there, whatever the model says."""
+    chat_kind = scope.chat_kind
     rejected: list[Rejection] = []
     if not candidates:
         return [], rejected  # the usual answer; the text checks below are not free

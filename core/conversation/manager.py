@@ -25,14 +25,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from core.clock import Clock
 from core.config.model import AgentConfig, KeptConfig
 from core.conversation.prompt import TurnPlace, chat_messages
 from core.conversation.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.errors import MessageNotStored
-from core.llm import Completion, LLMError, Role
+from core.llm import Completion, LLMError, Model
 from core.locks import SessionLocks
 from core.logs import event
 from core.messages import ButtonAction, Inbound, Outbound, Sender, SendResult, Target, storable
@@ -57,17 +57,6 @@ RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
 
 
-class ChatModel(Protocol):
-    async def complete(
-        self,
-        role: Role,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        temperature: float | None = None,
-    ) -> Completion: ...
-
-
 @dataclass(frozen=True, slots=True)
 class ReplyEvent:
     """What the on_reply hooks see after a reply went out."""
@@ -89,7 +78,7 @@ class ConversationManager:
         self,
         *,
         store: Store,
-        llm: ChatModel,
+        llm: Model,
         sender: Sender,
         config: Callable[[], KeptConfig],
         clock: Clock,

@@ -19,10 +19,9 @@ from core.commitments.extraction_call import ExtractionOutcome, run_extraction
 from core.commitments.model import Commitment, Scope
 from core.commitments.prefilter import worth_extracting
 from core.config.model import KeptConfig
-from core.conversation.manager import ChatModel
 from core.evaluation.cases import Case
 from core.evaluation.scoring import CaseResult, score_case
-from core.llm import LLMError
+from core.llm import LLMError, Model
 
 EVAL_AGENT = "eval"
 EVAL_PLATFORM = "eval"
@@ -61,7 +60,9 @@ def with_extraction_model(config: KeptConfig, model: str | None) -> KeptConfig:
 
 def scope_of(case: Case) -> Scope:
     key = f"agent:{EVAL_AGENT}:{EVAL_PLATFORM}:{case.chat_kind}:{case.id}"
-    return Scope(EVAL_AGENT, key, EVAL_PLATFORM, case.id, None, EVAL_SENDER)
+    return Scope(
+        EVAL_AGENT, key, EVAL_PLATFORM, case.id, None, EVAL_SENDER, chat_kind=case.chat_kind
+    )
 
 
 def exchanges_of(case: Case) -> list[Exchange]:
@@ -103,9 +104,7 @@ def worth_calling(case: Case) -> bool:
     return worth_extracting(exchanges_of(case), pending=bool(case.pending))
 
 
-async def run_case_extraction(
-    llm: ChatModel, case: Case, settings: RunSettings
-) -> ExtractionOutcome:
+async def run_case_extraction(llm: Model, case: Case, settings: RunSettings) -> ExtractionOutcome:
     """One case through the real extraction call; LLMError / TimeoutError propagate."""
     scope = scope_of(case)
     now: datetime = case.now
@@ -113,7 +112,6 @@ async def run_case_extraction(
         return await run_extraction(
             llm,
             scope=scope,
-            chat_kind=case.chat_kind,
             exchanges=exchanges_of(case),
             pending=pending_of(case, scope),
             now=now,
@@ -124,7 +122,7 @@ async def run_case_extraction(
 
 
 async def run_cases(
-    llm: ChatModel,
+    llm: Model,
     cases: Sequence[Case],
     settings: RunSettings,
     *,

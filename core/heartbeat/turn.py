@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal, Protocol
+from typing import Literal
 
 from core.clock import Clock
 from core.commitments.model import Commitment, Scope
@@ -24,8 +24,8 @@ from core.delivery.send import AccessCheck, ServeAll, deliver_once
 from core.heartbeat.claim import FollowUpClaim
 from core.heartbeat.prompt import build_messages, clean_checkin, same_text
 from core.heartbeat.store import HeartbeatStore
-from core.llm import Completion, LLMError
-from core.messages import Outbound, Sender, Target, followup_actions, parse_session_key
+from core.llm import LLMError, Model
+from core.messages import Outbound, Sender, Target, followup_actions
 from core.metrics import recorder
 from core.store.base import NewMessage, Store
 
@@ -43,12 +43,6 @@ TurnOutcome = Literal[
 ]
 
 
-class HeartbeatModel(Protocol):
-    async def complete(
-        self, role: str, messages: list[dict[str, object]], *, tools: None = None
-    ) -> Completion: ...
-
-
 @dataclass(frozen=True, slots=True)
 class TurnResult:
     outcome: TurnOutcome
@@ -63,7 +57,7 @@ class HeartbeatTurn:
         *,
         store: HeartbeatStore,
         transcript: Store,
-        llm: HeartbeatModel,
+        llm: Model,
         sender: Sender,
         clock: Clock,
         worker: str,
@@ -87,12 +81,8 @@ class HeartbeatTurn:
     async def refusal(self, scope: Scope) -> str | None:
         """Why the scope's chat is not served now (its member revoked or
         blocked, its group no longer listed), None when it is."""
-        try:
-            chat_kind = parse_session_key(scope.session_key).chat_kind
-        except ValueError:
-            chat_kind = "private" if scope.chat_id == scope.sender_id else "group"
         target = Target(scope.platform, scope.chat_id, scope.thread_id)
-        return await self._access.refusal(target, chat_kind, scope.sender_id)
+        return await self._access.refusal(target, scope.chat_kind, scope.sender_id)
 
     async def claim(
         self, scopes: Sequence[Scope], *, per_scope: int, lease: timedelta
@@ -215,10 +205,7 @@ class HeartbeatTurn:
         """In a group or channel, the platform id of the member's message a
         commitment came from, so the check-in replies to it (and is clearly
         about them); None in a private chat or when there is none."""
-        try:
-            if parse_session_key(scope.session_key).chat_kind == "private":
-                return None
-        except ValueError:
+        if scope.chat_kind == "private":
             return None
         for c in claimed:
             if c.source_message_id is None:

@@ -24,8 +24,18 @@ from tests.support.store_helpers import (
 HOUR = timedelta(hours=1)
 # Stored windows are in the future of the real clock the CLI runs on.
 SOON = datetime.now(UTC).replace(microsecond=0) + 24 * HOUR
-TELEGRAM = Scope("main", "agent:main:telegram:private:42", "telegram", "42", None, "u42")
-DISCORD = Scope("helper", "agent:helper:discord:channel:7:thread:8", "discord", "7", "8", "u9")
+TELEGRAM = Scope(
+    "main", "agent:main:telegram:private:42", "telegram", "42", None, "u42", chat_kind="private"
+)
+DISCORD = Scope(
+    "helper",
+    "agent:helper:discord:channel:7:thread:8",
+    "discord",
+    "7",
+    "8",
+    "u9",
+    chat_kind="channel",
+)
 
 JSON_KEYS = [
     "id",
@@ -291,7 +301,15 @@ def test_scope_fields_come_back_as_stored(cfg: Path, tmp_path: Path) -> None:
 
 
 def test_a_group_listing_says_whose_each_follow_up_is(cfg: Path, tmp_path: Path) -> None:
-    group = Scope("main", "agent:main:telegram:group:-1007", "telegram", "-1007", None, "1001")
+    group = Scope(
+        "main",
+        "agent:main:telegram:group:-1007",
+        "telegram",
+        "-1007",
+        None,
+        "1001",
+        chat_kind="group",
+    )
 
     async def go() -> None:
         store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")

@@ -32,7 +32,7 @@ from tests.support.heartbeat_harness import ScriptedSender
 from tests.support.store_helpers import mark_sent
 
 KEY = "agent:main:telegram:private:7"
-SCOPE = Scope("main", KEY, "telegram", "7", None, "u7")
+SCOPE = Scope("main", KEY, "telegram", "7", None, "u7", chat_kind="private")
 
 
 class EchoModel:

@@ -151,7 +151,9 @@ def _commitment(scope: Scope, key: str) -> NewCommitment:
 async def test_commitments_by_status_are_read_from_the_store_at_scrape_time(
     followups: Followups,
 ) -> None:
-    scope = Scope("main", "agent:main:telegram:private:5", "telegram", "5", None, "ana")
+    scope = Scope(
+        "main", "agent:main:telegram:private:5", "telegram", "5", None, "ana", chat_kind="private"
+    )
     await followups.ensure_session(scope.session_key, now=NOW)
     store = followups.commitments
     metrics = PrometheusMetrics()

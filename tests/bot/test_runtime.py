@@ -113,7 +113,9 @@ async def runtime_with_due_follow_up(
     await runtime.start_core()
     assert runtime.services is not None
     store, now = runtime.store, runtime.clock.now()
-    where = Scope("main", "agent:main:telegram:private:42", "telegram", "42", None, "42")
+    where = Scope(
+        "main", "agent:main:telegram:private:42", "telegram", "42", None, "42", chat_kind="private"
+    )
     await store.ensure_session(
         where.session_key, agent_id="main", platform="telegram", chat_id="42",
         chat_kind="private", thread_id=None, now=now,

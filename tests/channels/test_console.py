@@ -109,7 +109,7 @@ class Chat:
             KEY, agent_id="main", platform="console", chat_id="ann", chat_kind="private",
             thread_id=None, now=now,
         )  # fmt: skip
-        scope = Scope("main", KEY, "console", "ann", None, "ann")
+        scope = Scope("main", KEY, "console", "ann", None, "ann", chat_kind="private")
         new = NewCommitment(
             scope=scope, kind="event_check_in", sensitivity="routine",
             source="inferred_user_context", reason="an interview", suggested_text=text,

@@ -171,7 +171,15 @@ async def test_telegram_commands_read_their_agent_per_command(tmp_path: Path) ->
     async with telegram_harness(tmp_path, agents=TWO_AGENTS) as tg:
         mains = await tg.seed(scope(42), "main's follow-up")
         seconds = await tg.seed(
-            Scope("second", "agent:second:telegram:private:42", "telegram", "42", None, "42"),
+            Scope(
+                "second",
+                "agent:second:telegram:private:42",
+                "telegram",
+                "42",
+                None,
+                "42",
+                chat_kind="private",
+            ),
             "second's follow-up",
         )
         await tg.start()

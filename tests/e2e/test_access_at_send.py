@@ -109,7 +109,10 @@ async def test_a_discord_server_removed_from_groups_gets_no_check_in(tmp_path: P
             key, agent_id="main", platform="discord", chat_id=str(fake.general),
             chat_kind="channel", thread_id=None, now=harness.clock.now(),
         )  # fmt: skip
-        member = Scope("main", key, "discord", str(fake.general), None, str(fake.ana["id"]))
+        member = Scope(
+            "main", key, "discord", str(fake.general), None, str(fake.ana["id"]),
+            chat_kind="channel",
+        )  # fmt: skip
         now = harness.clock.now()
         new = NewCommitment(
             scope=member, kind="event_check_in", sensitivity="routine",

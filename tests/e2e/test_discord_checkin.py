@@ -28,7 +28,10 @@ async def test_a_server_check_in_replies_to_the_members_message(tmp_path: Path) 
         [stored] = [r for r in rows if r.role == "user"]
 
         now = harness.clock.now()
-        member = Scope("main", key, "discord", str(fake.general), None, str(fake.ana["id"]))
+        member = Scope(
+            "main", key, "discord", str(fake.general), None, str(fake.ana["id"]),
+            chat_kind="channel",
+        )  # fmt: skip
         new = NewCommitment(
             scope=member,
             kind="event_check_in",

@@ -24,7 +24,10 @@ from tests.support.store_helpers import commitment_store_for, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = 4242001
-WHERE = Scope("main", f"agent:main:telegram:private:{CHAT}", "telegram", str(CHAT), None, str(CHAT))
+WHERE = Scope(
+    "main", f"agent:main:telegram:private:{CHAT}", "telegram", str(CHAT), None, str(CHAT),
+    chat_kind="private",
+)  # fmt: skip
 CHECK_IN = "Hi! How did the interview go?"
 
 

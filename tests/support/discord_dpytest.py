@@ -317,7 +317,7 @@ class Rig:
 
     clock: TestClock
     store: Store
-    model: Any  # a ChatModel: ScriptedModel unless the test brings its own
+    model: Any  # a core.llm.Model: ScriptedModel unless the test brings its own
     router: AdapterRouter
     services: Services
     adapter: DiscordAdapter
@@ -345,7 +345,9 @@ class Rig:
         assert ref is not None
         key = ref.session_key("main")
         t = ref.target
-        return Scope("main", key, "discord", t.chat_id, t.thread_id, str(sender.id))
+        return Scope(
+            "main", key, "discord", t.chat_id, t.thread_id, str(sender.id), chat_kind=ref.chat_kind
+        )
 
     async def seed(
         self, channel: Any, sender: Any, suggested: str = "How did it go?"

@@ -36,8 +36,12 @@ from tests.support.store_helpers import (
 
 WORKER = "test-worker"
 
-SCOPE = Scope("main", "agent:main:telegram:private:42", "telegram", "42", None, "42")
-OTHER = Scope("main", "agent:main:telegram:private:77", "telegram", "77", None, "77")
+SCOPE = Scope(
+    "main", "agent:main:telegram:private:42", "telegram", "42", None, "42", chat_kind="private"
+)
+OTHER = Scope(
+    "main", "agent:main:telegram:private:77", "telegram", "77", None, "77", chat_kind="private"
+)
 
 
 class ScriptedSender:

@@ -1,4 +1,4 @@
-"""An in-process ChatModel for unit tests and benchmarks (no HTTP)."""
+"""An in-process core.llm.Model for unit tests and benchmarks (no HTTP)."""
 
 from __future__ import annotations
 

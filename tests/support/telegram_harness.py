@@ -19,6 +19,7 @@ from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config.model import KeptConfig
+from core.messages import ChatKind
 from core.store import Store
 from core.store.backends import sqlite_backend
 from core.store.sqlite import SqliteStore
@@ -120,10 +121,13 @@ class TelegramHarness:
 
 
 def scope(chat_id: int, *, sender: int | None = None, thread: int | None = None) -> Scope:
-    kind = "private" if chat_id > 0 else "group"
+    kind: ChatKind = "private" if chat_id > 0 else "group"
     key = f"agent:main:telegram:{kind}:{chat_id}" + (f":thread:{thread}" if thread else "")
     sender_id = str(sender if sender is not None else chat_id)
-    return Scope("main", key, "telegram", str(chat_id), str(thread) if thread else None, sender_id)
+    return Scope(
+        "main", key, "telegram", str(chat_id), str(thread) if thread else None, sender_id,
+        chat_kind=kind,
+    )  # fmt: skip
 
 
 async def drive(clock: TestClock, work: Awaitable[T], *, step: float = 1.0) -> T:

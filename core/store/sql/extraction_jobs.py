@@ -41,8 +41,8 @@ _QUEUES = {
 
 
 def _job(row: Row) -> ExtractionJob:
-    scope = Scope(row[1], row[2], row[3], row[4], row[5], row[6])
-    return ExtractionJob(int(row[0]), scope, row[7], Exchange(int(row[8]), row[9], row[10]))
+    scope = Scope(row[1], row[2], row[3], row[4], row[5], row[6], chat_kind=row[7])
+    return ExtractionJob(int(row[0]), scope, Exchange(int(row[8]), row[9], row[10]))
 
 
 class SqlExtractionJobStore(ExtractionJobStore):
@@ -57,7 +57,7 @@ class SqlExtractionJobStore(ExtractionJobStore):
         s, e, d = job.scope, job.exchange, self._d
         params = (
             s.agent_id, s.session_key, s.platform, s.chat_id, s.thread_id, s.sender_id,
-            job.chat_kind, e.user_message_id, e.user_text, e.assistant_text,
+            s.chat_kind, e.user_message_id, e.user_text, e.assistant_text,
             d.time(now), worker, d.time(lease_until),
         )  # fmt: skip
 
@@ -74,7 +74,7 @@ class SqlExtractionJobStore(ExtractionJobStore):
         # Not durable: losing the last queued exchanges to a power loss costs
         # a follow-up at most, like the transcript write it comes from.
         job_id = await self._db.transact(work, durable=False)
-        return ExtractionJob(job_id, job.scope, job.chat_kind, job.exchange)
+        return ExtractionJob(job_id, job.scope, job.exchange)
 
     async def claim_orphans(
         self, *, worker: str, now: datetime, lease_until: datetime, limit: int

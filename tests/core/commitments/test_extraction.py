@@ -202,7 +202,9 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         await h.store.close()
 
 
-SCOPE_42 = Scope("main", "agent:main:telegram:private:42", "telegram", "42", None, "u42")
+SCOPE_42 = Scope(
+    "main", "agent:main:telegram:private:42", "telegram", "42", None, "u42", chat_kind="private"
+)
 
 
 async def test_interview_tomorrow_stores_one_commitment_in_the_turns_scope(make_harness) -> None:

@@ -146,8 +146,11 @@ T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def _job(n: int, chat: str) -> ExtractionJob:
-    scope = Scope("main", f"agent:main:telegram:private:{chat}", "telegram", chat, None, chat)
-    return ExtractionJob(n, scope, "private", Exchange(n, f"m{n}", "ok"))
+    scope = Scope(
+        "main", f"agent:main:telegram:private:{chat}", "telegram", chat, None, chat,
+        chat_kind="private",
+    )  # fmt: skip
+    return ExtractionJob(n, scope, Exchange(n, f"m{n}", "ok"))
 
 
 def test_a_queue_takes_whole_sessions_the_longest_waiting_first() -> None:

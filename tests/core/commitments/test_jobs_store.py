@@ -16,7 +16,7 @@ from core.store.backends import Backend, open_backend
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=15)
 KEY = "agent:main:telegram:private:42"
-SCOPE = Scope("main", KEY, "telegram", "42", None, "u42")
+SCOPE = Scope("main", KEY, "telegram", "42", None, "u42", chat_kind="private")
 BACKENDS = ["sqlite", "postgres"]
 
 
@@ -40,7 +40,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 
 
 def job(text: str) -> NewJob:
-    return NewJob(SCOPE, "private", Exchange(1, text, "ok"))
+    return NewJob(SCOPE, Exchange(1, text, "ok"))
 
 
 async def enqueue(
@@ -55,7 +55,7 @@ async def test_a_job_comes_back_whole(backend: Backend) -> None:
     await jobs.release(worker="w1")
     [back] = await jobs.claim_orphans(worker="w2", now=T0, lease_until=T0 + LEASE, limit=10)
     assert back == stored
-    assert back.scope == SCOPE and back.chat_kind == "private"
+    assert back.scope == SCOPE and back.scope.chat_kind == "private"
     assert back.exchange == Exchange(1, "interview tomorrow", "ok")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,7 +27,9 @@ from core.commitments.rules import (
 from core.messages import ChatKind
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-SCOPE = Scope("main", "agent:main:telegram:private:1", "telegram", "1", None, "u1")
+SCOPE = Scope(
+    "main", "agent:main:telegram:private:1", "telegram", "1", None, "u1", chat_kind="private"
+)
 HOUR = timedelta(hours=1)
 
 
@@ -61,13 +64,12 @@ def run_rules(
     parsed = parse_answer(text)
     return evaluate(
         parsed.candidates,
-        scope=SCOPE,
+        scope=replace(SCOPE, chat_kind=chat_kind),
         exchanges=[Exchange(7, user, reply)],
         now=NOW,
         created_at=NOW,
         heartbeat_seconds=1800,
         timezone="Europe/Paris",
-        chat_kind=chat_kind,
     )
 
 

@@ -29,9 +29,13 @@ from tests.support.store_helpers import (
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
-ALICE = Scope("main", "agent:main:telegram:group:9", "telegram", "9", None, "alice")
+ALICE = Scope(
+    "main", "agent:main:telegram:group:9", "telegram", "9", None, "alice", chat_kind="group"
+)
 BOB = replace(ALICE, sender_id="bob")
-OTHER_CHAT = Scope("main", "agent:main:telegram:private:5", "telegram", "5", None, "alice")
+OTHER_CHAT = Scope(
+    "main", "agent:main:telegram:private:5", "telegram", "5", None, "alice", chat_kind="private"
+)
 
 
 def new(scope: Scope = ALICE, key: str = "interview", **over: object) -> NewCommitment:
@@ -90,6 +94,7 @@ def test_columns_follow_the_record_fields() -> None:
 async def test_insert_then_same_key_merges_into_one_row(cstore: CommitmentStore) -> None:
     [first] = await add(cstore, new())
     assert first.id.startswith("cm_") and first.status == "pending" and first.scope == ALICE
+    assert first.scope.chat_kind == "group"  # read back from the stored session key
     wider = new(confidence=0.95, reason="sharper", due_earliest=NOW + 8 * HOUR)
     applied = await cstore.apply_extraction(ALICE, [wider], [], now=NOW + HOUR)
     assert applied.created == [] and [m.id for m in applied.merged] == [first.id]
@@ -356,7 +361,8 @@ async def test_deleting_a_session_deletes_its_commitments(
     await followups.ensure_session(ALICE.session_key, chat_id="9", chat_kind="group", now=NOW)
     await add(cstore, new(ALICE), new(BOB), new(OTHER_CHAT))
     await followups.execute("DELETE FROM sessions WHERE key = ?", (ALICE.session_key,))
-    assert [c.scope for c in await cstore.list(Filter())] == [OTHER_CHAT]
+    [left] = await cstore.list(Filter())
+    assert left.scope == OTHER_CHAT and left.scope.chat_kind == "private"
 
 
 async def test_naive_times_are_refused(followups: Followups) -> None:

@@ -367,7 +367,9 @@ async def test_run_loop_sleeps_until_due_and_wakes_early(hb: Harness):
 
 
 async def test_no_follow_up_is_sent_for_an_agent_the_config_no_longer_has(hb: Harness):
-    gone = Scope("gone", "agent:gone:telegram:private:42", "telegram", "42", None, "42")
+    gone = Scope(
+        "gone", "agent:gone:telegram:private:42", "telegram", "42", None, "42", chat_kind="private"
+    )
     c = await hb.seed(gone)
     hb.model.steps.append(text("How did it go?"))
     await hb.scheduler().tick()
@@ -382,7 +384,9 @@ async def test_blocked_scopes_never_hide_a_deliverable_follow_up(
     # come first; the deliverable one, due last, still goes out this tick.
     monkeypatch.setattr("core.heartbeat.source.DUE_PAGE_FIRST", 5)
     monkeypatch.setattr("core.heartbeat.source.DUE_PAGE_MAX", 5)
-    blocked = Scope("main", "agent:main:discord:private:9", "discord", "9", None, "u9")
+    blocked = Scope(
+        "main", "agent:main:discord:private:9", "discord", "9", None, "u9", chat_kind="private"
+    )
     for i in range(12):
         await hb.seed(blocked, text=f"blocked {i}", key=f"b{i}", due_in=-100 + i)
     c = await hb.seed(text="How did the interview go?", due_in=-1)

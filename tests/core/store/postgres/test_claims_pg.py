@@ -36,7 +36,10 @@ NOT_WAITING = 2.0
 
 
 def scope(i: int) -> Scope:
-    return Scope("main", f"agent:main:telegram:private:{i}", "telegram", str(i), None, str(i))
+    return Scope(
+        "main", f"agent:main:telegram:private:{i}", "telegram", str(i), None, str(i),
+        chat_kind="private",
+    )  # fmt: skip
 
 
 def candidate(s: Scope, key: str = "interview") -> NewCommitment:

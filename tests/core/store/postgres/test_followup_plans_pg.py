@@ -26,7 +26,9 @@ from tests.support.followups import Followups, postgres_followups
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=5)
-SCOPE = Scope("main", "agent:main:telegram:private:1", "telegram", "1", None, "1")
+SCOPE = Scope(
+    "main", "agent:main:telegram:private:1", "telegram", "1", None, "1", chat_kind="private"
+)
 
 
 @pytest.fixture

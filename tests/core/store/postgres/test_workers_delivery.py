@@ -45,7 +45,10 @@ class TagModel:
 
 
 def scope(chat: int) -> Scope:
-    return Scope("main", f"agent:main:telegram:private:{chat}", "telegram", str(chat), None, "u")
+    return Scope(
+        "main", f"agent:main:telegram:private:{chat}", "telegram", str(chat), None, "u",
+        chat_kind="private",
+    )  # fmt: skip
 
 
 @pytest.fixture
