@@ -105,7 +105,7 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
-class Press:
+class FollowUpButtonResult:
     """The answer to a follow-up's button: every named follow-up it changed,
     and why the others did not change."""
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from core.commands.results import Change, Listing, Outcome, Page, Press
+from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome, Page
 from core.messages import ListName
 
 
@@ -69,7 +69,7 @@ def changes(answers: list[Change], style: Style) -> str:
     return "\n".join(change(a, style) for a in answers)
 
 
-def pressed(answer: Press, who: str, style: Style) -> str:
+def pressed(answer: FollowUpButtonResult, who: str, style: Style) -> str:
     """A check-in's Dismiss / Snooze, said under the message."""
     if answer.changed:
         if answer.until is None:
