@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from core.commands.results import Change, FollowUpButtonResult, Item, Listing, Outcome
 from core.commands.times import snooze_duration
-from core.commitments.model import Commitment, Status
+from core.commitments.model import ACTIVE_STATUSES, Commitment, Status
 from core.commitments.service import CommitmentService, SnoozeError
 from core.commitments.store import Filter
 from core.commitments.visibility import ChatAccess
@@ -44,7 +44,8 @@ class FollowUpCommands:
         if access is None:
             where = Filter(agent_id=agent_id, statuses=statuses)
             found = await self._service.list(where, limit=limit)
-            return Listing([Item.of_commitment(c) for c in found])
+            only_open = statuses is not None and set(statuses) <= set(ACTIVE_STATUSES)
+            return Listing([Item.of_commitment(c) for c in found], only_open=only_open)
         found = await self._service.visible(access, limit=limit)
         everyones = await access.admin()
         items = [Item.of_commitment(c) for c in found]

@@ -1,9 +1,10 @@
 """What every surface says for each result: one wording per result kind.
 
-Telegram, Discord and `kept chat` differ only in how an id, a time and a
-command are shown (Discord puts ids in code spans and times as relative
-timestamps; Discord's commands live in groups), which a surface passes as its
-Style. The sentences are written once, here.
+Telegram, Discord, `kept chat` and the operator's CLI differ only in how an
+id, a time and a command are shown (Discord puts ids in code spans and times
+as relative timestamps; Discord's commands live in groups; the CLI shows UTC
+times) and in where the items are (a chat's, or every chat's for the CLI),
+which a surface passes as its Style. The sentences are written once, here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.clock import iso_utc
 from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome, Page
 from core.messages import ListName
 
@@ -32,6 +34,20 @@ class Style:
     code: Callable[[str], str] = _plain
     # How to refer to a registered command (core/commands/registry.py names).
     command: Callable[[str], str] = _slash
+    # Where the items are, after "not found" and in a list's heading: a
+    # chat's commands reach that chat's, the operator's CLI every chat's.
+    place: str = " in this chat"
+
+
+def _utc(moment: datetime) -> str:
+    return iso_utc(moment) or ""
+
+
+# A chat's sentences that show no time.
+CHAT = Style(when=str)
+# The operator's CLI (`kept commitments`, `kept reminders`): every agent's
+# and chat's items, times in UTC as its --json shows them.
+OPERATOR = Style(when=_utc, place="")
 
 
 NOT_FOUND = "Not found in this chat."
@@ -59,7 +75,7 @@ def change(answer: Change, style: Style) -> str:
             return f"Cancelled {shown}."
         return f"Snoozed {shown} until {style.when(item.due)}."
     if answer.outcome is Outcome.NOT_FOUND:
-        return f"{shown}: not found in this chat."
+        return f"{shown}: not found{style.place}."
     if answer.outcome is Outcome.INVALID_DURATION:
         return f"{answer.reason}."
     return f"{shown}: nothing changed ({answer.reason})."
@@ -91,28 +107,30 @@ def someone_elses_list(name: ListName, style: Style) -> str:
     return f"This list is someone else's: send {style.command(name)} for yours."
 
 
-def list_heading(shown: Page | Listing, name: ListName) -> str:
+def list_heading(shown: Page | Listing, name: ListName, style: Style = CHAT) -> str:
     """The line above a list's items, or the whole answer when it has none;
     a page says which (`kept chat` shows a whole listing at once)."""
     listing = shown.listing if isinstance(shown, Page) else shown
+    place = style.place
     of = ""
     if isinstance(shown, Page) and shown.count > 1:
         of = f" (page {shown.number + 1} of {shown.count})"
     if name == "reminders":
         if not listing.items:
             if listing.others_hidden:
-                return "You have no reminders in this chat."
-            return "No reminders in this chat."
-        return f"Reminders in this chat{of}:"
+                return f"You have no reminders{place}."
+            return f"No reminders{place}."
+        return f"Reminders{place}{of}:"
+    followups = "open follow-ups" if listing.only_open else "follow-ups"
     if not listing.items:
         if listing.shared and not listing.everyones:
-            return "You have no open follow-ups in this chat."
-        return "No open follow-ups in this chat."
+            return f"You have no {followups}{place}."
+        return f"No {followups}{place}."
     if not listing.shared:
-        return f"Open follow-ups in this chat{of}:"
+        return f"{followups.capitalize()}{place}{of}:"
     if listing.everyones:
-        return f"Open follow-ups in this chat, everyone's (you are an admin){of}:"
-    return f"Your open follow-ups in this chat{of}:"
+        return f"{followups.capitalize()}{place}, everyone's (you are an admin){of}:"
+    return f"Your {followups}{place}{of}:"
 
 
 def list_footer(name: ListName, style: Style) -> str:
