@@ -15,6 +15,7 @@ from datetime import datetime
 
 from core.clock import iso_utc
 from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome, Page
+from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.messages import ListName
 
 
@@ -141,3 +142,33 @@ def list_footer(name: ListName, style: Style) -> str:
         f"Drop one with {style.command('dismiss')} ID, "
         f"postpone it with {style.command('snooze')} ID 2h."
     )
+
+
+def zone(answer: ZoneAnswer, who: str | None = None) -> str:
+    """A /timezone answer, or a zone button's: about the asker, or (`who`,
+    e.g. "telegram:42") about the user the operator's CLI names."""
+    local = f"{answer.local_now:%a %d %b %H:%M}"
+    yours, you = ("Your", "You") if who is None else (f"{who}'s", who)
+    own = "your own" if who is None else "their own"
+    has, had = ("have", "had") if who is None else ("has", "had")
+    if answer.outcome is ZoneOutcome.INVALID:
+        reason = f"{answer.reason[:1].upper()}{answer.reason[1:]}"
+        return f"{reason}{'' if reason.endswith('?') else '.'} Nothing changed."
+    if answer.outcome is ZoneOutcome.NOT_YOURS:
+        return "Only the person this was offered to can choose."
+    if answer.outcome is ZoneOutcome.SET:
+        return f"{yours} time zone is now {answer.timezone} (it is {local} there)."
+    if answer.outcome is ZoneOutcome.DECLINED:
+        return f"OK, I left your time zone as it is ({answer.timezone})."
+    if answer.outcome is ZoneOutcome.CLEARED:
+        return f"{yours} time zone is cleared; I use {answer.timezone} (the default) again."
+    if answer.outcome is ZoneOutcome.NOT_SET:
+        return f"{you} {had} no time zone of {own}; I use {answer.timezone} (the default)."
+    # Shown. The asker is told how to change it; the operator knows.
+    if answer.own:
+        shown = f"{yours} time zone is {answer.timezone} (it is {local} there)."
+        hint = " Change it with /timezone Area/City, or /timezone clear."
+    else:
+        shown = f"{you} {has} no time zone of {own}; I use {answer.timezone} ({local})."
+        hint = " Set yours with /timezone Area/City, e.g. /timezone Europe/Paris."
+    return shown if who is not None else shown + hint
