@@ -2,8 +2,9 @@
 
 stdout carries the answer (a table, or one JSON document with --json);
 problems go to stderr as one `kept: ...` line each, with a non-zero exit.
-The commands use the same CommitmentService as the chat slash commands,
-with the admin's view: every agent and chat.
+The commands are the chat slash commands' (core/commands), with the
+admin's view: every agent and chat; their answers are worded as the chats
+word them (core/commands/wording.py), times in UTC.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from bot.context import config_option, fail, require_agent, resolve_config_path
 from bot.output import member_label, print_table, scope_label
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock, iso_utc
-from core.commands import Change, FollowUpCommands
+from core.commands import Change, FollowUpCommands, wording
 from core.commands.times import snooze_duration
 from core.commitments.model import ACTIVE_STATUSES, STATUSES, Commitment, to_json
 from core.commitments.service import CommitmentService
@@ -156,8 +157,8 @@ def _list(
         _echo_json({"commitments": [to_json(c) for c in found]})
         return
     if not found:
-        hint = "" if show_all or statuses else " (use --all to include every status)"
-        click.echo(f"no commitments{hint}")
+        hint = "" if show_all or statuses else " Use --all to include every status."
+        click.echo(wording.list_heading(listing, "commitments", wording.OPERATOR) + hint)
         return
     # A terminal gets its own width; a pipe or file gets room for whole rows
     # (rich would otherwise squeeze the table into 80 columns).
@@ -226,9 +227,9 @@ def dismiss_cmd(ids: tuple[str, ...], as_json: bool, config_path: Path | None) -
     else:
         for change in changes:
             if change.done:
-                click.echo(f"dismissed {change.id}")
+                click.echo(wording.change(change, wording.OPERATOR))
         for change in failed:
-            click.echo(f"kept: cannot dismiss {change.id}: {change.reason}", err=True)
+            click.echo(f"kept: {wording.change(change, wording.OPERATOR)}", err=True)
     if failed:
         raise SystemExit(1)
 
@@ -275,9 +276,9 @@ def snooze_cmd(
 
     change = _run(config_path, lambda b: _snooze_and_wake(b, commitment_id, delta, when))
     if not change.done or change.item is None or not isinstance(change.item.record, Commitment):
-        fail(f"cannot snooze {change.id}: {change.reason}")
+        fail(wording.change(change, wording.OPERATOR))
     done = change.item.record
     if as_json:
         _echo_json({"commitment": to_json(done), "snoozedUntil": iso_utc(done.snoozed_until)})
     else:
-        click.echo(f"snoozed {done.id} until {iso_utc(done.snoozed_until)} (due {_due(done)} UTC)")
+        click.echo(wording.change(change, wording.OPERATOR))

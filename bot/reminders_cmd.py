@@ -2,7 +2,9 @@
 
 stdout carries the answer (a table, or one JSON document with --json);
 problems go to stderr as one `kept: ...` line, with a non-zero exit. This is
-the admin's view: every agent and chat.
+the admin's view of the chats' /reminders and /cancel (core/commands): every
+agent and chat, its answers worded as the chats word them
+(core/commands/wording.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from bot.context import config_option, fail, resolve_config_path
 from bot.output import print_table, scope_label
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
-from core.commands import Outcome, ReminderCommands
+from core.commands import ReminderCommands, wording
 from core.reminders.model import Reminder, to_json
 from core.reminders.schedule import local_iso
 from core.reminders.store import ReminderStore
@@ -73,7 +75,8 @@ def reminders_group(
         _echo_json({"reminders": [to_json(r) for r in found]})
         return
     if not found:
-        click.echo("no reminders" + ("" if show_all else " (use --all to include finished ones)"))
+        hint = "" if show_all else " Use --all to include finished ones."
+        click.echo(wording.list_heading(listing, "reminders", wording.OPERATOR) + hint)
         return
     print_table(_table(found, detailed=show_all))
 
@@ -127,12 +130,9 @@ def cancel_cmd(
     """Cancel an active reminder; exit 1 if it is unknown or already finished."""
     path = config_path or (ctx.obj or {}).get("config_path")
     change = _run(path, lambda store: _commands(store).cancel(reminder_id))
-    if change.outcome is Outcome.NOT_FOUND:
-        fail(f"no reminder {change.id!r} (see `kept reminders --all`)")
     if not change.done or change.item is None or not isinstance(change.item.record, Reminder):
-        fail(f"cannot cancel {change.id}: it is {change.reason}")
-    done = change.item.record
+        fail(wording.change(change, wording.OPERATOR))
     if as_json:
-        _echo_json({"cancelled": to_json(done)})
+        _echo_json({"cancelled": to_json(change.item.record)})
     else:
-        click.echo(f"cancelled {done.id}: {done.text}")
+        click.echo(wording.change(change, wording.OPERATOR))

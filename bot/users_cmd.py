@@ -1,7 +1,8 @@
 """`kept users timezone PLATFORM:USER [ZONE | --clear] [--json]`: the admin's
 view of a user's own time zone (what `/timezone` sets in a chat).
 
-stdout carries the answer (one line, or one JSON document with --json);
+stdout carries the answer (one line, worded as /timezone's, about the
+named user: core/commands/wording.py; or one JSON document with --json);
 problems go to stderr as one `kept: ...` line, with a non-zero exit.
 """
 
@@ -17,6 +18,7 @@ import click
 from bot.context import config_option, fail, resolve_config_path
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
+from core.commands import wording
 from core.commands.timezone import TimezoneCommands, ZoneAnswer, ZoneOutcome
 from core.config.model import KeptConfig
 from core.store import MigrationError
@@ -86,8 +88,9 @@ def timezone_cmd(
             fail(f"cannot use the database {masked_url(config.storage.url)}: {exc}")
 
     answer = asyncio.run(main())
+    who = f"{platform}:{user_id}"
     if answer.outcome is ZoneOutcome.INVALID:
-        fail(answer.reason)
+        fail(wording.zone(answer, who))
     if as_json:
         document = {
             "platform": platform,
@@ -98,12 +101,4 @@ def timezone_cmd(
         }
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return
-    who = f"{platform}:{user_id}"
-    if answer.outcome is ZoneOutcome.SET:
-        click.echo(f"{who}: time zone set to {answer.timezone}")
-    elif answer.outcome is ZoneOutcome.CLEARED:
-        click.echo(f"{who}: time zone cleared; the agent's ({answer.timezone}) applies")
-    elif answer.own:
-        click.echo(f"{who}: {answer.timezone}")
-    else:
-        click.echo(f"{who}: none set; the agent's ({answer.timezone}) applies")
+    click.echo(wording.zone(answer, who))

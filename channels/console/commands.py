@@ -30,7 +30,7 @@ from core.commands.registry import (
 )
 from core.commands.results import Listing
 from core.commands.times import local_time
-from core.commands.timezone import ZoneAnswer, describe
+from core.commands.timezone import ZoneAnswer
 from core.commitments.visibility import Asker, ChatAccess
 from core.messages import ListName, ZoneChoice
 
@@ -88,14 +88,14 @@ class ConsoleCommands:
                 style = wording.Style(when=lambda moment: local_time(moment, zone))
                 return Text(wording.changes(list(changes), style))
             case ZoneAnswer():
-                return Text(describe(result))
+                return Text(wording.zone(result))
 
     async def confirm_zone(self, choice: ZoneChoice) -> RenderableType:
         """The user's y / n to a zone the chat model proposed (set_timezone)."""
         commands = self._call().zones()
         if commands is None:
             return Text(wording.ZONES_UNAVAILABLE)
-        return Text(describe(await commands.confirm(choice)))
+        return Text(wording.zone(await commands.confirm(choice)))
 
     def _call(self) -> Invocation:
         async def never_admin() -> bool:

@@ -38,7 +38,7 @@ from channels.discord.scope import (
 from core.clock import Clock
 from core.commands import Listing, wording
 from core.commands.registry import COMMANDS, Changed, Invocation, ListShown, Result
-from core.commands.timezone import ZoneAnswer, describe, zone_suggestions
+from core.commands.timezone import ZoneAnswer, zone_suggestions
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
@@ -141,7 +141,7 @@ class CommandSupport:
             case Changed(changes):
                 await reply(interaction, wording.changes(list(changes), STYLE))
             case ZoneAnswer():
-                await reply(interaction, discord.utils.escape_mentions(describe(result)))
+                await reply(interaction, discord.utils.escape_mentions(wording.zone(result)))
             case _:
                 await reply(interaction, wording.ZONES_UNAVAILABLE)
         return result

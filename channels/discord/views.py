@@ -27,7 +27,7 @@ import discord
 from channels.discord.pressable import Pressable
 from channels.discord.scope import NOT_ALLOWED, Gate, chat_access, interaction_chat
 from channels.discord.zone_button import ZoneButton
-from core.commands import FollowUpCommands, Press, wording
+from core.commands import FollowUpButtonResult, FollowUpCommands, wording
 from core.commands.buttons import (
     FollowUpPayload,
     ListItemPayload,
@@ -240,7 +240,9 @@ class FollowUpActions:
         )
         await _show(interaction, note)
 
-    async def _note(self, pressed: Press, interaction: discord.Interaction, agent_id: str) -> str:
+    async def _note(
+        self, pressed: FollowUpButtonResult, interaction: discord.Interaction, agent_id: str
+    ) -> str:
         zone = agent_timezone(self._config(), agent_id)
         if self._users is not None:
             zone = await self._users.of(agent_id, "discord", str(interaction.user.id))

@@ -19,7 +19,7 @@ from channels.discord.scope import NOT_ALLOWED, Gate, interaction_chat
 from core.clock import Clock
 from core.commands import wording
 from core.commands.buttons import ZoneChoicePayload
-from core.commands.timezone import TimezoneCommands, ZoneOutcome, describe
+from core.commands.timezone import TimezoneCommands, ZoneOutcome
 from core.config.model import KeptConfig
 from core.logs import event
 from core.messages import ZoneChoice
@@ -92,7 +92,7 @@ class ZoneActions:
             user=interaction.user.id,
             outcome=answer.outcome.value,
         )
-        note = describe(answer)
+        note = wording.zone(answer)
         message = interaction.message
         if answer.outcome in (ZoneOutcome.NOT_YOURS, ZoneOutcome.INVALID) or message is None:
             await _ephemeral(interaction, note)

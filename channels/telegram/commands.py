@@ -35,7 +35,7 @@ from core.commands.registry import (
 )
 from core.commands.results import Page
 from core.commands.times import local_time
-from core.commands.timezone import ZoneAnswer, ZoneOutcome, describe
+from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.commitments.visibility import Asker, ChatAccess
 from core.logs import event
 from core.messages import (
@@ -135,7 +135,7 @@ class TelegramCommands:
             case Changed(changes):
                 return CommandReply(wording.changes(list(changes), await self._style(call)))
             case ZoneAnswer():
-                return CommandReply(describe(result))
+                return CommandReply(wording.zone(result))
 
     async def _shown(self, page: Page, name: ListName, call: Invocation) -> CommandReply:
         """A list page as a message: its text and its buttons, times in the
@@ -252,7 +252,7 @@ class TelegramCommands:
             user=origin.user_id,
             outcome=answer.outcome.value,
         )
-        text = describe(answer)
+        text = wording.zone(answer)
         if answer.outcome in (ZoneOutcome.NOT_YOURS, ZoneOutcome.INVALID):
             await _answer(query, text[:190], alert=True)
             return

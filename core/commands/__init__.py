@@ -8,15 +8,15 @@ packed and unpacked in core/commands/buttons.py.
 
 from core.commands.followups import SNOOZE_BUTTON, FollowUpCommands
 from core.commands.reminders import ReminderCommands
-from core.commands.results import Change, Item, Listing, Outcome, Press
+from core.commands.results import Change, FollowUpButtonResult, Item, Listing, Outcome
 
 __all__ = [
     "SNOOZE_BUTTON",
     "Change",
+    "FollowUpButtonResult",
     "FollowUpCommands",
     "Item",
     "Listing",
     "Outcome",
-    "Press",
     "ReminderCommands",
 ]

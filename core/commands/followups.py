@@ -13,9 +13,9 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from core.commands.results import Change, Item, Listing, Outcome, Press
+from core.commands.results import Change, FollowUpButtonResult, Item, Listing, Outcome
 from core.commands.times import snooze_duration
-from core.commitments.model import Commitment, Status
+from core.commitments.model import ACTIVE_STATUSES, Commitment, Status
 from core.commitments.service import CommitmentService, SnoozeError
 from core.commitments.store import Filter
 from core.commitments.visibility import ChatAccess
@@ -44,7 +44,8 @@ class FollowUpCommands:
         if access is None:
             where = Filter(agent_id=agent_id, statuses=statuses)
             found = await self._service.list(where, limit=limit)
-            return Listing([Item.of_commitment(c) for c in found])
+            only_open = statuses is not None and set(statuses) <= set(ACTIVE_STATUSES)
+            return Listing([Item.of_commitment(c) for c in found], only_open=only_open)
         found = await self._service.visible(access, limit=limit)
         everyones = await access.admin()
         items = [Item.of_commitment(c) for c in found]
@@ -104,13 +105,13 @@ class FollowUpCommands:
             return _refused(commitment_id, str(exc).removeprefix(f"{commitment_id}: "))
         return _done(done)
 
-    async def press(self, action: Action) -> Press:
+    async def press(self, action: Action) -> FollowUpButtonResult:
         """A follow-up's Dismiss or Snooze button, on a delivered (`sent`)
         check-in as on an active follow-up. Nothing changes unless the
         presser may see every follow-up the button names."""
         found = await self.pressable(action)
         if found is None:
-            return Press(action.verb, Outcome.NOT_FOUND)
+            return FollowUpButtonResult(action.verb, Outcome.NOT_FOUND)
         return await self.apply(action.verb, found)
 
     async def pressable(self, action: Action) -> list[tuple[Commitment, Filter]] | None:
@@ -127,7 +128,9 @@ class FollowUpCommands:
             found.append(one)
         return found or None
 
-    async def apply(self, verb: FollowUpVerb, found: list[tuple[Commitment, Filter]]) -> Press:
+    async def apply(
+        self, verb: FollowUpVerb, found: list[tuple[Commitment, Filter]]
+    ) -> FollowUpButtonResult:
         """Press the button on follow-ups from `pressable`."""
         changed: list[Item] = []
         unchanged: list[Change] = []
@@ -144,7 +147,7 @@ class FollowUpCommands:
             changed += [Item.of_commitment(c) for c in done]
             unchanged += [_refused(i, why) for i, why in failed]
         outcome = Outcome.DONE if changed else unchanged[0].outcome
-        return Press(verb, outcome, changed, unchanged)
+        return FollowUpButtonResult(verb, outcome, changed, unchanged)
 
     async def _find_offered(self, commitment_id: str) -> tuple[Commitment, Filter] | Change:
         """The asker's follow-up and the filter to change it through, or the

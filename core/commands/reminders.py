@@ -46,7 +46,8 @@ class ReminderCommands:
         access = self._access
         if access is None:
             found = await self._store.list_all(statuses=statuses)
-            return Listing([Item.of_reminder(r) for r in found])
+            only_open = statuses is not None and set(statuses) <= {"active"}
+            return Listing([Item.of_reminder(r) for r in found], only_open=only_open)
         a = access.asker
         # The member (None: everyone's, for an admin or a private chat) is
         # matched in the listing's own statement, as the model's tools do.

@@ -88,6 +88,9 @@ class Listing:
     everyones: bool = False
     # The chat has some, but none the asker may see.
     others_hidden: bool = False
+    # Only open items (a chat's lists, the operator's by default); False
+    # when the operator asked for finished ones too.
+    only_open: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,7 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
-class Press:
+class FollowUpButtonResult:
     """The answer to a follow-up's button: every named follow-up it changed,
     and why the others did not change."""
 

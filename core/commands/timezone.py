@@ -128,31 +128,3 @@ class TimezoneCommands:
 def zone_suggestions(typed: str, *, limit: int = 25) -> list[str]:
     """IANA names for autocomplete."""
     return suggest_zones(typed, limit=limit)
-
-
-def describe(answer: ZoneAnswer) -> str:
-    """The answer as one plain line, for the chat platforms and `kept chat`
-    (each may still phrase its own)."""
-    local = f"{answer.local_now:%a %d %b %H:%M}"
-    if answer.outcome is ZoneOutcome.INVALID:
-        reason = f"{answer.reason[:1].upper()}{answer.reason[1:]}"
-        return f"{reason}{'' if reason.endswith('?') else '.'} Nothing changed."
-    if answer.outcome is ZoneOutcome.NOT_YOURS:
-        return "Only the person this was offered to can choose."
-    if answer.outcome is ZoneOutcome.SET:
-        return f"Your time zone is now {answer.timezone} (it is {local} there)."
-    if answer.outcome is ZoneOutcome.DECLINED:
-        return f"OK, I left your time zone as it is ({answer.timezone})."
-    if answer.outcome is ZoneOutcome.CLEARED:
-        return f"Your time zone is cleared; I use {answer.timezone} (the default) again."
-    if answer.outcome is ZoneOutcome.NOT_SET:
-        return f"You had no time zone of your own; I use {answer.timezone} (the default)."
-    if answer.own:
-        return (
-            f"Your time zone is {answer.timezone} (it is {local} there). "
-            "Change it with /timezone Area/City, or /timezone clear."
-        )
-    return (
-        f"You have no time zone of your own; I use {answer.timezone} ({local}). "
-        "Set yours with /timezone Area/City, e.g. /timezone Europe/Paris."
-    )

@@ -1,9 +1,10 @@
 """What every surface says for each result: one wording per result kind.
 
-Telegram, Discord and `kept chat` differ only in how an id, a time and a
-command are shown (Discord puts ids in code spans and times as relative
-timestamps; Discord's commands live in groups), which a surface passes as its
-Style. The sentences are written once, here.
+Telegram, Discord, `kept chat` and the operator's CLI differ only in how an
+id, a time and a command are shown (Discord puts ids in code spans and times
+as relative timestamps; Discord's commands live in groups; the CLI shows UTC
+times) and in where the items are (a chat's, or every chat's for the CLI),
+which a surface passes as its Style. The sentences are written once, here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from core.commands.results import Change, Listing, Outcome, Page, Press
+from core.clock import iso_utc
+from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome, Page
+from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.messages import ListName
 
 
@@ -32,6 +35,20 @@ class Style:
     code: Callable[[str], str] = _plain
     # How to refer to a registered command (core/commands/registry.py names).
     command: Callable[[str], str] = _slash
+    # Where the items are, after "not found" and in a list's heading: a
+    # chat's commands reach that chat's, the operator's CLI every chat's.
+    place: str = " in this chat"
+
+
+def _utc(moment: datetime) -> str:
+    return iso_utc(moment) or ""
+
+
+# A chat's sentences that show no time.
+CHAT = Style(when=str)
+# The operator's CLI (`kept commitments`, `kept reminders`): every agent's
+# and chat's items, times in UTC as its --json shows them.
+OPERATOR = Style(when=_utc, place="")
 
 
 NOT_FOUND = "Not found in this chat."
@@ -59,7 +76,7 @@ def change(answer: Change, style: Style) -> str:
             return f"Cancelled {shown}."
         return f"Snoozed {shown} until {style.when(item.due)}."
     if answer.outcome is Outcome.NOT_FOUND:
-        return f"{shown}: not found in this chat."
+        return f"{shown}: not found{style.place}."
     if answer.outcome is Outcome.INVALID_DURATION:
         return f"{answer.reason}."
     return f"{shown}: nothing changed ({answer.reason})."
@@ -69,7 +86,7 @@ def changes(answers: list[Change], style: Style) -> str:
     return "\n".join(change(a, style) for a in answers)
 
 
-def pressed(answer: Press, who: str, style: Style) -> str:
+def pressed(answer: FollowUpButtonResult, who: str, style: Style) -> str:
     """A check-in's Dismiss / Snooze, said under the message."""
     if answer.changed:
         if answer.until is None:
@@ -91,28 +108,30 @@ def someone_elses_list(name: ListName, style: Style) -> str:
     return f"This list is someone else's: send {style.command(name)} for yours."
 
 
-def list_heading(shown: Page | Listing, name: ListName) -> str:
+def list_heading(shown: Page | Listing, name: ListName, style: Style = CHAT) -> str:
     """The line above a list's items, or the whole answer when it has none;
     a page says which (`kept chat` shows a whole listing at once)."""
     listing = shown.listing if isinstance(shown, Page) else shown
+    place = style.place
     of = ""
     if isinstance(shown, Page) and shown.count > 1:
         of = f" (page {shown.number + 1} of {shown.count})"
     if name == "reminders":
         if not listing.items:
             if listing.others_hidden:
-                return "You have no reminders in this chat."
-            return "No reminders in this chat."
-        return f"Reminders in this chat{of}:"
+                return f"You have no reminders{place}."
+            return f"No reminders{place}."
+        return f"Reminders{place}{of}:"
+    followups = "open follow-ups" if listing.only_open else "follow-ups"
     if not listing.items:
         if listing.shared and not listing.everyones:
-            return "You have no open follow-ups in this chat."
-        return "No open follow-ups in this chat."
+            return f"You have no {followups}{place}."
+        return f"No {followups}{place}."
     if not listing.shared:
-        return f"Open follow-ups in this chat{of}:"
+        return f"{followups.capitalize()}{place}{of}:"
     if listing.everyones:
-        return f"Open follow-ups in this chat, everyone's (you are an admin){of}:"
-    return f"Your open follow-ups in this chat{of}:"
+        return f"{followups.capitalize()}{place}, everyone's (you are an admin){of}:"
+    return f"Your {followups}{place}{of}:"
 
 
 def list_footer(name: ListName, style: Style) -> str:
@@ -123,3 +142,33 @@ def list_footer(name: ListName, style: Style) -> str:
         f"Drop one with {style.command('dismiss')} ID, "
         f"postpone it with {style.command('snooze')} ID 2h."
     )
+
+
+def zone(answer: ZoneAnswer, who: str | None = None) -> str:
+    """A /timezone answer, or a zone button's: about the asker, or (`who`,
+    e.g. "telegram:42") about the user the operator's CLI names."""
+    local = f"{answer.local_now:%a %d %b %H:%M}"
+    yours, you = ("Your", "You") if who is None else (f"{who}'s", who)
+    own = "your own" if who is None else "their own"
+    has, had = ("have", "had") if who is None else ("has", "had")
+    if answer.outcome is ZoneOutcome.INVALID:
+        reason = f"{answer.reason[:1].upper()}{answer.reason[1:]}"
+        return f"{reason}{'' if reason.endswith('?') else '.'} Nothing changed."
+    if answer.outcome is ZoneOutcome.NOT_YOURS:
+        return "Only the person this was offered to can choose."
+    if answer.outcome is ZoneOutcome.SET:
+        return f"{yours} time zone is now {answer.timezone} (it is {local} there)."
+    if answer.outcome is ZoneOutcome.DECLINED:
+        return f"OK, I left your time zone as it is ({answer.timezone})."
+    if answer.outcome is ZoneOutcome.CLEARED:
+        return f"{yours} time zone is cleared; I use {answer.timezone} (the default) again."
+    if answer.outcome is ZoneOutcome.NOT_SET:
+        return f"{you} {had} no time zone of {own}; I use {answer.timezone} (the default)."
+    # Shown. The asker is told how to change it; the operator knows.
+    if answer.own:
+        shown = f"{yours} time zone is {answer.timezone} (it is {local} there)."
+        hint = " Change it with /timezone Area/City, or /timezone clear."
+    else:
+        shown = f"{you} {has} no time zone of {own}; I use {answer.timezone} ({local})."
+        hint = " Set yours with /timezone Area/City, e.g. /timezone Europe/Paris."
+    return shown if who is not None else shown + hint

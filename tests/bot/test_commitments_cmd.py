@@ -183,12 +183,15 @@ def test_json_shape_is_exactly_the_documented_one(cfg: Path, tmp_path: Path) -> 
 def test_dismiss_reports_unknown_and_already_dismissed(cfg: Path, tmp_path: Path) -> None:
     ids = seed(tmp_path)
     result = kept(cfg, "dismiss", ids["interview"])
-    assert result.exit_code == 0 and result.stdout == f"dismissed {ids['interview']}\n"
+    assert result.exit_code == 0
+    assert result.stdout == f"Dismissed {ids['interview']}: I won't follow up on it.\n"
     result = kept(cfg, "dismiss", ids["interview"], "cm_000000000000", ids["exam"])
     assert result.exit_code == 1
-    assert result.stdout == f"dismissed {ids['exam']}\n"
-    assert f"cannot dismiss {ids['interview']}: already dismissed" in result.stderr
-    assert "cannot dismiss cm_000000000000: not found" in result.stderr
+    assert result.stdout == f"Dismissed {ids['exam']}: I won't follow up on it.\n"
+    assert result.stderr.splitlines() == [
+        f"kept: {ids['interview']}: nothing changed (already dismissed).",
+        "kept: cm_000000000000: not found.",
+    ]
     again = kept(cfg, "dismiss", ids["exam"], "cm_nope", "--json")
     assert again.exit_code == 1
     assert json.loads(again.stdout) == {
@@ -213,7 +216,8 @@ def test_a_delivered_check_ins_follow_up_is_dismissed_and_snoozed_by_id(
     assert document["status"] == "snoozed"
     assert document["sentAt"] == SOON.isoformat().replace("+00:00", "Z")  # the delivery counts
     dismissed = kept(cfg, "dismiss", ids["trip"])
-    assert dismissed.exit_code == 0 and dismissed.stdout == f"dismissed {ids['trip']}\n"
+    assert dismissed.exit_code == 0
+    assert dismissed.stdout == f"Dismissed {ids['trip']}: I won't follow up on it.\n"
     seed_sent = seed(tmp_path / "other")  # a sent one, never snoozed
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"storage": {"url": f"sqlite:///{tmp_path}/other/kept.sqlite"}}))
@@ -226,7 +230,7 @@ def test_config_may_come_before_the_subcommand(cfg: Path, tmp_path: Path) -> Non
     args = ["--config", str(cfg), "dismiss", ids["exam"]]
     result = CliRunner().invoke(commitments_group, args)
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"dismissed {ids['exam']}\n"
+    assert result.stdout == f"Dismissed {ids['exam']}: I won't follow up on it.\n"
 
 
 def test_snooze_for_and_until(cfg: Path, tmp_path: Path) -> None:
@@ -250,7 +254,7 @@ def test_snooze_for_and_until(cfg: Path, tmp_path: Path) -> None:
     assert json.loads(result.stdout)["snoozedUntil"] == expected.isoformat().replace("+00:00", "Z")
     assert [c["status"] for c in listed(cfg, "--status", "snoozed")] == ["snoozed"]
     text = kept(cfg, "snooze", ids["exam"], "--for", "3d")
-    assert text.exit_code == 0 and text.stdout.startswith(f"snoozed {ids['exam']} until ")
+    assert text.exit_code == 0 and text.stdout.startswith(f"Snoozed {ids['exam']} until ")
 
 
 @pytest.mark.parametrize(
@@ -280,7 +284,7 @@ def test_snooze_errors_are_one_line(
 def test_snooze_of_unknown_or_final_commitments_fails(cfg: Path, tmp_path: Path) -> None:
     ids = seed(tmp_path)
     unknown = kept(cfg, "snooze", "cm_nope", "--for", "1h")
-    assert unknown.exit_code == 1 and "not found" in unknown.stderr
+    assert unknown.exit_code == 1 and unknown.stderr == "kept: cm_nope: not found.\n"
     assert kept(cfg, "dismiss", ids["exam"]).exit_code == 0
     final = kept(cfg, "snooze", ids["exam"], "--for", "3d")
     assert final.exit_code == 1 and "already dismissed" in final.stderr

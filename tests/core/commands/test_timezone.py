@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.clock import TestClock
+from core.commands import wording
 from core.commands.timezone import TimezoneCommands, ZoneOutcome
 from core.messages import ZoneChoice
 from core.store.backends import open_backend
@@ -46,3 +47,35 @@ async def test_a_choice_is_confirmed_only_by_its_user(zones: UserZones) -> None:
     assert declined.outcome is ZoneOutcome.DECLINED and await zones.own("discord", "1") is None
     assert (await mine.confirm(choice)).outcome is ZoneOutcome.SET
     assert await zones.own("discord", "1") == "Asia/Tokyo"
+
+
+async def test_an_answer_is_worded_once_for_the_asker_and_for_the_operator(
+    zones: UserZones,
+) -> None:
+    """`/timezone` speaks to the asker; `kept users timezone` says the same
+    about the user it names, without the chat's how-to."""
+    clock = TestClock(datetime(2026, 12, 1, 8, 0, tzinfo=UTC))
+    commands = TimezoneCommands(zones, clock, agent_id="main", platform="telegram", user_id="42")
+    shown = await commands.run("")
+    assert wording.zone(shown) == (
+        "You have no time zone of your own; I use Europe/Berlin (Tue 01 Dec 09:00). "
+        "Set yours with /timezone Area/City, e.g. /timezone Europe/Paris."
+    )
+    assert wording.zone(shown, "telegram:42") == (
+        "telegram:42 has no time zone of their own; I use Europe/Berlin (Tue 01 Dec 09:00)."
+    )
+    set_ = await commands.run("asia/tokyo")
+    assert wording.zone(set_) == "Your time zone is now Asia/Tokyo (it is Tue 01 Dec 17:00 there)."
+    assert wording.zone(set_, "telegram:42") == (
+        "telegram:42's time zone is now Asia/Tokyo (it is Tue 01 Dec 17:00 there)."
+    )
+    bad = await commands.run("Narnia")
+    assert wording.zone(bad) == wording.zone(bad, "telegram:42")
+    assert wording.zone(bad).endswith(" Nothing changed.")
+    cleared = await commands.run("clear")
+    assert wording.zone(cleared, "telegram:42") == (
+        "telegram:42's time zone is cleared; I use Europe/Berlin (the default) again."
+    )
+    assert wording.zone(await commands.run("clear"), "telegram:42") == (
+        "telegram:42 had no time zone of their own; I use Europe/Berlin (the default)."
+    )
