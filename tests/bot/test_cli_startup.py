@@ -86,13 +86,16 @@ def test_a_local_endpoint_needs_no_key(tmp_path: Path) -> None:
     config = write_config(tmp_path, llm={"baseUrl": "http://127.0.0.1:9/v1"})
     done = kept("chat", "--config", str(config))
     assert done.returncode == 0, done.stderr
+    assert (tmp_path / "kept.sqlite").exists()  # started: past the checks, storage opened
     done = kept(
         "chat",
         "--config",
         str(write_config(tmp_path)),
         env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"},
+        stdin="/help\n",  # answered without the endpoint
     )
     assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Talk to kept") and "/commitments" in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -155,6 +155,9 @@ def test_show_reports_that_an_unset_secret_is_unset(
     monkeypatch.delenv("DISCORD_TOKEN", raising=False)
     view = json.loads(kept_config("show", "--json", "--config", str(cfg)).stdout)["values"]
     assert view["channels"]["discord"]["tokenSet"] is False
+    monkeypatch.setenv("DISCORD_TOKEN", "FAKE.discord.secret")
+    view = json.loads(kept_config("show", "--json", "--config", str(cfg)).stdout)["values"]
+    assert view["channels"]["discord"]["tokenSet"] is True  # the same view sees a set one
 
 
 # --- the functions behind get / set / show ---

@@ -87,3 +87,10 @@ def test_the_wal_and_shm_are_named_too(tmp_path: Path) -> None:
 def test_no_check_without_a_database_file(tmp_path: Path) -> None:
     assert check_file_privacy(None) == []  # PostgreSQL, or :memory:
     assert check_file_privacy(tmp_path / "missing.sqlite") == []  # the database check says so
+    # Once the file is there, it is checked.
+    db = tmp_path / "kept.sqlite"
+    db.write_bytes(b"")
+    os.chmod(db, 0o600)
+    os.chmod(tmp_path, 0o700)
+    [check] = check_file_privacy(db)
+    assert check.ok and check.name == "file privacy", check

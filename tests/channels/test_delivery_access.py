@@ -115,4 +115,8 @@ async def test_an_at_username_entry_matches_the_username_stored_at_approval(pair
 
 async def test_a_platform_without_a_running_adapter_is_left_to_wait(pairing: Pairing):
     # Nothing can be sent there now anyway; the adapter decides once it runs.
-    assert await AdapterRouter().refusal(Target("discord", "9"), "private", "9") is None
+    router = AdapterRouter()
+    router.add(LiveAdapter(pairing, Access(dm_policy="allowlist", allow_from=())))
+    assert await router.refusal(Target("discord", "9"), "private", "9") is None
+    # The running platform's adapter does decide, and refuses.
+    assert await router.refusal(Target("telegram", "9"), "private", "9") is not None

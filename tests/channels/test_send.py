@@ -59,8 +59,13 @@ async def test_a_partly_sent_message_has_an_unknown_outcome_never_retried() -> N
 
 
 async def test_nothing_to_send() -> None:
-    result = await Chunks().send(Outbound(TARGET, "  ", None, ACTIONS))
-    assert not result.ok
+    chunks = Chunks()
+    result = await chunks.send(Outbound(TARGET, "  ", None, ACTIONS))
+    assert result.error == "nothing to send" and not result.retryable
+    assert chunks.sent == []
+    # The same adapter sends a message that has something in it.
+    assert (await chunks.send(Outbound(TARGET, "hi", None, ACTIONS))).ok
+    assert [chunk.text for chunk in chunks.sent] == ["hi"]
 
 
 class Tagged(Chunks):

@@ -201,6 +201,8 @@ async def test_pairing_says_nothing_at_start(
     caplog.set_level(logging.INFO, logger="kept.telegram")
     await tg.start()
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # The start itself was logged there, so the logger was listened to.
+    assert [r.getMessage().split()[0] for r in caplog.records] == ["telegram_started"]
 
 
 async def test_a_listed_group_serves_every_member_and_an_unlisted_one_is_silent(
@@ -234,6 +236,10 @@ async def test_an_unpaired_users_edit_is_not_stored(tg: TelegramHarness) -> None
     pushed = await tg.fake.push({"edited_message": edited})
     await tg.fake.wait_for(lambda: pushed["update_id"] in tg.fake.confirmed)
     assert await tg.transcript(PRIVATE) == []
+    # Unpaired indeed: the message got a code, and the edit was handled (confirmed).
+    [offered] = tg.fake.texts()
+    assert code_in(offered) and [p.user_id for p in await tg.services.pairing.pending()] == ["42"]
+    assert pushed["update_id"] in tg.fake.confirmed
 
 
 # --- Discord ------------------------------------------------------------------

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import discord
 import pytest
@@ -444,14 +445,28 @@ async def test_a_real_write_lock_past_the_busy_timeout_is_caught_up_once_it_is_g
 
 
 async def test_a_channel_keeps_no_lock_once_nothing_is_in_it(harness: DiscordHarness) -> None:
-    fake = harness.fake
+    fake, model = harness.fake, harness.model
     adapter = await harness.start()
+    # A channel is held while each turn is in the model: the count going back to
+    # zero is not a count that never moved.
+    in_turn: list[tuple[str, int]] = []
+    complete = model.complete
+
+    async def watched(role: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        if role not in ("extraction", "heartbeat"):
+            in_turn.append((messages[-1]["content"], adapter.catchup.busy_channels))
+        return await complete(role, messages, **kwargs)
+
+    model.complete = watched  # type: ignore[method-assign]
     await fake.say("one")
     await fake.say("hello", author=fake.ben)
     await fake.say("in the channel", channel=fake.general, mention=True)
     await answered(harness, 3)
     await settled(harness, adapter)
     await fake.wait_for(lambda: adapter.catchup.busy_channels == 0, within=1.0)
+    assert adapter.catchup.busy_channels == 0
+    assert sorted(text for text, _ in in_turn) == ["hello", "in the channel", "one"]
+    assert all(held >= 1 for _, held in in_turn), in_turn
 
     # A READY catches up every known channel, each holding its channel.
     await fake.say("lost in transit", live=False)
@@ -459,6 +474,9 @@ async def test_a_channel_keeps_no_lock_once_nothing_is_in_it(harness: DiscordHar
     await answered(harness, 4)
     await settled(harness, adapter)
     await fake.wait_for(lambda: adapter.catchup.busy_channels == 0, within=1.0)
+    assert adapter.catchup.busy_channels == 0
+    assert in_turn[3][0] == "lost in transit" and in_turn[3][1] >= 1, in_turn
+    assert "echo: lost in transit" in fake.texts()
 
 
 async def test_a_message_the_store_refuses_is_told_once_and_holds_nothing(

@@ -74,8 +74,14 @@ async def test_an_attachment_from_someone_not_allowed_gets_nothing(tmp_path: Pat
     )
     try:
         user = rig.member(0)
-        await dpytest.message("", await user.create_dm(), user._user, attachments=["a.png"])
+        dm = await user.create_dm()
+        await dpytest.message("", dm, user._user, attachments=["a.png"])
         assert sent_messages() == []
+        # Once allowed, the same attachment gets the notice.
+        rig.config.channels.discord.allow_from = [str(user.id)]
+        await dpytest.message("", dm, user._user, attachments=["a.png"])
+        [notice] = sent_messages()
+        assert notice.content == unreadable_notice("photo")
     finally:
         await rig.close()
 

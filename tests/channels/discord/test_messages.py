@@ -162,6 +162,10 @@ async def test_everyone_and_roles_in_model_output_never_ping(rig: Rig) -> None:
 async def test_an_everyone_message_is_not_addressed_to_the_bot(rig: Rig) -> None:
     await dpytest.message("@everyone meeting at 5", rig.channel(0), rig.member(0))
     assert sent_messages() == []
+    # The same message that does mention the bot is answered.
+    await dpytest.message(f"{mention(rig)} @everyone meeting at 5", rig.channel(0), rig.member(0))
+    [reply] = sent_messages()
+    assert reply.content == "echo: @everyone meeting at 5"
 
 
 async def test_allow_from_in_dms_and_groups_in_servers(rig: Rig) -> None:

@@ -91,4 +91,9 @@ async def test_send_goes_to_the_thread_when_there_is_one(rig: Rig) -> None:
 
 async def test_a_malformed_target_is_an_error_not_a_crash(rig: Rig) -> None:
     result = await rig.adapter.send_text(Target("discord", "not-a-number"), "hi", None)
-    assert not result.ok and not result.retryable
+    assert result.error and not result.retryable and not result.unknown
+    assert sent_messages() == []
+    # The same adapter sends to a well-formed target.
+    sent = await rig.adapter.send_text(Target("discord", str(rig.channel(0).id)), "hi", None)
+    assert sent.ok
+    assert [m.content for m in sent_messages()] == ["hi"]

@@ -61,6 +61,12 @@ def test_what_kept_never_hears() -> None:
     assert heard_of(message(CHANNEL, "a post"), identity) is None
     assert heard_of(command(GROUP, "/help@other_bot"), identity) is None
     assert heard_of(command(GROUP, "/frobnicate"), identity) is None  # another bot's, probably
+    # Each of those, from a person, with something said, in a chat kept is
+    # in and as one of kept's commands, is heard.
+    heard = heard_of(message(PRIVATE, "hi"), identity)
+    assert heard is not None and heard.said.text == "hi"
+    heard = heard_of(command(GROUP, "/help@kept_bot"), identity)
+    assert heard is not None and heard.command is not None and heard.command.name == "help"
 
 
 def test_commands_and_unreadable_media_are_heard_as_such() -> None:

@@ -120,5 +120,9 @@ async def test_a_service_message_without_media_stays_unanswered(tg: TelegramHarn
     joined["new_chat_members"] = [{"id": 78, "is_bot": False, "first_name": "Bea"}]
     update = await tg.fake.push({"message": joined})
     await confirmed(tg, update)
-
+    assert update["update_id"] in tg.fake.confirmed  # handled, not skipped
     assert tg.fake.sent == []
+    # The bot at work in the same group: a message addressed to it is answered.
+    await tg.fake.push_message(f"@{BOT_USERNAME} hi", chat_id=GROUP, chat_type="supergroup")
+    await tg.fake.wait_for(lambda: tg.fake.sent)
+    assert [(s.chat_id, s.text) for s in tg.fake.sent] == [(GROUP, f"echo: @{BOT_USERNAME} hi")]

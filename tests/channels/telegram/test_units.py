@@ -52,6 +52,8 @@ def test_errors_never_carry_the_token() -> None:
     token = "123:secret"
     result = classify(NetworkError(f"failed POST https://x/bot{token}/sendMessage"), secret=token)
     assert token not in (result.error or "")
+    # The rest of the error is kept: the token alone is masked.
+    assert result.error == "server error: failed POST https://x/bot<token>/sendMessage"
 
 
 def test_callback_data_fits_64_bytes_and_round_trips() -> None:
@@ -70,6 +72,9 @@ def test_callback_data_fits_64_bytes_and_round_trips() -> None:
 def test_foreign_callback_data_is_refused(data: str | None) -> None:
     assert unpack(data) is None
     assert keyboard(followup_actions([data or ""])) is None
+    # Data of kept's own is taken, and a follow-up of kept's gets its buttons.
+    assert unpack("d:000000000001") == Action("dismiss", ("cm_000000000001",))
+    assert keyboard(followup_actions(["cm_000000000001"])) is not None
 
 
 def read(payload: dict[str, object]) -> Message:

@@ -177,6 +177,9 @@ def test_ids_that_could_not_have_been_issued_are_dropped() -> None:
 )
 def test_actions_that_could_not_have_been_issued_get_no_button(action: ButtonAction) -> None:
     assert pack(action) is None
+    # One of the same kind that kept does issue gets its button.
+    issued = next(a for a in ROUND_TRIPS if type(a) is type(action))
+    assert unpack(pack(issued)) == issued
 
 
 @pytest.mark.parametrize(
@@ -238,3 +241,6 @@ def test_any_other_shape_is_no_button_of_ours(data: str | None) -> None:
         ZoneChoicePayload,
     ):
         assert payload.unpack(data) is None
+        # The same class reads a payload of its own.
+        ours = next(a for a in ROUND_TRIPS if isinstance(a, payload.action))
+        assert payload.unpack(payload.pack(ours)) == ours

@@ -102,5 +102,6 @@ async def test_renewing_keeps_a_lease_alive_and_complete_removes(backend: Backen
 async def test_deleting_the_session_deletes_its_jobs(backend: Backend) -> None:
     jobs = backend.extraction_jobs
     await enqueue(jobs, "private matter")
+    assert await jobs.next_orphan_at(T0) is not None  # there, until the session goes
     await backend.store.delete_session(KEY)
     assert await jobs.next_orphan_at(T0) is None

@@ -90,3 +90,7 @@ async def test_other_errors_never_pause(two_workers: tuple[Backend, Backend]) ->
     await pauses.failed("main", KEY, "server", "Error code: 500")
     assert not await pauses.paused("main")
     assert await two_workers[0].extraction_pauses.paused_until("main") is None
+    # What does pause, on the same pauses: a refused key.
+    await pauses.failed("main", KEY, "auth", "Error code: 401")
+    assert await pauses.paused("main")
+    assert await two_workers[0].extraction_pauses.paused_until("main") == T0 + PAUSE

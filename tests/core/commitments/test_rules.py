@@ -159,6 +159,7 @@ def test_reminder_requests_are_detected_in_several_languages(text: str) -> None:
 )
 def test_ordinary_messages_are_not_reminders(text: str) -> None:
     assert not is_reminder_request(text)
+    assert is_reminder_request(f"{text}. Remind me the day before.")  # once asked, it is one
 
 
 def test_every_pattern_branch_needs_a_stem() -> None:

@@ -268,6 +268,11 @@ async def test_a_file_change_the_environment_overrides_changes_nothing(
     watcher = ConfigWatcher(cfg, load_config(cfg, env), seen, clock, environ=env)
     write(cfg, {"commitments": {"maxPerDay": 9}})
     assert await watcher.check_once() is False and seen.seen == []
+    # A change the environment does not override, read by the same watcher, applies.
+    write(cfg, {"commitments": {"maxPerDay": 9, "enabled": False}})
+    assert await watcher.check_once() is True
+    [applied] = seen.seen
+    assert (applied.commitments.enabled, applied.commitments.max_per_day) == (False, 7)
 
 
 async def test_the_watcher_is_quiet_without_a_file_in_an_env_only_deployment(

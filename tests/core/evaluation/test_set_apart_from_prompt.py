@@ -60,3 +60,8 @@ def test_no_sentence_of_a_case_appears_in_the_prompt() -> None:
         for s in _shingles(text) & prompt
     ]
     assert shared == []
+    # The comparison has words on both sides, and finds a sentence the prompt has.
+    assert len(prompt) > 100
+    assert sum(len(_shingles(text)) for case in load_cases(SET) for text in _texts(case)) > 1000
+    planted = fold("As I said, " + SYSTEM_PROMPT[:400])
+    assert _shingles(planted) & prompt

@@ -66,9 +66,12 @@ async def test_approving_a_code_stores_the_user_and_uses_the_code_up(pairing: Pa
 
 
 async def test_an_unknown_code_approves_nobody(pairing: Pairing) -> None:
-    await pairing.code_for("telegram", "42")
+    request = await pairing.code_for("telegram", "42")
     assert await pairing.approve("ZZZZZZZZ") is None
     assert await pairing.paired() == []
+    # The code that was given out, approved the same way, does.
+    assert request is not None and await pairing.approve(request.code) is not None
+    assert [p.user_id for p in await pairing.paired()] == ["42"]
 
 
 async def test_codes_expire_and_an_expired_code_approves_nobody(

@@ -188,6 +188,10 @@ async def test_no_new_reminder_is_claimed_once_stopping(h: Harness) -> None:
     h.source.stop_taking_work()
     assert await h.source.fire_due() == 0 and h.sender.sent == []
     assert await h.reminders.claimed() == []
+    # It was due: the next process fires it.
+    h.restart()
+    assert await h.source.fire_due() == 1
+    assert [o.text for o in h.sender.sent] == ["stretch"]
 
 
 class HeldSettle:

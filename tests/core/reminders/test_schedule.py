@@ -60,9 +60,22 @@ def test_times_of_day_are_recognised(text: str, expected: time) -> None:
     assert parse_time_of_day(text) == expected
 
 
-@pytest.mark.parametrize("text", ["25:00", "15", "13pm", "3:61pm", "noon", "2026-12-01T09:00"])
+# Each string beside the nearest one that is a time of day.
+NEAR_MISSES = {
+    "25:00": ("23:00", time(23, 0)),
+    "15": ("15h", time(15, 0)),
+    "13pm": ("1pm", time(13, 0)),
+    "3:61pm": ("3:59pm", time(15, 59)),
+    "noon": ("12pm", time(12, 0)),
+    "2026-12-01T09:00": ("09:00", time(9, 0)),
+}
+
+
+@pytest.mark.parametrize("text", list(NEAR_MISSES))
 def test_other_strings_are_not_times_of_day(text: str) -> None:
     assert parse_time_of_day(text) is None
+    near, expected = NEAR_MISSES[text]
+    assert parse_time_of_day(near) == expected
 
 
 def test_time_of_day_is_its_next_occurrence_in_the_user_timezone() -> None:

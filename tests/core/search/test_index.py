@@ -110,6 +110,9 @@ async def test_corpus_top_hit(
 @pytest.mark.parametrize("query", NO_HITS)
 async def test_corpus_no_hit(store: Store, corpus: dict[str, int], query: str) -> None:
     assert await search(store, query) == []
+    # What the query is one step from is found in the same corpus.
+    near = {"北冬": "北", "京剧院": "京剧", "ภาษาจีน": "ภาษา", "ecoles": "ecole"}[query]
+    assert await search(store, near)
 
 
 async def test_one_and_two_character_chinese(store: Store) -> None:
@@ -330,8 +333,9 @@ async def test_the_admin_search_ranks_across_agents(store: Store) -> None:
 
 
 async def test_an_agent_without_sessions_sees_nothing(store: Store) -> None:
-    await add(store, "shared word")
+    shared = await add(store, "shared word")
     assert await search(store, "shared", agent="nobody") == []
+    assert ids(await search(store, "shared", agent="a")) == [shared.id]  # its own agent sees it
 
 
 async def test_the_window_is_one_walk_of_the_index_range(lite: SqliteStore) -> None:

@@ -53,6 +53,9 @@ def test_build_query(
 )
 def test_nothing_searchable(text: str) -> None:
     assert build_query(text) is None
+    # Beside a word, the word alone is searched.
+    query = build_query(f"{text} hello")
+    assert query is not None and query.terms == ("hello",)
 
 
 def test_huge_queries_are_bounded() -> None:

@@ -177,11 +177,15 @@ def test_planted_secret_never_survives(before: list[str], secret: str, after: li
     # No run of 12 secret characters beyond the documented prefix survives.
     tail = secret[-12:]
     assert tail not in out
+    assert "[redacted" in out  # redacted, not dropped with its surroundings
+    assert " ".join(before) in out and " ".join(after) in out
 
 
 @given(st.text(max_size=500))
 def test_any_text_is_handled(text: str) -> None:
     assert isinstance(redactor.redact(text), str)
+    # And a secret after it is still found.
+    assert "[redacted" in redactor.redact(f"{text}\n{OPENAI}")
 
 
 _MIXED = st.lists(
@@ -215,6 +219,8 @@ _FRAGMENTS = [
 def test_adversarial_input_is_handled(pieces: list[str], repeat: int) -> None:
     text = ("".join(pieces) * repeat)[:4096]
     assert isinstance(redactor.redact(text), str)
+    # And a secret after it is still found.
+    assert "[redacted" in redactor.redact(f"{text}\n{OPENAI}")
 
 
 @pytest.mark.parametrize(

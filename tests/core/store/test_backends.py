@@ -59,14 +59,19 @@ def test_importing_the_ports_imports_no_backend() -> None:
         "import core.store, core.store.base, core.commitments, core.commitments.store\n"
         "import core.heartbeat.store, core.reminders, core.reminders.store\n"
         "import core.conversation.manager, core.search.service\n"
-        "loaded = sorted(m for m in sys.modules if m.startswith(('core.store.sqlite', "
+        "def backends():\n"
+        "    return sorted(m for m in sys.modules if m.startswith(('core.store.sqlite', "
         "'core.store.postgres', 'core.store.backends', 'aiosqlite', 'psycopg')))\n"
-        "assert not loaded, loaded\n"
+        "assert not backends(), backends()\n"
+        # The same look sees a backend once one is imported.
+        "import core.store.backends\n"
+        "print(' '.join(backends()))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 0, done.stderr
+    assert {"core.store.backends", "aiosqlite"} <= set(done.stdout.split()), done.stdout
 
 
 async def test_a_postgresql_url_opens_the_postgres_backend(postgres_url: str) -> None:

@@ -424,6 +424,9 @@ def test_search_never_raises(storage_url: str) -> None:
         # And a 4 KB paste of everything at once.
         huge = "".join(HOSTILE_BITS) * 40
         assert isinstance(loop.run_until_complete(search(store, huge[:4096])), list)
+        # The same store finds what it holds: the searches above were searches.
+        found = loop.run_until_complete(search(store, "near word", key=KEY))
+        assert [hit.snippet for hit in found] == ["near word body x and or not 東京都 ภาษา"]
     finally:
         loop.run_until_complete(store.close())
         loop.close()

@@ -82,6 +82,9 @@ def test_renumbering_postgres_rows() -> None:
 def test_rows_not_in_the_old_numbering_are_left_alone(applied: list[tuple[int, str]]) -> None:
     assert renumber(applied, sqlite.OLD_NUMBERING) is None
     assert renumber(applied, postgres.OLD_NUMBERING) is None
+    # Rows in an old numbering are renumbered.
+    old = [(v, s.name) for v, s in enumerate(sqlite.OLD_NUMBERING, start=1)]
+    assert renumber(old, sqlite.OLD_NUMBERING) is not None
 
 
 def test_a_misnamed_step_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -58,3 +58,9 @@ async def test_a_reply_that_is_not_stored_state_is_not_fenced_in(store: Store) -
     legacy = await add(store, "from before the send state", "assistant", in_reply_to=user.id)
     assert await store.begin_reply_send(legacy.id) is False
     assert await store.unsent_replies(since=T0) == []
+    # A reply in the `stored` state, beside it, is.
+    stored = await add(
+        store, "with a send state", "assistant", in_reply_to=user.id, send_state="stored"
+    )
+    assert ids(await store.unsent_replies(since=T0)) == [stored.id]
+    assert await store.begin_reply_send(stored.id) is True

@@ -99,3 +99,9 @@ async def test_messages_past_the_recovery_window_are_left_alone(
     assert await UnansweredRecovery(manager, clock, lambda: {"telegram"}).look() == 0
     assert await UnansweredRecovery(manager, clock, lambda: {"discord"}).look() == 0
     assert sender.texts() == []
+    # A message inside the window, left the same way, is answered by the same look.
+    await left_unanswered(dead, HELD, clock, "just now")
+    clock.set(clock.now() + QUIET_FOR)
+    assert await UnansweredRecovery(manager, clock, lambda: {"telegram"}).look() == 1
+    assert (sender.texts("1"), sender.texts("2")) == ([], ["echo: just now"])
+    await manager.drain()

@@ -82,6 +82,7 @@ async def test_deleting_sessions_in_sql_removes_their_index_rows(
     sqlite_store: SqliteStore,
 ) -> None:
     await add(sqlite_store, "bye")
+    assert await count_index_rows(sqlite_store) > 0  # indexed, until the session goes
     with raw(sqlite_store) as conn:
         conn.execute("DELETE FROM sessions")
     assert await count_index_rows(sqlite_store) == 0
