@@ -349,6 +349,10 @@ async def test_a_second_ctrl_c_leaves(chat: Chat) -> None:
     await chat.until(lambda: "answer cancelled" in chat.err.getvalue(), "the cancel note")
     chat.console.interrupt()  # Ctrl-C again: leave, with stdin still open
     await chat.finished()
+    assert chat.run is not None and chat.run.exception() is None
+    # It left at once: the held answer was never shown, the question kept.
+    assert "the held answer" not in chat.out.getvalue()
+    assert (await chat.transcript())[0] == ("user", "text", "question")
 
 
 async def test_ctrl_c_twice_at_the_prompt_leaves_and_a_line_between_resets(chat: Chat) -> None:
@@ -379,8 +383,12 @@ async def test_ctrl_d_leaves_after_answering_everything(chat: Chat) -> None:
 
 async def test_eof_ends_the_repl(chat: Chat) -> None:
     chat.start()
+    chat.stdin.send("hello")
+    await chat.until(lambda: "echo: hello" in chat.out.getvalue(), "the answer")
+    assert chat.run is not None and not chat.run.done()  # the REPL was reading
     chat.stdin.close()  # Ctrl-D on a pipe
     await chat.finished()
+    assert chat.run.exception() is None
 
 
 async def test_a_check_in_shows_the_commands_that_act_on_it(chat: Chat) -> None:
