@@ -64,7 +64,7 @@ def test_what_kept_never_hears() -> None:
     # Each of those, from a person, with something said, in a chat kept is
     # in and as one of kept's commands, is heard.
     heard = heard_of(message(PRIVATE, "hi"), identity)
-    assert heard is not None and heard.said.text == "hi"
+    assert heard is not None and heard.addressed.text == "hi"
     heard = heard_of(command(GROUP, "/help@kept_bot"), identity)
     assert heard is not None and heard.command is not None and heard.command.name == "help"
 
