@@ -170,8 +170,8 @@ async def work(url: str, name: str, latency: tuple[float, float], go: Any, done:
         )
         # Open the pool's connections before the start (as a running worker
         # has them), so the run measures deliveries, not connecting.
-        pool = getattr(backend.store, "connection", None)
-        if pool is not None:
+        pool = backend.store.connection
+        if pool.dialect.name == "postgres":
             await asyncio.gather(*(pool.fetchall("SELECT pg_sleep(0.05)") for _ in range(10)))
         go.wait()
         while await backend.heartbeat.due_unclaimed(now=NOW, limit=1):
