@@ -2,7 +2,6 @@
 
 connection.py   SqliteConnection: the aiosqlite connection, its lock, one-trip transactions
 migrations/     the numbered schema migrations
-rows.py         times as stored
 fts.py          what a message's full-text row holds
 index.py        Fts5Index: the transcript's full-text rows, their upkeep
 search.py       the FTS5 search statements
