@@ -11,9 +11,22 @@ A template is history once released: a database built from it must keep the
 same schema as one built from it later, so a change is a new step.
 """
 
-# Step 1. Messages, each in its session (whose table each backend defines
-# its own way); `{active}` is the backend's column for "not hidden".
-MESSAGES = """
+# Step 1. Sessions and their messages. `{active}` is the backend's column for
+# "not hidden"; `{more_session_columns}`, PostgreSQL's `index_behind` (SQLite's
+# comes with step 2).
+TRANSCRIPT = """
+CREATE TABLE sessions (
+    id          {generated_id},
+    key         {text} NOT NULL UNIQUE,
+    agent_id    {text} NOT NULL,
+    platform    {text} NOT NULL,
+    chat_id     {text} NOT NULL,
+    chat_kind   {text} NOT NULL,
+    thread_id   {text},
+    created_at  {time} NOT NULL,
+    updated_at  {time} NOT NULL{more_session_columns}
+);
+
 -- platform and chat_id are copied from the session so the duplicate check
 -- below can be a plain unique index.
 CREATE TABLE messages (

@@ -1,4 +1,4 @@
-"""Step 1, transcript: sessions, and messages (core/store/migration_ddl.py),
+"""Step 1, transcript: sessions and messages (core/store/migration_ddl.py),
 in PostgreSQL's words.
 
 Times are `timestamptz` (UTC). Every row that belongs to a session carries
@@ -7,27 +7,15 @@ needs no new columns.
 """
 
 from core.store.dialect import POSTGRES
-from core.store.migration_ddl import MESSAGES
+from core.store.migration_ddl import TRANSCRIPT
 
-_SESSIONS = """
-CREATE TABLE sessions (
-    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    key           text NOT NULL UNIQUE,
-    agent_id      text NOT NULL,
-    platform      text NOT NULL,
-    chat_id       text NOT NULL,
-    chat_kind     text NOT NULL,
-    thread_id     text,
-    created_at    timestamptz NOT NULL,
-    updated_at    timestamptz NOT NULL,
-    index_behind  boolean NOT NULL DEFAULT false
-);
-
-CREATE INDEX sessions_agent ON sessions(agent_id);
-CREATE INDEX sessions_index_behind ON sessions(id) WHERE index_behind;
-"""
+_INDEX_BEHIND = """,
+    index_behind  boolean NOT NULL DEFAULT false"""
 
 _OWN = """
+CREATE INDEX sessions_agent ON sessions(agent_id);
+CREATE INDEX sessions_index_behind ON sessions(id) WHERE index_behind;
+
 CREATE INDEX messages_sent_platform_id ON messages(platform, chat_id, platform_message_id)
     WHERE role <> 'user' AND platform_message_id IS NOT NULL;
 
@@ -49,4 +37,5 @@ CREATE TRIGGER messages_touch_session AFTER INSERT ON messages
     FOR EACH STATEMENT EXECUTE FUNCTION messages_touch_session();
 """
 
-SQL = _SESSIONS + POSTGRES.ddl(MESSAGES, active="boolean NOT NULL DEFAULT true") + _OWN
+_ACTIVE = "boolean NOT NULL DEFAULT true"
+SQL = POSTGRES.ddl(TRANSCRIPT, active=_ACTIVE, more_session_columns=_INDEX_BEHIND) + _OWN

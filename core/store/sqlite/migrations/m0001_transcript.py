@@ -1,22 +1,8 @@
-"""Step 1, transcript: sessions, messages (core/store/migration_ddl.py) and
-the full-text index, in SQLite's words."""
+"""Step 1, transcript: sessions and messages (core/store/migration_ddl.py),
+and the full-text index, in SQLite's words."""
 
 from core.store.dialect import SQLITE
-from core.store.migration_ddl import MESSAGES
-
-_SESSIONS = """
-CREATE TABLE sessions (
-    id          INTEGER PRIMARY KEY,
-    key         TEXT NOT NULL UNIQUE,
-    agent_id    TEXT NOT NULL,
-    platform    TEXT NOT NULL,
-    chat_id     TEXT NOT NULL,
-    chat_kind   TEXT NOT NULL,
-    thread_id   TEXT,
-    created_at  INTEGER NOT NULL,
-    updated_at  INTEGER NOT NULL
-);
-"""
+from core.store.migration_ddl import TRANSCRIPT
 
 _OWN = """
 CREATE INDEX messages_user_ts ON messages(ts) WHERE role = 'user';
@@ -48,4 +34,4 @@ END;
 """
 
 _ACTIVE = "INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1))"
-SQL = _SESSIONS + SQLITE.ddl(MESSAGES, active=_ACTIVE) + _OWN
+SQL = SQLITE.ddl(TRANSCRIPT, active=_ACTIVE, more_session_columns="") + _OWN
