@@ -5,7 +5,9 @@ with the words each database spells its own way in braces (column types, a
 generated id, SQLite's `WITHOUT ROWID`), which `Dialect.ddl` fills in. Each
 backend's step module (`mNNNN_<name>.py`, core/store/migration_steps.py)
 renders its template and adds what is its own: triggers, and the indexes each
-planner wants in its own shape.
+planner wants in its own shape. Where such an index stood among a table's
+shared ones it fills a slot there (`{due_index}`): SQLite's planner breaks
+ties between a table's indexes by their order, so the order stays as it was.
 
 A template is history once released: a database built from it must keep the
 same schema as one built from it later, so a change is a new step.

@@ -44,7 +44,8 @@ Migration = migration_steps.Migration["AsyncConnection[Any]"]
 
 def delete_with_session(function: str, *tables: str) -> str:
     """The trigger function `function`, deleting a deleted session's rows of
-    `tables` (CREATE OR REPLACE: a later step gives it a longer list)."""
+    `tables` (CREATE OR REPLACE: a later step gives it a longer list). Steps
+    3 to 5 and 8 build with it: a change is a new step, as for their SQL."""
     deletes = "".join(f"    DELETE FROM {table} WHERE session_key = OLD.key;\n" for table in tables)
     return (
         f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
