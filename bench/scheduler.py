@@ -38,7 +38,7 @@ from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
 from core.scheduler import Scheduler
 from core.store.backends import open_backend
-from core.store.sqlite.rows import to_ms
+from core.store.dialect import to_ms
 
 LEASE = timedelta(minutes=10)
 

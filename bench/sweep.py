@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.report import print_metrics
 from core.commitments.expiry import EXPIRY_GRACE, sweep_expired
 from core.store.backends import open_backend
-from core.store.sqlite.rows import to_ms
+from core.store.dialect import to_ms
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 SCOPES = 500

@@ -1,6 +1,7 @@
 """What differs between SQLite and PostgreSQL inside SQL written once
 (core/store/sql/): placeholders, how a time is stored, booleans, and the
-clause that claims rows another worker may be claiming.
+clause that claims rows another worker may be claiming; and, for migration
+DDL written once (core/store/migration_ddl.py), the column types.
 
 SQL under core/store/sql/ is written with `?` placeholders, times bound
 through `time()` and read back through `from_time()`, and truth bound as a
@@ -12,9 +13,10 @@ Everything else both databases read alike: `ON CONFLICT … DO UPDATE` with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any, Literal
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -47,6 +49,24 @@ def utc(value: datetime) -> datetime:
 def placeholders(count: int) -> str:
     """`?, ?, ?` for an `IN (…)` list or a VALUES row of `count` values."""
     return ", ".join("?" * count)
+
+
+# The words of migration DDL (`Dialect.ddl`) as SQLite, then PostgreSQL spell
+# them. SQLite stores a time as INTEGER milliseconds since the epoch, UTC
+# (`to_ms`), and its INTEGER PRIMARY KEY is the rowid, assigned on insert.
+_DDL_WORDS = {
+    "text": ("TEXT", "text"),
+    "integer": ("INTEGER", "integer"),
+    "bigint": ("INTEGER", "bigint"),
+    "real": ("REAL", "double precision"),
+    "time": ("INTEGER", "timestamptz"),
+    "generated_id": ("INTEGER PRIMARY KEY", "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
+    "without_rowid": (" WITHOUT ROWID", ""),
+}
+
+
+def _ddl_words(spelling: int) -> Mapping[str, str]:
+    return MappingProxyType({word: spelt[spelling] for word, spelt in _DDL_WORDS.items()})
 
 
 class Dialect:
@@ -105,21 +125,42 @@ class Dialect:
     # takes CROSS JOIN as that order; PostgreSQL orders joins itself.
     join_in_order: str
 
+    # The function that returns the larger of its arguments.
+    greatest_function: str
+
     def greatest(self, left: str, right: str) -> str:
         """SQL for the larger of two expressions."""
-        raise NotImplementedError
+        return f"{self.greatest_function}({left}, {right})"
 
     def as_number(self, text: str) -> str:
         """SQL ordering the text expression `text` by its integer value;
         text that is not a number sorts below every number."""
         raise NotImplementedError
 
+    # The attribute of a driver's exception that names its error, read
+    # without importing the driver, and the names of the two constraint
+    # violations the stores tell apart.
+    error_attribute: str
+    unique_violation: str
+    foreign_key_violation: str
+
     def is_unique_violation(self, exc: BaseException) -> bool:
         """Whether the driver's `exc` is a unique constraint refusing a row."""
-        raise NotImplementedError
+        return getattr(exc, self.error_attribute, None) == self.unique_violation
 
     def is_foreign_key_violation(self, exc: BaseException) -> bool:
-        raise NotImplementedError
+        return getattr(exc, self.error_attribute, None) == self.foreign_key_violation
+
+    # What `ddl` fills in.
+    ddl_words: Mapping[str, str]
+
+    def ddl(self, template: str, **own: str) -> str:
+        """A migration's DDL `template` in this database's words: the column
+        types `{text}`, `{integer}`, `{bigint}`, `{real}` and `{time}`,
+        `{generated_id}` (an id the database assigns, the primary key),
+        `{without_rowid}` closing a table SQLite keeps in primary key order,
+        and the step's `own` words (a column each backend defines its way)."""
+        return template.format_map({**self.ddl_words, **own})
 
 
 class SqliteDialect(Dialect):
@@ -148,18 +189,17 @@ class SqliteDialect(Dialect):
     for_update = ""
     join_in_order = "CROSS JOIN"
 
-    def greatest(self, left: str, right: str) -> str:
-        return f"max({left}, {right})"
+    greatest_function = "max"
 
     def as_number(self, text: str) -> str:
         # CAST makes text that is not a number 0.
         return f"CAST({text} AS INTEGER)"
 
-    def is_unique_violation(self, exc: BaseException) -> bool:
-        return getattr(exc, "sqlite_errorname", "") == "SQLITE_CONSTRAINT_UNIQUE"
+    error_attribute = "sqlite_errorname"
+    unique_violation = "SQLITE_CONSTRAINT_UNIQUE"
+    foreign_key_violation = "SQLITE_CONSTRAINT_FOREIGNKEY"
 
-    def is_foreign_key_violation(self, exc: BaseException) -> bool:
-        return getattr(exc, "sqlite_errorname", "") == "SQLITE_CONSTRAINT_FOREIGNKEY"
+    ddl_words = _ddl_words(0)
 
 
 @lru_cache(maxsize=2048)
@@ -198,19 +238,18 @@ class PostgresDialect(Dialect):
     for_update = " FOR UPDATE"
     join_in_order = "JOIN"
 
-    def greatest(self, left: str, right: str) -> str:
-        return f"greatest({left}, {right})"
+    greatest_function = "greatest"
 
     def as_number(self, text: str) -> str:
         # NULL (sorted last by the caller's NULLS LAST) for text that is not a number.
         return f"CASE WHEN {text} ~ '^[0-9]{{1,30}}$' THEN {text}::numeric END"
 
-    # SQLSTATEs of psycopg's errors, read without importing the driver.
-    def is_unique_violation(self, exc: BaseException) -> bool:
-        return getattr(exc, "sqlstate", None) == "23505"
+    # SQLSTATEs of psycopg's errors.
+    error_attribute = "sqlstate"
+    unique_violation = "23505"
+    foreign_key_violation = "23503"
 
-    def is_foreign_key_violation(self, exc: BaseException) -> bool:
-        return getattr(exc, "sqlstate", None) == "23503"
+    ddl_words = _ddl_words(1)
 
 
 SQLITE = SqliteDialect()

@@ -2,8 +2,10 @@
 
 Each backend keeps its DDL per step in its own `migrations/` package, one
 module `mNNNN_<name>.py` per step below, so "schema 14" means the same on
-SQLite and PostgreSQL. A step that one backend does not need (its feature is
-the other backend's own) is a module there with empty SQL.
+SQLite and PostgreSQL. DDL both build alike is written once
+(core/store/migration_ddl.py) and rendered by each module in its words. A
+step that one backend does not need (its feature is the other backend's own)
+is a module there with empty SQL.
 
 Before this list, each backend had its own numbering (SQLite 15 steps,
 PostgreSQL 13). A database still recorded that way is renumbered once, on

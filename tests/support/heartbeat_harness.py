@@ -22,8 +22,8 @@ from core.messages import Outbound, SendResult
 from core.reminders import ReminderFiring, ReminderService, ReminderSource
 from core.scheduler import DueSource, Scheduler
 from core.store import Store
+from core.store.dialect import to_ms
 from core.store.postgres import PostgresStore
-from core.store.sqlite.rows import to_ms
 from core.users import UserZones
 from tests.support.followups import store_execute, store_rows
 from tests.support.scripted_model import ScriptedModel

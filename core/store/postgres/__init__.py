@@ -2,7 +2,7 @@
 for several `kept run` workers on one database.
 
 connection.py   the psycopg pool and transaction helpers
-migrations/     the numbered schema migrations (this backend's own numbering)
+migrations/     the shared schema steps (core/store/migration_steps.py) in its DDL
 lexemes.py      kept's tokenizer: a message's tsvector, a query's tsquery
 index.py        TsvectorIndex: the transcript's search rows, their upkeep
 search.py       the tsvector search statements

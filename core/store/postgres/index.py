@@ -4,7 +4,7 @@ rebuilt per session, searched (search.py), and its GIN pending list folded.
 
 Deletions need no code here: `message_search` rows go with their message
 (ON DELETE CASCADE), also for messages a session delete cascades to; hiding
-a message drops its row by trigger (migration 0002).
+a message drops its row by trigger (step 2, search).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _MESSAGE_INSERT = (
 
 # A row built again (a reindex racing a live write of the same message)
 # replaces the one there: both were built from the same text.
-# The agent is the session's (migration 0007), read in the same statement.
+# The agent is the session's (step 11, search scope), read in the same statement.
 _UPSERT = (
     "ON CONFLICT (message_id) DO UPDATE SET session_id = excluded.session_id, "
     "agent_id = excluded.agent_id, search = excluded.search"

@@ -8,7 +8,7 @@ first and again over a wider one only when that range held too few matches
    the scope that match every unit of the query (`search @@ tsquery`, from
    the GIN index). The scope is applied here, before the LIMIT, so rows
    outside it never take result slots; it is a column of the search row
-   (session or agent, migrations 0002 and 0007), never a join. Only active
+   (session or agent, steps 2 and 11, search scope), never a join. Only active
    messages have search rows. A common word is ranked among its newest
    matches only: ranking is computed per candidate, and for such words the
    newer messages are the better answer anyway. The window is never
@@ -37,7 +37,7 @@ matches of the whole scope. A rare word pays one extra trip over index
 entries.
 
 How a scope and a range are applied. An agent scope names the agent's
-lexeme, or its spans of ids in the range (migration 0007: every search row
+lexeme, or its spans of ids in the range (step 11, search scope: every search row
 has `<agent>` and `<agent>:<message_id >> SPAN_BITS>` in a second column of
 the same GIN index), so the index itself intersects the query's lexemes
 with them and only the agent's rows in the range are read. A b-tree range
@@ -71,7 +71,7 @@ WIDEN_MARGIN = 1.25
 # A range that would cover more than this share of all ids is not worth
 # naming span by span: the last statement has no bound.
 UNBOUNDED_SHARE = 0.75
-# Ids per span lexeme, as migration 0007 builds them.
+# Ids per span lexeme, as step 11 (search scope) builds them.
 SPAN_BITS = 14
 
 

@@ -1,8 +1,7 @@
 """The SQLite backend: every store port on one shared connection.
 
 connection.py   SqliteConnection: the aiosqlite connection, its lock, one-trip transactions
-migrations/     the numbered schema migrations
-rows.py         times as stored
+migrations/     the shared schema steps (core/store/migration_steps.py) in its DDL
 fts.py          what a message's full-text row holds
 index.py        Fts5Index: the transcript's full-text rows, their upkeep
 search.py       the FTS5 search statements

@@ -1,6 +1,6 @@
 """What one message's full-text row holds, shared by the store and migrations.
 
-`messages_fts` (see migrations 0002 and 0006) has one row per active indexed
+`messages_fts` (see steps 2 and 6) has one row per active indexed
 message, and three columns:
 
 - `words`: normalize(text) with unspaced-script runs blanked out, for the
@@ -16,8 +16,8 @@ agent's number (table `agents`, copied to `sessions.agent_slot`): each
 agent's rows form one rowid range, so an agent-wide search is a range that
 FTS5 seeks to in each posting list instead of a per-candidate check.
 
-Changing what a row holds means a migration that rebuilds the table (as
-0002 does from `index_values`).
+Changing what a row holds means a step that rebuilds the table (as step 2
+does from `index_values`).
 """
 
 from __future__ import annotations

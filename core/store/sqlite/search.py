@@ -10,7 +10,7 @@ snapshot, one trip to the thread):
    scope adds the session's token to the MATCH, so FTS5 intersects posting
    lists. The admin's unscoped search runs the query once per agent and
    merges the results (bm25 comes from one table, so scores compare).
-   Only active messages have index rows (triggers of migrations 0002/0006).
+   Only active messages have index rows (triggers of steps 2 and 6).
 2. A query matching more than RANK_WINDOW messages in its scope (a common
    word) is ranked among its RANK_WINDOW newest matches there: bm25 is
    computed per candidate, which adds up for the commonest words of a large

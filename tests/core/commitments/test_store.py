@@ -16,9 +16,9 @@ from core.commitments.expiry import EXPIRY_GRACE, sweep_expired
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.commitments.service import CommitmentService, SnoozeError
 from core.commitments.store import CommitmentStore, Filter
+from core.store.dialect import to_ms
 from core.store.sql.commitments import ACTIVE, COLUMN_NAMES, SqlCommitmentStore
 from core.store.sqlite import SqliteStore
-from core.store.sqlite.rows import to_ms
 from tests.support.followups import Followups
 from tests.support.store_helpers import (
     chat_filter,

@@ -21,9 +21,9 @@ from core.delivery.lease import turn_lease
 from core.heartbeat.source import SCOPE_CONCURRENCY
 from core.llm import Completion
 from core.messages import Outbound, SendResult
+from core.store.dialect import to_ms
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.migrations import load_migrations
-from core.store.sqlite.rows import to_ms
 from tests.support.heartbeat_harness import SCOPE, WORKER, Harness, make_harness
 from tests.support.scripted_model import text
 from tests.support.store_helpers import commitment_store_for, heartbeat_store_for

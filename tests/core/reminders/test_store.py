@@ -10,7 +10,7 @@ from core.messages import Target
 from core.reminders.model import NewReminder
 from core.reminders.store import Claim, ReminderStore
 from core.store import Store
-from core.store.sqlite.rows import to_ms
+from core.store.dialect import to_ms
 from tests.support.followups import Followups
 from tests.support.store_helpers import make_reminder_store
 

@@ -42,6 +42,17 @@ OLD_NUMBERING = (*same_steps(1, 2), LegacyStep("followups", 7), *same_steps(8))
 Migration = migration_steps.Migration["AsyncConnection[Any]"]
 
 
+def delete_with_session(function: str, *tables: str) -> str:
+    """The trigger function `function`, deleting a deleted session's rows of
+    `tables` (CREATE OR REPLACE: a later step gives it a longer list). Steps
+    3 to 5 and 8 build with it: a change is a new step, as for their SQL."""
+    deletes = "".join(f"    DELETE FROM {table} WHERE session_key = OLD.key;\n" for table in tables)
+    return (
+        f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+        f"BEGIN\n{deletes}    RETURN NULL;\nEND $$;\n"
+    )
+
+
 def load_migrations() -> list[Migration]:
     """The migrations in this package, in version order."""
     return step_modules(__name__, __path__, "PostgreSQL")

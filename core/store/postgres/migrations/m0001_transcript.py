@@ -1,56 +1,20 @@
-"""Sessions and messages.
+"""Step 1, transcript: sessions and messages (core/store/migration_ddl.py),
+in PostgreSQL's words.
 
 Times are `timestamptz` (UTC). Every row that belongs to a session carries
 its key or id, so a later move to a PostgreSQL sharded by session (Citus)
 needs no new columns.
 """
 
-SQL = """
-CREATE TABLE sessions (
-    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    key           text NOT NULL UNIQUE,
-    agent_id      text NOT NULL,
-    platform      text NOT NULL,
-    chat_id       text NOT NULL,
-    chat_kind     text NOT NULL,
-    thread_id     text,
-    created_at    timestamptz NOT NULL,
-    updated_at    timestamptz NOT NULL,
-    index_behind  boolean NOT NULL DEFAULT false
-);
+from core.store.dialect import POSTGRES
+from core.store.migration_ddl import TRANSCRIPT
 
+_INDEX_BEHIND = """,
+    index_behind  boolean NOT NULL DEFAULT false"""
+
+_OWN = """
 CREATE INDEX sessions_agent ON sessions(agent_id);
 CREATE INDEX sessions_index_behind ON sessions(id) WHERE index_behind;
-
--- platform and chat_id are copied from the session so the duplicate check
--- below can be a plain unique index.
-CREATE TABLE messages (
-    id                   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    session_id           bigint NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    platform             text NOT NULL,
-    chat_id              text NOT NULL,
-    role                 text NOT NULL,
-    kind                 text NOT NULL,
-    text                 text NOT NULL,
-    payload              text,
-    sender_id            text,
-    platform_message_id  text,
-    in_reply_to          bigint REFERENCES messages(id) ON DELETE SET NULL,
-    ts                   timestamptz NOT NULL,
-    active               boolean NOT NULL DEFAULT true
-);
-
-CREATE INDEX messages_session ON messages(session_id, id);
-
--- history(): a turn's replies sort right after the user message that started it.
-CREATE INDEX messages_session_turn ON messages(session_id, (coalesce(in_reply_to, id)), id);
-
-CREATE INDEX messages_in_reply_to ON messages(in_reply_to);
-
--- A platform update delivered twice must not start two turns.
-CREATE UNIQUE INDEX messages_platform_dedupe
-    ON messages(platform, chat_id, platform_message_id)
-    WHERE role = 'user' AND platform_message_id IS NOT NULL;
 
 CREATE INDEX messages_sent_platform_id ON messages(platform, chat_id, platform_message_id)
     WHERE role <> 'user' AND platform_message_id IS NOT NULL;
@@ -72,3 +36,6 @@ CREATE TRIGGER messages_touch_session AFTER INSERT ON messages
     REFERENCING NEW TABLE AS new_messages
     FOR EACH STATEMENT EXECUTE FUNCTION messages_touch_session();
 """
+
+_ACTIVE = "boolean NOT NULL DEFAULT true"
+SQL = POSTGRES.ddl(TRANSCRIPT, active=_ACTIVE, more_session_columns=_INDEX_BEHIND) + _OWN

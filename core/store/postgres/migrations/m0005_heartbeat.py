@@ -7,7 +7,9 @@
   "at most one turn per interval" survives a restart.
 """
 
-SQL = """
+from core.store.postgres.migrations import delete_with_session
+
+SQL = f"""
 ALTER TABLE commitments ADD COLUMN claimed_at timestamptz;
 
 CREATE TABLE heartbeat_turns (
@@ -17,11 +19,5 @@ CREATE TABLE heartbeat_turns (
     PRIMARY KEY (session_key, agent_id)
 );
 
-CREATE OR REPLACE FUNCTION sessions_delete_followups() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM commitments WHERE session_key = OLD.key;
-    DELETE FROM reminders WHERE session_key = OLD.key;
-    DELETE FROM heartbeat_turns WHERE session_key = OLD.key;
-    RETURN NULL;
-END $$;
+{delete_with_session("sessions_delete_followups", "commitments", "reminders", "heartbeat_turns")}
 """

@@ -9,18 +9,15 @@ The `*_lease` partial indexes answer "claims whose lease has ended" and
 "when does the next lease end".
 """
 
-SQL = """
-ALTER TABLE commitments
+# The same columns and index for each table that claims deliveries.
+SQL = "".join(
+    f"""
+ALTER TABLE {table}
     ADD COLUMN claim_phase text CHECK (claim_phase IN ('claimed', 'sending')),
     ADD COLUMN claimed_by text,
     ADD COLUMN lease_until timestamptz;
 
-CREATE INDEX commitments_lease ON commitments(lease_until) WHERE claim_phase IS NOT NULL;
-
-ALTER TABLE reminders
-    ADD COLUMN claim_phase text CHECK (claim_phase IN ('claimed', 'sending')),
-    ADD COLUMN claimed_by text,
-    ADD COLUMN lease_until timestamptz;
-
-CREATE INDEX reminders_lease ON reminders(lease_until) WHERE claim_phase IS NOT NULL;
+CREATE INDEX {table}_lease ON {table}(lease_until) WHERE claim_phase IS NOT NULL;
 """
+    for table in ("commitments", "reminders")
+)

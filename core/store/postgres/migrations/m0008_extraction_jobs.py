@@ -1,38 +1,18 @@
-"""The extraction queue as rows (core/commitments/jobs.py), as on SQLite:
-exchanges waiting for the extraction pass survive a stop or a crash, and any
-worker may adopt the ones nobody vouches for."""
+"""Step 8, extraction jobs (core/store/migration_ddl.py), in PostgreSQL's
+words, with its lease index and trigger."""
 
-SQL = """
-CREATE TABLE extraction_jobs (
-    id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    agent_id         text NOT NULL,
-    session_key      text NOT NULL,
-    platform         text NOT NULL,
-    chat_id          text NOT NULL,
-    thread_id        text,
-    sender_id        text,
-    chat_kind        text NOT NULL,
-    user_message_id  bigint NOT NULL,
-    user_text        text NOT NULL,
-    assistant_text   text NOT NULL,
-    created_at       timestamptz NOT NULL,
-    -- NULL claimed_by: released, any worker may take it.
-    claimed_by       text,
-    lease_until      timestamptz
-);
+from core.store.dialect import POSTGRES
+from core.store.migration_ddl import EXTRACTION_JOBS
+from core.store.postgres.migrations import delete_with_session
 
--- Orphans in queue order: released ones (no lease) first, then by lease end.
-CREATE INDEX extraction_jobs_lease ON extraction_jobs(lease_until NULLS FIRST, id);
-CREATE INDEX extraction_jobs_worker ON extraction_jobs(claimed_by) WHERE claimed_by IS NOT NULL;
-CREATE INDEX extraction_jobs_session ON extraction_jobs(session_key);
+_LEASE_INDEX = "CREATE INDEX extraction_jobs_lease ON extraction_jobs(lease_until NULLS FIRST, id);"
 
+_OWN = f"""
 -- A deleted conversation leaves nothing waiting to be read by a model.
-CREATE FUNCTION sessions_delete_extraction_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM extraction_jobs WHERE session_key = OLD.key;
-    RETURN NULL;
-END $$;
+{delete_with_session("sessions_delete_extraction_jobs", "extraction_jobs")}
 
 CREATE TRIGGER sessions_delete_extraction_jobs AFTER DELETE ON sessions
     FOR EACH ROW EXECUTE FUNCTION sessions_delete_extraction_jobs();
 """
+
+SQL = POSTGRES.ddl(EXTRACTION_JOBS, lease_index=_LEASE_INDEX) + _OWN

@@ -1,12 +1,6 @@
-"""Extraction pauses as rows (core/commitments/pause.py): the first worker
-to hit an authentication or unknown-model error pauses the agent for every
-worker, and only it says so in the log."""
+"""Step 9, extraction pauses (core/store/migration_ddl.py), in PostgreSQL's words."""
 
-SQL = """
-CREATE TABLE extraction_pauses (
-    agent_id  text PRIMARY KEY,
-    until     timestamptz NOT NULL,
-    kind      text NOT NULL,
-    error     text NOT NULL
-);
-"""
+from core.store.dialect import POSTGRES
+from core.store.migration_ddl import EXTRACTION_PAUSES
+
+SQL = POSTGRES.ddl(EXTRACTION_PAUSES)

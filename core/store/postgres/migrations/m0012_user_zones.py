@@ -1,11 +1,6 @@
-"""Each user's own time zone (core/users), one row per (platform, user id)."""
+"""Step 12, user zones (core/store/migration_ddl.py), in PostgreSQL's words."""
 
-SQL = """
-CREATE TABLE user_zones (
-    platform    text NOT NULL,
-    user_id     text NOT NULL,
-    timezone    text NOT NULL,
-    updated_at  timestamptz NOT NULL,
-    PRIMARY KEY (platform, user_id)
-);
-"""
+from core.store.dialect import POSTGRES
+from core.store.migration_ddl import USER_ZONES
+
+SQL = POSTGRES.ddl(USER_ZONES)

@@ -1,9 +1,6 @@
-"""Small named values the bot keeps about itself (core/store/app_state.py),
-e.g. the hash of the Discord command tree last synced."""
+"""Step 13, app state (core/store/migration_ddl.py), in PostgreSQL's words."""
 
-SQL = """
-CREATE TABLE app_state (
-    key    text PRIMARY KEY,
-    value  text NOT NULL
-);
-"""
+from core.store.dialect import POSTGRES
+from core.store.migration_ddl import APP_STATE
+
+SQL = POSTGRES.ddl(APP_STATE)

@@ -1,22 +1,6 @@
-"""Pairing (core/pairing): the codes given to unknown users in direct
-messages, and the users the operator approved."""
+"""Step 14, pairing (core/store/migration_ddl.py), in PostgreSQL's words."""
 
-SQL = """
-CREATE TABLE pairing_requests (
-    platform    text NOT NULL,
-    user_id     text NOT NULL,
-    code        text NOT NULL UNIQUE,
-    username    text,
-    created_at  timestamptz NOT NULL,
-    expires_at  timestamptz NOT NULL,
-    PRIMARY KEY (platform, user_id)
-);
+from core.store.dialect import POSTGRES
+from core.store.migration_ddl import PAIRING
 
-CREATE TABLE paired_users (
-    platform     text NOT NULL,
-    user_id      text NOT NULL,
-    username     text,
-    approved_at  timestamptz NOT NULL,
-    PRIMARY KEY (platform, user_id)
-);
-"""
+SQL = POSTGRES.ddl(PAIRING)

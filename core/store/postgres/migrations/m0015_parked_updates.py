@@ -1,15 +1,6 @@
-"""Updates parked after failing while others were stored (core/store/parked.py)."""
+"""Step 15, parked updates (core/store/migration_ddl.py), in PostgreSQL's words."""
 
-SQL = """
-CREATE TABLE parked_updates (
-    source              text NOT NULL,
-    update_id           bigint NOT NULL,
-    lane                text NOT NULL,
-    payload             text NOT NULL,
-    error               text NOT NULL,
-    tries               integer NOT NULL,
-    parked_at           timestamptz NOT NULL,
-    retry_requested_at  timestamptz,
-    PRIMARY KEY (source, update_id)
-);
-"""
+from core.store.dialect import POSTGRES
+from core.store.migration_ddl import PARKED_UPDATES
+
+SQL = POSTGRES.ddl(PARKED_UPDATES)

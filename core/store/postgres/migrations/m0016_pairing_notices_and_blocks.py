@@ -1,18 +1,6 @@
-"""Pairing (core/pairing): when a code's notice was last sent, so a stranger
-who keeps writing is not sent it again with every message (whichever worker
-answers), the age order the oldest requests give way in, and the users the
-operator blocked."""
+"""Step 16, pairing notices and blocks (core/store/migration_ddl.py), in PostgreSQL's words."""
 
-SQL = """
-ALTER TABLE pairing_requests ADD COLUMN notified_at timestamptz;
+from core.store.dialect import POSTGRES
+from core.store.migration_ddl import PAIRING_NOTICES_AND_BLOCKS
 
-CREATE INDEX pairing_requests_by_age ON pairing_requests (platform, created_at);
-
-CREATE TABLE pairing_blocks (
-    platform    text NOT NULL,
-    user_id     text NOT NULL,
-    username    text,
-    blocked_at  timestamptz NOT NULL,
-    PRIMARY KEY (platform, user_id)
-);
-"""
+SQL = POSTGRES.ddl(PAIRING_NOTICES_AND_BLOCKS)

@@ -23,26 +23,19 @@ The `*_lease` partial indexes answer "claims whose lease has expired" and
 "when does the next lease expire"; they replace the `*_claimed` ones.
 """
 
-SQL = """
-ALTER TABLE commitments ADD COLUMN claim_phase TEXT
+# The same columns, backfill and index for each table that claims deliveries.
+SQL = "".join(
+    f"""
+ALTER TABLE {table} ADD COLUMN claim_phase TEXT
     CHECK (claim_phase IS NULL OR claim_phase IN ('claimed', 'sending'));
-ALTER TABLE commitments ADD COLUMN claimed_by TEXT;
-ALTER TABLE commitments ADD COLUMN lease_until INTEGER;
+ALTER TABLE {table} ADD COLUMN claimed_by TEXT;
+ALTER TABLE {table} ADD COLUMN lease_until INTEGER;
 
-UPDATE commitments SET claim_phase = 'sending', lease_until = claimed_at
+UPDATE {table} SET claim_phase = 'sending', lease_until = claimed_at
     WHERE claimed_at IS NOT NULL;
 
-DROP INDEX commitments_claimed;
-CREATE INDEX commitments_lease ON commitments(lease_until) WHERE claim_phase IS NOT NULL;
-
-ALTER TABLE reminders ADD COLUMN claim_phase TEXT
-    CHECK (claim_phase IS NULL OR claim_phase IN ('claimed', 'sending'));
-ALTER TABLE reminders ADD COLUMN claimed_by TEXT;
-ALTER TABLE reminders ADD COLUMN lease_until INTEGER;
-
-UPDATE reminders SET claim_phase = 'sending', lease_until = claimed_at
-    WHERE claimed_at IS NOT NULL;
-
-DROP INDEX reminders_claimed;
-CREATE INDEX reminders_lease ON reminders(lease_until) WHERE claim_phase IS NOT NULL;
+DROP INDEX {table}_claimed;
+CREATE INDEX {table}_lease ON {table}(lease_until) WHERE claim_phase IS NOT NULL;
 """
+    for table in ("commitments", "reminders")
+)

@@ -1,11 +1,6 @@
-"""Extraction pauses as rows (core/commitments/pause.py): one per agent,
-kept across restarts like the pause itself."""
+"""Step 9, extraction pauses (core/store/migration_ddl.py), in SQLite's words."""
 
-SQL = """
-CREATE TABLE extraction_pauses (
-    agent_id  TEXT PRIMARY KEY,
-    until     INTEGER NOT NULL,
-    kind      TEXT NOT NULL,
-    error     TEXT NOT NULL
-);
-"""
+from core.store.dialect import SQLITE
+from core.store.migration_ddl import EXTRACTION_PAUSES
+
+SQL = SQLITE.ddl(EXTRACTION_PAUSES)

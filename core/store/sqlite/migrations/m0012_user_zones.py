@@ -1,11 +1,6 @@
-"""Each user's own time zone (core/users), one row per (platform, user id)."""
+"""Step 12, user zones (core/store/migration_ddl.py), in SQLite's words."""
 
-SQL = """
-CREATE TABLE user_zones (
-    platform    TEXT NOT NULL,
-    user_id     TEXT NOT NULL,
-    timezone    TEXT NOT NULL,
-    updated_at  INTEGER NOT NULL,
-    PRIMARY KEY (platform, user_id)
-) WITHOUT ROWID;
-"""
+from core.store.dialect import SQLITE
+from core.store.migration_ddl import USER_ZONES
+
+SQL = SQLITE.ddl(USER_ZONES)

@@ -1,9 +1,6 @@
-"""Small named values the bot keeps about itself (core/store/app_state.py),
-e.g. the hash of the Discord command tree last synced."""
+"""Step 13, app state (core/store/migration_ddl.py), in SQLite's words."""
 
-SQL = """
-CREATE TABLE app_state (
-    key    TEXT PRIMARY KEY,
-    value  TEXT NOT NULL
-);
-"""
+from core.store.dialect import SQLITE
+from core.store.migration_ddl import APP_STATE
+
+SQL = SQLITE.ddl(APP_STATE)

@@ -1,15 +1,6 @@
-"""Updates parked after failing while others were stored (core/store/parked.py)."""
+"""Step 15, parked updates (core/store/migration_ddl.py), in SQLite's words."""
 
-SQL = """
-CREATE TABLE parked_updates (
-    source              TEXT NOT NULL,
-    update_id           INTEGER NOT NULL,
-    lane                TEXT NOT NULL,
-    payload             TEXT NOT NULL,
-    error               TEXT NOT NULL,
-    tries               INTEGER NOT NULL,
-    parked_at           INTEGER NOT NULL,
-    retry_requested_at  INTEGER,
-    PRIMARY KEY (source, update_id)
-);
-"""
+from core.store.dialect import SQLITE
+from core.store.migration_ddl import PARKED_UPDATES
+
+SQL = SQLITE.ddl(PARKED_UPDATES)
