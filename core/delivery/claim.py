@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import ClassVar, Literal, Self, TypeVar
@@ -32,6 +33,7 @@ from core.logs import event
 
 Phase = Literal["claimed", "sending", "settled"]
 T = TypeVar("T")
+C = TypeVar("C", bound="DeliveryClaim")
 
 LEASE_ENDS_IT = "none needed: the claim's lease ends it"
 
@@ -173,3 +175,19 @@ def _why(cause: BaseException | None) -> str:
     if isinstance(cause, asyncio.CancelledError):
         return "stopped"
     return repr(cause)
+
+
+async def take_despite_cancel(take: Awaitable[Sequence[C]]) -> list[C]:
+    """The claims `take` makes, run to its end even when the caller is
+    cancelled meanwhile; on that cancellation each claim it made is released
+    before the cancellation goes on. The claim statement may have committed
+    when the stop lands: its rows never reached the platform, and must be
+    due again now rather than when their lease ends."""
+    task = asyncio.ensure_future(take)
+    try:
+        return list(await asyncio.shield(task))
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            for claim in await task:
+                await claim.release("stopped while being claimed")
+        raise

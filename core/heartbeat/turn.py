@@ -20,6 +20,8 @@ from typing import Literal
 
 from core.clock import Clock
 from core.commitments.model import Commitment, Scope
+from core.delivery.claim import take_despite_cancel
+from core.delivery.mirror import mirror_sent
 from core.delivery.send import AccessCheck, ServeAll, deliver_once
 from core.heartbeat.claim import FollowUpClaim
 from core.heartbeat.prompt import build_messages, clean_checkin, same_text
@@ -27,7 +29,7 @@ from core.heartbeat.store import HeartbeatStore
 from core.llm import LLMError, Model
 from core.messages import Outbound, Sender, Target, followup_actions
 from core.metrics import recorder
-from core.store.base import NewMessage, Store
+from core.store.base import Store
 
 DUPLICATE_WINDOW = timedelta(hours=24)
 
@@ -93,21 +95,25 @@ class HeartbeatTurn:
         model call and the send."""
         if not scopes:
             return []
-        now = self._clock.now()
-        rows = await self._store.claim_due(
-            scopes, per_scope=per_scope, worker=self._worker, now=now, lease_until=now + lease
-        )
-        by_scope: dict[Scope, list[Commitment]] = {}
-        for c in rows:
-            by_scope.setdefault(c.scope, []).append(c)
-        return [
-            FollowUpClaim(
-                s, by_scope[s], store=self._store, worker=self._worker, clock=self._clock,
-                lease=lease,
+
+        async def take() -> list[FollowUpClaim]:
+            now = self._clock.now()
+            rows = await self._store.claim_due(
+                scopes, per_scope=per_scope, worker=self._worker, now=now, lease_until=now + lease
             )
-            for s in scopes
-            if s in by_scope
-        ]  # fmt: skip
+            by_scope: dict[Scope, list[Commitment]] = {}
+            for c in rows:
+                by_scope.setdefault(c.scope, []).append(c)
+            return [
+                FollowUpClaim(
+                    s, by_scope[s], store=self._store, worker=self._worker, clock=self._clock,
+                    lease=lease,
+                )
+                for s in scopes
+                if s in by_scope
+            ]  # fmt: skip
+
+        return await take_despite_cancel(take())
 
     async def run(
         self,
@@ -187,15 +193,13 @@ class HeartbeatTurn:
         recorder().checkin("sent")
         # Written into the transcript (and its index), so the user's answer
         # arrives with its question.
-        await self._transcript.add_message(
-            NewMessage(
-                session_key=scope.session_key,
-                role="assistant",
-                kind="checkin",
-                text=text,
-                ts=self._clock.now(),
-                platform_message_id=delivery.message_id,
-            )
+        await mirror_sent(
+            self._transcript,
+            session_key=scope.session_key,
+            kind="checkin",
+            text=text,
+            at=self._clock.now(),
+            platform_message_id=delivery.message_id,
         )
         if self._on_sent is not None:
             self._on_sent(scope, text)

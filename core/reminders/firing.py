@@ -25,7 +25,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core.clock import Clock
+from core.delivery.claim import take_despite_cancel
 from core.delivery.lease import SEND_LEASE
+from core.delivery.mirror import mirror_sent
 from core.delivery.send import (
     DEFAULT_ATTEMPTS,
     AccessCheck,
@@ -48,7 +50,7 @@ from core.reminders.model import Reminder
 from core.reminders.policy import Decision, decide
 from core.reminders.schedule import ScheduleError, next_cron
 from core.reminders.store import ReminderStore
-from core.store.base import NewMessage, Store
+from core.store.base import Store
 
 
 @dataclass(slots=True)
@@ -153,21 +155,29 @@ class ReminderFiring:
             return  # another pass of this process is sending it, or we are stopping
         self._in_flight.add(r.id)
         try:
-            claimed = await self._store.claim(
-                r.id, now, worker=self._worker, lease_until=self._clock.now() + SEND_LEASE
-            )
-            if claimed is None:
+            claims = await take_despite_cancel(self._take(r.id, now))
+            if not claims:
                 return  # cancelled, or claimed by a concurrent pass, since it was read
-            claim = ReminderClaim(
-                claimed, store=self._store, worker=self._worker, clock=self._clock,
-                lease=SEND_LEASE,
-            )  # fmt: skip
+            [claim] = claims
             # Interrupted before `sending`, the claim is released; after, the
             # reminder is settled as a send of unknown outcome.
             async with claim:
                 await self._send_claimed(claim, decision, tally, startup)
         finally:
             self._in_flight.discard(r.id)
+
+    async def _take(self, reminder_id: str, now: datetime) -> list[ReminderClaim]:
+        claimed = await self._store.claim(
+            reminder_id, now, worker=self._worker, lease_until=self._clock.now() + SEND_LEASE
+        )
+        if claimed is None:
+            return []
+        return [
+            ReminderClaim(
+                claimed, store=self._store, worker=self._worker, clock=self._clock,
+                lease=SEND_LEASE,
+            )
+        ]  # fmt: skip
 
     async def _send_claimed(
         self, claim: ReminderClaim, decision: Decision, tally: FiringTally, startup: bool
@@ -286,15 +296,13 @@ class ReminderFiring:
 
     async def _record(self, r: Reminder, text: str, at: datetime, delivery: Delivery) -> None:
         try:
-            await self._transcript.add_message(
-                NewMessage(
-                    session_key=r.session_key,
-                    role="assistant",
-                    kind="reminder",
-                    text=text,
-                    ts=at,
-                    platform_message_id=delivery.message_id,
-                )
+            await mirror_sent(
+                self._transcript,
+                session_key=r.session_key,
+                kind="reminder",
+                text=text,
+                at=at,
+                platform_message_id=delivery.message_id,
             )
         except Exception as exc:  # sent and recorded as fired; only the mirror is missing
             log_reminder(logging.ERROR, "reminder_transcript_failed", r, error=repr(exc))

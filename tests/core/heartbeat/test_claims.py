@@ -120,6 +120,43 @@ async def test_stop_during_the_model_call_releases_the_claim_and_it_is_sent_late
     assert (await hb.status(c.id)).status == "sent"
 
 
+class HeldClaimAnswer:
+    """The real heartbeat store, with the answer of `claim_due` held until
+    the test opens it: the claim statement has committed, its rows are not
+    yet back in the process (a stop landing mid-round-trip)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.entered = asyncio.Event()
+        self.open = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def claim_due(self, *args: Any, **kwargs: Any) -> Any:
+        rows = await self._inner.claim_due(*args, **kwargs)
+        self.entered.set()
+        await self.open.wait()
+        return rows
+
+
+async def test_a_stop_while_the_claim_statement_answers_releases_what_it_took(hb: Harness):
+    c = await hb.seed()
+    held = HeldClaimAnswer(hb.heartbeat)
+    hb.heartbeat = held  # type: ignore[assignment]
+    tick = asyncio.create_task(hb.scheduler().tick())
+    await asyncio.wait_for(held.entered.wait(), 1)
+    assert (await claim_columns(hb, c.id))[:2] == ("claimed", WORKER)
+
+    tick.cancel()  # the process is stopping
+    await asyncio.sleep(0)
+    held.open.set()
+    with pytest.raises(asyncio.CancelledError):
+        await tick
+    assert await claim_columns(hb, c.id) == (None, None, None, None)
+    assert (await hb.status(c.id)).status == "pending" and hb.sender.attempts == []
+
+
 class HeldTurns:
     """A model step for every turn: each call waits until the test opens it."""
 

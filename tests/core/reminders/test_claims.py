@@ -103,6 +103,34 @@ async def test_a_stop_before_sending_releases_the_claim_and_it_fires_once_later(
     assert (await h.get(r.id)).status == "done"
 
 
+class HeldClaimAnswer(GatedStore):
+    """The real store, with the answer of `claim` held: the claim has
+    committed, the row is not yet back in the process when the stop lands."""
+
+    async def claim(self, *args: Any, **kwargs: Any) -> Any:
+        row = await self._inner.claim(*args, **kwargs)
+        self.entered.set()
+        await self.open.wait()
+        return row
+
+
+async def test_a_stop_while_the_claim_answers_releases_it(h: Harness) -> None:
+    r = await h.add("stretch", after="1m")
+    await h.clock.advance(60)
+    held = HeldClaimAnswer(h.reminders)
+    h.restart(store=held)  # type: ignore[arg-type]
+    task = asyncio.create_task(h.source.fire_due())
+    await asyncio.wait_for(held.entered.wait(), 1)
+    assert (await claim_columns(h, r.id))[:2] == ("claimed", WORKER)
+    task.cancel()
+    await asyncio.sleep(0)
+    held.open.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await claim_columns(h, r.id) == (None, None, None, None)
+    assert (await h.get(r.id)).status == "active" and h.sender.sent == []
+
+
 async def test_a_live_claim_of_another_worker_is_left_alone(h: Harness) -> None:
     once = await h.add("sending", after="1m")
     other = await h.add("claimed", after="1m")
