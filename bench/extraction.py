@@ -34,7 +34,8 @@ from core.clock import SystemClock
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.store import Filter
 from core.config.model import CommitmentsConfig, KeptConfig
-from core.conversation.manager import ConversationManager, ReplyEvent
+from core.conversation.events import ReplyEvent
+from core.conversation.manager import ConversationManager
 from core.llm import Completion
 from core.messages import Inbound, Outbound, SendResult, Target
 from core.store.backends import open_backend

@@ -33,7 +33,7 @@ from core.commitments.model import Scope
 from core.commitments.pause import Pauses, PauseStore
 from core.commitments.store import CommitmentStore
 from core.config.model import KeptConfig
-from core.conversation.manager import ReplyEvent
+from core.conversation.events import ReplyEvent
 from core.llm import Model
 from core.logs import event
 from core.store.errors import storage_action

@@ -23,12 +23,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from core.clock import Clock
 from core.config.model import AgentConfig, KeptConfig
+from core.conversation.events import ReplyEvent, ReplyHook
 from core.conversation.prompt import TurnPlace, chat_messages
 from core.conversation.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.errors import MessageNotStored
@@ -57,18 +57,6 @@ RECOVERY_WINDOW = timedelta(minutes=10)
 HISTORY_ROWS = 200
 
 
-@dataclass(frozen=True, slots=True)
-class ReplyEvent:
-    """What the on_reply hooks see after a reply went out."""
-
-    session: SessionRecord
-    user_message: MessageRecord
-    reply: MessageRecord
-    sender_id: str | None
-    turn_kind: str = "conversation"
-
-
-ReplyHook = Callable[[ReplyEvent], Awaitable[None]]
 # Entered around each turn's model call (a channel's "typing…").
 DuringModel = Callable[[], AbstractAsyncContextManager[object]]
 

@@ -8,7 +8,7 @@ import json
 import logging
 from dataclasses import replace
 
-from core.conversation.manager import ReplyEvent
+from core.conversation.events import ReplyEvent
 from tests.core.commitments.test_extraction import LOG, SCOPE_42, make_harness
 from tests.fakes.openai_server import error
 

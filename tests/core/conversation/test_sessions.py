@@ -10,7 +10,8 @@ import pytest
 
 from core.clock import TestClock
 from core.config.model import KeptConfig
-from core.conversation.manager import ConversationManager, ReplyEvent
+from core.conversation.events import ReplyEvent
+from core.conversation.manager import ConversationManager
 from core.conversation.session_cache import SessionCache
 from core.store import Store
 from core.store.base import SessionRecord
