@@ -25,6 +25,7 @@ from core.store.dialect import to_ms
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.migrations import load_migrations
 from tests.support.heartbeat_harness import SCOPE, WORKER, Harness, make_harness
+from tests.support.held_answer import HeldAnswer
 from tests.support.scripted_model import text
 from tests.support.store_helpers import commitment_store_for, heartbeat_store_for
 
@@ -120,29 +121,9 @@ async def test_stop_during_the_model_call_releases_the_claim_and_it_is_sent_late
     assert (await hb.status(c.id)).status == "sent"
 
 
-class HeldClaimAnswer:
-    """The real heartbeat store, with the answer of `claim_due` held until
-    the test opens it: the claim statement has committed, its rows are not
-    yet back in the process (a stop landing mid-round-trip)."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.entered = asyncio.Event()
-        self.open = asyncio.Event()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def claim_due(self, *args: Any, **kwargs: Any) -> Any:
-        rows = await self._inner.claim_due(*args, **kwargs)
-        self.entered.set()
-        await self.open.wait()
-        return rows
-
-
 async def test_a_stop_while_the_claim_statement_answers_releases_what_it_took(hb: Harness):
     c = await hb.seed()
-    held = HeldClaimAnswer(hb.heartbeat)
+    held = HeldAnswer(hb.heartbeat, "claim_due")
     hb.heartbeat = held  # type: ignore[assignment]
     tick = asyncio.create_task(hb.scheduler().tick())
     await asyncio.wait_for(held.entered.wait(), 1)

@@ -30,6 +30,7 @@ from tests.core.reminders.test_service import (
     utc,
 )
 from tests.support.followups import store_rows
+from tests.support.held_answer import HeldAnswer
 from tests.support.store_helpers import open_any_store
 
 DEAD = "dead-host:999:0badc0de"
@@ -103,21 +104,10 @@ async def test_a_stop_before_sending_releases_the_claim_and_it_fires_once_later(
     assert (await h.get(r.id)).status == "done"
 
 
-class HeldClaimAnswer(GatedStore):
-    """The real store, with the answer of `claim` held: the claim has
-    committed, the row is not yet back in the process when the stop lands."""
-
-    async def claim(self, *args: Any, **kwargs: Any) -> Any:
-        row = await self._inner.claim(*args, **kwargs)
-        self.entered.set()
-        await self.open.wait()
-        return row
-
-
 async def test_a_stop_while_the_claim_answers_releases_it(h: Harness) -> None:
     r = await h.add("stretch", after="1m")
     await h.clock.advance(60)
-    held = HeldClaimAnswer(h.reminders)
+    held = HeldAnswer(h.reminders, "claim")
     h.restart(store=held)  # type: ignore[arg-type]
     task = asyncio.create_task(h.source.fire_due())
     await asyncio.wait_for(held.entered.wait(), 1)
