@@ -19,6 +19,7 @@ from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
 from core.locks import SessionGuard
 from core.pairing.store import PairingStore
+from core.privacy.store import ErasureStore
 from core.reminders.store import ReminderStore
 from core.store.app_state import AppStateStore
 from core.store.base import Store
@@ -27,6 +28,7 @@ from core.store.parked import ParkedUpdates
 from core.store.sql.app_state import SqlAppStateStore
 from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sql.database import Database
+from core.store.sql.erasure import SqlErasureStore
 from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
 from core.store.sql.heartbeat import SqlHeartbeatStore
 from core.store.sql.pairing import SqlPairingStore
@@ -69,6 +71,8 @@ class Backend:
     pairing: PairingStore
     # Updates parked after failing while other chats' were stored.
     parked: ParkedUpdates
+    # Everything kept holds from one user, counted and erased (core/privacy).
+    erasure: ErasureStore
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
@@ -114,6 +118,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         user_zones=SqlUserZoneStore(db),
         pairing=SqlPairingStore(db),
         parked=SqlParkedUpdates(db),
+        erasure=SqlErasureStore(db),
         wake_channel=None if db.path == ":memory:" else SqliteWakeChannel(db),
     )
 
@@ -145,6 +150,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         user_zones=SqlUserZoneStore(connection),
         pairing=SqlPairingStore(connection),
         parked=SqlParkedUpdates(connection),
+        erasure=SqlErasureStore(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

@@ -1,0 +1,47 @@
+"""The erasure port: what kept holds from one user, counted, and erased in
+one transaction. Which tables it reaches, and how, is core/privacy/holdings.py."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True, slots=True)
+class ErasedUser:
+    """Whose data: a platform user, under one agent or (None) every agent."""
+
+    platform: str
+    user_id: str
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureCounts:
+    """What an erasure removes (or removed): the user's private chats whole,
+    and in shared chats only their own rows and the bot's replies to them."""
+
+    chats: int = 0  # private chats erased whole
+    messages: int = 0  # every message removed: theirs, and the bot's in those chats
+    follow_ups: int = 0
+    reminders: int = 0
+    queued: int = 0  # exchanges waiting for the extraction model
+    updates: int = 0  # raw platform updates parked or queued from their private chats
+    settings: int = 0  # their time zone, a pending pairing request
+
+    @property
+    def total(self) -> int:
+        return sum(getattr(self, f.name) for f in fields(self))
+
+
+class ErasureStore(abc.ABC):
+    @abc.abstractmethod
+    async def count(self, user: ErasedUser) -> ErasureCounts:
+        """What `erase` would remove now; changes nothing."""
+
+    @abc.abstractmethod
+    async def erase(self, user: ErasedUser) -> ErasureCounts:
+        """Remove everything `count` counts, in one transaction (a failure
+        or a crash leaves all of it); what was removed. Full-text entries go
+        with their messages. The pairing approval and the operator's block
+        stay (holdings.py says why)."""

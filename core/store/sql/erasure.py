@@ -1,0 +1,146 @@
+"""The ErasureStore in SQL written once.
+
+A user's private chats go whole (the session, and with it by cascade its
+messages and their full-text rows); in shared chats their own messages and
+the bot's replies to them go (replies first: deleting a message sets its
+replies' `in_reply_to` to NULL). Follow-ups, reminders and queued
+extraction jobs go in their private chats and wherever they are the member
+the row is about. Counting and erasing read the same statements, so the
+counts a user is shown are what is removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.privacy.holdings import holdings
+from core.privacy.store import ErasedUser, ErasureCounts, ErasureStore
+from core.store.sql.database import Database, Params, Transaction
+
+
+@dataclass(frozen=True, slots=True)
+class _Private:
+    """The user's private chats (ids, keys, and the update lanes of their chats)."""
+
+    ids: list[int]
+    keys: list[str]
+    lanes: list[str]
+
+
+class SqlErasureStore(ErasureStore):
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._d = db.dialect
+        self._tables = {h.table for h in holdings(self._d.name)}
+
+    async def count(self, user: ErasedUser) -> ErasureCounts:
+        return await self._db.snapshot(lambda tx: self._erase(tx, user, delete=False))
+
+    async def erase(self, user: ErasedUser) -> ErasureCounts:
+        return await self._db.transact(lambda tx: self._erase(tx, user, delete=True), bulk=True)
+
+    async def _private(self, tx: Transaction, user: ErasedUser, agent: str, ps: Params) -> _Private:
+        rows = await tx.fetchall(
+            "SELECT s.id, s.key, s.chat_id FROM sessions s "
+            "WHERE s.platform = ? AND s.chat_kind = 'private'" + agent.format(t="s") + " AND "
+            "(s.chat_id = ? OR EXISTS (SELECT 1 FROM messages m "
+            "WHERE m.session_id = s.id AND m.sender_id = ?))",
+            (user.platform, *ps, user.user_id, user.user_id),
+        )
+        return _Private(
+            [int(r[0]) for r in rows],
+            [str(r[1]) for r in rows],
+            sorted({f"chat:{r[2]}" for r in rows}),
+        )
+
+    async def _erase(self, tx: Transaction, user: ErasedUser, *, delete: bool) -> ErasureCounts:
+        d = self._d
+        # An agent's rows only, or every agent's.
+        agent = " AND {t}.agent_id = ?" if user.agent_id is not None else ""
+        ps: Params = (user.agent_id,) if user.agent_id is not None else ()
+        private = await self._private(tx, user, agent, ps)
+        ids_in, ids = d.in_list(private.ids or [-1])
+        keys_in, keys = d.in_list(private.keys or [""])
+
+        # Everything is counted before anything is deleted: deleting a
+        # session also deletes its follow-ups, reminders and jobs (triggers).
+        deletes: list[tuple[str, Params]] = []
+
+        async def run(select_count: str, delete_sql: str, params: Params) -> int:
+            counted = await tx.fetchone(select_count, params)
+            number = int(counted[0]) if counted else 0
+            if number:
+                deletes.append((delete_sql, params))
+            return number
+
+        # Theirs in shared chats, and the bot's replies to those.
+        theirs = (
+            "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id "
+            "WHERE s.platform = ? AND s.chat_kind <> 'private'"
+            + agent.format(t="s")
+            + " AND m.sender_id = ?"
+        )
+        shared = (user.platform, *ps, user.user_id)
+        replies = await run(
+            f"SELECT count(*) FROM messages WHERE in_reply_to IN ({theirs})",
+            f"DELETE FROM messages WHERE in_reply_to IN ({theirs})",
+            shared,
+        )
+        own = await run(
+            f"SELECT count(*) FROM messages WHERE id IN ({theirs})",
+            f"DELETE FROM messages WHERE id IN ({theirs})",
+            shared,
+        )
+        in_private = await run(
+            f"SELECT count(*) FROM messages WHERE session_id {ids_in}",
+            f"DELETE FROM sessions WHERE id {ids_in}",
+            ids,
+        )
+
+        def about(member_column: str, table: str) -> tuple[str, str, Params]:
+            where = (
+                f"WHERE platform = ?{agent.format(t=table)} "
+                f"AND (session_key {keys_in} OR {member_column} = ?)"
+            )
+            params = (user.platform, *ps, *keys, user.user_id)
+            return f"SELECT count(*) FROM {table} {where}", f"DELETE FROM {table} {where}", params
+
+        follow_ups = await run(*about("sender_id", "commitments"))
+        reminders = await run(*about("created_by", "reminders"))
+        queued = await run(*about("sender_id", "extraction_jobs"))
+        await run(
+            f"SELECT count(*) FROM heartbeat_turns WHERE session_key {keys_in}",
+            f"DELETE FROM heartbeat_turns WHERE session_key {keys_in}",
+            keys,
+        )
+        updates = 0
+        if private.lanes:
+            lanes_in, lanes = d.in_list(private.lanes)
+            for table in ("parked_updates", "update_queue"):
+                if table in self._tables:
+                    where = f"WHERE source LIKE ? AND lane {lanes_in}"
+                    updates += await run(
+                        f"SELECT count(*) FROM {table} {where}",
+                        f"DELETE FROM {table} {where}",
+                        (f"{user.platform}:%", *lanes),
+                    )
+        settings = 0
+        for table in ("user_zones", "pairing_requests"):
+            where = "WHERE platform = ? AND user_id = ?"
+            settings += await run(
+                f"SELECT count(*) FROM {table} {where}",
+                f"DELETE FROM {table} {where}",
+                (user.platform, user.user_id),
+            )
+        if delete:
+            for sql, params in deletes:
+                await tx.execute(sql, params)
+        return ErasureCounts(
+            chats=len(private.ids),
+            messages=replies + own + in_private,
+            follow_ups=follow_ups,
+            reminders=reminders,
+            queued=queued,
+            updates=updates,
+            settings=settings,
+        )
