@@ -23,6 +23,7 @@ from bot.preflight import startup_problem
 from bot.reminders_cmd import reminders_group
 from bot.runtime import CHANNEL_HELP, Runtime, StartupError, channel_context, serve
 from bot.search_cmd import import_command, reindex_command, search_command
+from bot.sessions_cmd import sessions_group
 from bot.store_access import check_storage_writable, load_or_fail
 from bot.updates_cmd import updates_group
 from bot.users_cmd import users_group
@@ -51,6 +52,7 @@ main.add_command(reindex_command, "reindex")
 main.add_command(commitments_group, "commitments")
 main.add_command(reminders_group, "reminders")
 main.add_command(users_group, "users")
+main.add_command(sessions_group, "sessions")
 main.add_command(pairing_group, "pairing")
 main.add_command(eval_group, "eval")
 main.add_command(updates_group, "updates")

@@ -6,6 +6,8 @@ import sys
 
 from rich.console import Console, RenderableType
 
+from core.privacy.store import ErasureCounts
+
 
 def scope_label(agent_id: str, platform: str, chat_id: str, thread_id: str | None) -> str:
     """`agent / platform / chat [#thread]`, as the tables' captions explain."""
@@ -23,3 +25,16 @@ def print_table(table: RenderableType) -> None:
     # A terminal gets its own width; a pipe or file gets room for whole rows.
     width = None if sys.stdout.isatty() else 200
     Console(highlight=False, width=width).print(table)
+
+
+def counts_json(counts: ErasureCounts) -> dict[str, int]:
+    """An erasure's counts as the --json documents name them."""
+    return {
+        "privateChats": counts.chats,
+        "messages": counts.messages,
+        "followUps": counts.follow_ups,
+        "reminders": counts.reminders,
+        "queuedExchanges": counts.queued,
+        "platformUpdates": counts.updates,
+        "settings": counts.settings,
+    }

@@ -1,5 +1,7 @@
 """`kept users timezone PLATFORM:USER [ZONE | --clear] [--json]`: the admin's
 view of a user's own time zone (what `/timezone` sets in a chat).
+`kept users forget PLATFORM:USER [--yes] [--json]`: erase everything kept
+holds from a user, under every agent (core/privacy).
 
 stdout carries the answer (one line, worded as /timezone's, about the
 named user: core/commands/wording.py; or one JSON document with --json);
@@ -15,12 +17,15 @@ from pathlib import Path
 
 import click
 
+from bot.confirm import confirm_or_fail
 from bot.context import config_option, fail, resolve_config_path
+from bot.output import counts_json
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
 from core.commands import wording
 from core.commands.timezone import TimezoneCommands, ZoneAnswer, ZoneOutcome
 from core.config.model import KeptConfig
+from core.privacy.store import ErasedUser, ErasureCounts
 from core.store import MigrationError
 from core.store.errors import masked_url
 from core.users import UserZones
@@ -30,7 +35,7 @@ PLATFORMS = ("telegram", "discord", "console")
 
 @click.group("users")
 def users_group() -> None:
-    """Per-user settings: a user's own time zone."""
+    """Per-user settings and data: a user's own time zone; erasing what kept holds from them."""
 
 
 def _user(text: str) -> tuple[str, str]:
@@ -102,3 +107,45 @@ def timezone_cmd(
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return
     click.echo(wording.zone(answer, who))
+
+
+def _counts_document(who: ErasedUser, counts: ErasureCounts, *, erased: bool) -> str:
+    document = {
+        "platform": who.platform,
+        "userId": who.user_id,
+        "erased": erased,
+        "counts": counts_json(counts),
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+@users_group.command("forget")
+@click.argument("user", metavar="PLATFORM:USER")
+@click.option("--yes", is_flag=True, help="Erase without asking.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@config_option
+def forget_cmd(user: str, yes: bool, as_json: bool, config_path: Path | None) -> None:
+    """Erase everything kept holds from a user, under every agent: their private
+    chats whole; in groups their messages, the bot's replies to them, their
+    follow-ups and reminders; their settings. Their pairing approval stays."""
+    platform, user_id = _user(user)
+    who = ErasedUser(platform, user_id)
+    shown = f"{platform}:{user_id}"
+    config = load_or_fail(resolve_config_path(config_path))
+
+    async def count() -> ErasureCounts:
+        async with opened_backend(config) as backend:
+            return await backend.erasure.count(who)
+
+    async def erase() -> ErasureCounts:
+        async with opened_backend(config) as backend:
+            return await backend.erasure.erase(who)
+
+    planned = asyncio.run(count())
+    if planned.total:
+        confirm_or_fail(wording.erasure(planned, done=False, who=shown), yes=yes)
+    erased = asyncio.run(erase()) if planned.total else planned
+    if as_json:
+        click.echo(_counts_document(who, erased, erased=bool(erased.total)))
+        return
+    click.echo(wording.erasure(erased, done=True, who=shown))

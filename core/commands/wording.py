@@ -17,6 +17,7 @@ from core.clock import iso_utc
 from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome, Page
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.messages import ListName
+from core.privacy.store import ErasureCounts
 
 
 def _plain(text: str) -> str:
@@ -172,3 +173,47 @@ def zone(answer: ZoneAnswer, who: str | None = None) -> str:
         shown = f"{you} {has} no time zone of {own}; I use {answer.timezone} ({local})."
         hint = " Set yours with /timezone Area/City, e.g. /timezone Europe/Paris."
     return shown if who is not None else shown + hint
+
+
+_ERASED_PARTS = (
+    ("chats", "private chat", "private chats"),
+    ("messages", "message", "messages"),
+    ("follow_ups", "follow-up", "follow-ups"),
+    ("reminders", "reminder", "reminders"),
+    ("queued", "exchange waiting for extraction", "exchanges waiting for extraction"),
+    ("updates", "platform update", "platform updates"),
+    ("settings", "setting", "settings"),
+)
+
+
+def _erased_parts(counts: ErasureCounts, *, skip: tuple[str, ...] = ()) -> list[str]:
+    parts = []
+    for field, one, many in _ERASED_PARTS:
+        number = getattr(counts, field)
+        if number and field not in skip:
+            parts.append(f"{number} {one if number == 1 else many}")
+    return parts
+
+
+def erasure(counts: ErasureCounts, *, done: bool, who: str | None = None) -> str:
+    """What erasing a user removes (`done=False`: would remove) in every
+    chat: about the asker, or (`who`, e.g. "telegram:42") about the user
+    the operator's CLI names."""
+    whom = "you" if who is None else who
+    parts = _erased_parts(counts)
+    if not parts:
+        return f"I hold nothing from {whom}."
+    listed = ", ".join(parts)
+    if done:
+        return f"Erased what I held from {whom}: {listed}."
+    return f"This erases what I hold from {whom}, in every chat: {listed}."
+
+
+def session_erasure(counts: ErasureCounts, key: str, *, done: bool) -> str:
+    """What erasing one chat's session removes (`done=False`: would remove)."""
+    if not counts.chats:
+        return f"No chat {key} is stored."
+    listed = ", ".join(_erased_parts(counts, skip=("chats",))) or "nothing but the chat itself"
+    if done:
+        return f"Erased the chat {key}: {listed}."
+    return f"This erases the chat {key}, everyone's part of it: {listed}."

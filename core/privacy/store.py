@@ -45,3 +45,14 @@ class ErasureStore(abc.ABC):
         or a crash leaves all of it); what was removed. Full-text entries go
         with their messages. The pairing approval and the operator's block
         stay (holdings.py says why)."""
+
+    @abc.abstractmethod
+    async def count_session(self, session_key: str) -> ErasureCounts:
+        """What `erase_session` would remove now; changes nothing."""
+
+    @abc.abstractmethod
+    async def erase_session(self, session_key: str) -> ErasureCounts:
+        """Remove one chat's session whole, every member's part of it (a
+        group's transcript, say), with its follow-ups, reminders and queued
+        exchanges, in one transaction; what was removed (`chats` counts the
+        session)."""

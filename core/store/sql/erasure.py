@@ -39,6 +39,40 @@ class SqlErasureStore(ErasureStore):
     async def erase(self, user: ErasedUser) -> ErasureCounts:
         return await self._db.transact(lambda tx: self._erase(tx, user, delete=True), bulk=True)
 
+    async def count_session(self, session_key: str) -> ErasureCounts:
+        return await self._db.snapshot(lambda tx: self._session(tx, session_key, delete=False))
+
+    async def erase_session(self, session_key: str) -> ErasureCounts:
+        return await self._db.transact(
+            lambda tx: self._session(tx, session_key, delete=True), bulk=True
+        )
+
+    async def _session(self, tx: Transaction, key: str, *, delete: bool) -> ErasureCounts:
+        row = await tx.fetchone("SELECT id FROM sessions WHERE key = ?", (key,))
+        if row is None:
+            return ErasureCounts()
+
+        async def counted(sql: str, params: Params) -> int:
+            found = await tx.fetchone(sql, params)
+            return int(found[0]) if found else 0
+
+        counts = ErasureCounts(
+            chats=1,
+            messages=await counted("SELECT count(*) FROM messages WHERE session_id = ?", row),
+            follow_ups=await counted(
+                "SELECT count(*) FROM commitments WHERE session_key = ?", (key,)
+            ),
+            reminders=await counted("SELECT count(*) FROM reminders WHERE session_key = ?", (key,)),
+            queued=await counted(
+                "SELECT count(*) FROM extraction_jobs WHERE session_key = ?", (key,)
+            ),
+        )
+        if delete:
+            # Messages (with their index rows) by cascade; follow-ups,
+            # reminders, jobs and the heartbeat's record by trigger.
+            await tx.execute("DELETE FROM sessions WHERE id = ?", row)
+        return counts
+
     async def _private(self, tx: Transaction, user: ErasedUser, agent: str, ps: Params) -> _Private:
         rows = await tx.fetchall(
             "SELECT s.id, s.key, s.chat_id FROM sessions s "
