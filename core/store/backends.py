@@ -40,6 +40,7 @@ from core.store.sqlite import (
     SqliteStore,
     SqliteWakeChannel,
 )
+from core.store.sqlite.erasure import SqliteErasurePurge
 from core.store.sqlite.files import make_private_dirs
 from core.store.updates import UpdateQueue
 from core.users.store import UserZoneStore
@@ -118,7 +119,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         user_zones=SqlUserZoneStore(db),
         pairing=SqlPairingStore(db),
         parked=SqlParkedUpdates(db),
-        erasure=SqlErasureStore(db),
+        erasure=SqlErasureStore(db, SqliteErasurePurge(db)),
         wake_channel=None if db.path == ":memory:" else SqliteWakeChannel(db),
     )
 
@@ -136,6 +137,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         PostgresWakeChannel,
     )
     from core.store.postgres.due_claims import pick_due_per_chat
+    from core.store.postgres.erasure import PostgresErasurePurge
 
     connection = PostgresConnection(url, migrate=migrate)
     return Backend(
@@ -150,7 +152,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         user_zones=SqlUserZoneStore(connection),
         pairing=SqlPairingStore(connection),
         parked=SqlParkedUpdates(connection),
-        erasure=SqlErasureStore(connection),
+        erasure=SqlErasureStore(connection, PostgresErasurePurge(connection)),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

@@ -12,10 +12,24 @@ counts a user is shown are what is removed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from core.privacy.holdings import holdings
+from core.privacy.holdings import Reach, holdings
 from core.privacy.store import ErasedUser, ErasureCounts, ErasureStore
 from core.store.sql.database import Database, Params, Transaction
+
+
+class Purge(Protocol):
+    """What a backend does so that erased text is gone from its files, not
+    only from its queries (each backend's erasure.py)."""
+
+    async def in_transaction(self, tx: Transaction) -> None:
+        """Inside the erasing transaction, after its deletes."""
+        ...
+
+    async def after(self, tables: frozenset[str]) -> None:
+        """Once that transaction has committed; `tables` are the ones it touched."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,24 +42,35 @@ class _Private:
 
 
 class SqlErasureStore(ErasureStore):
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, purge: Purge) -> None:
         self._db = db
         self._d = db.dialect
+        self._purge = purge
         self._tables = {h.table for h in holdings(self._d.name)}
+        # The tables an erasure deletes from, directly or by cascade and trigger.
+        self._erased = frozenset(
+            h.table for h in holdings(self._d.name) if h.erased and h.reach is not Reach.NONE
+        )
 
     async def count(self, user: ErasedUser) -> ErasureCounts:
         return await self._db.snapshot(lambda tx: self._erase(tx, user, delete=False))
 
     async def erase(self, user: ErasedUser) -> ErasureCounts:
-        return await self._db.transact(lambda tx: self._erase(tx, user, delete=True), bulk=True)
+        counts = await self._db.transact(lambda tx: self._erase(tx, user, delete=True), bulk=True)
+        if counts.total:
+            await self._purge.after(self._erased)
+        return counts
 
     async def count_session(self, session_key: str) -> ErasureCounts:
         return await self._db.snapshot(lambda tx: self._session(tx, session_key, delete=False))
 
     async def erase_session(self, session_key: str) -> ErasureCounts:
-        return await self._db.transact(
+        counts = await self._db.transact(
             lambda tx: self._session(tx, session_key, delete=True), bulk=True
         )
+        if counts.chats:
+            await self._purge.after(self._erased)
+        return counts
 
     async def _session(self, tx: Transaction, key: str, *, delete: bool) -> ErasureCounts:
         row = await tx.fetchone("SELECT id FROM sessions WHERE key = ?", (key,))
@@ -71,6 +96,7 @@ class SqlErasureStore(ErasureStore):
             # Messages (with their index rows) by cascade; follow-ups,
             # reminders, jobs and the heartbeat's record by trigger.
             await tx.execute("DELETE FROM sessions WHERE id = ?", row)
+            await self._purge.in_transaction(tx)
         return counts
 
     async def _private(self, tx: Transaction, user: ErasedUser, agent: str, ps: Params) -> _Private:
@@ -166,9 +192,10 @@ class SqlErasureStore(ErasureStore):
                 f"DELETE FROM {table} {where}",
                 (user.platform, user.user_id),
             )
-        if delete:
+        if delete and deletes:
             for sql, params in deletes:
                 await tx.execute(sql, params)
+            await self._purge.in_transaction(tx)
         return ErasureCounts(
             chats=len(private.ids),
             messages=replies + own + in_private,

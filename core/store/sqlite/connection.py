@@ -56,6 +56,9 @@ _PRAGMAS = (
     # index pages of a large transcript: bulk imports stay fast as the
     # database grows, and search candidates are looked up without the OS.
     "PRAGMA cache_size = -65536",
+    # A page freed by a delete is zeroed, so erased text (core/privacy) does
+    # not stay in the file's free pages.
+    "PRAGMA secure_delete = ON",
 )
 
 # A checkpoint (every 1,000 WAL pages by default) syncs the WAL and the
@@ -348,6 +351,17 @@ class SqliteConnection:
         async with self._lock:
             db = self._conn()
             return await self._run(db, _truncate_wal, self._busy_timeout_ms)
+
+    async def checkpoint_now(self) -> bool:
+        """Copy the WAL into the database file and truncate it, waiting up to
+        the busy timeout for readers; False when one still kept it from
+        finishing."""
+        async with self._lock:
+            db = self._conn()
+            busy, _frames, _copied = (await db.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)"))[
+                0
+            ]
+            return not busy
 
     async def transact(self, work: Work[T], *, durable: bool = True, bulk: bool = False) -> T:
         """The Database port (core/store/sql/database.py): `work` in one
