@@ -38,7 +38,7 @@ def users_group() -> None:
     """Per-user settings and data: a user's own time zone; erasing what kept holds from them."""
 
 
-def _user(text: str) -> tuple[str, str]:
+def parse_user(text: str) -> tuple[str, str]:
     platform, sep, user_id = text.partition(":")
     platform = platform.strip().lower()
     user_id = user_id.strip()
@@ -67,7 +67,7 @@ def timezone_cmd(
     user: str, zone: str | None, clear: bool, as_json: bool, config_path: Path | None
 ) -> None:
     """Show, set (ZONE, an IANA name such as Europe/Paris) or --clear a user's time zone."""
-    platform, user_id = _user(user)
+    platform, user_id = parse_user(user)
     if zone is not None and clear:
         fail("give a ZONE or --clear, not both")
     config = load_or_fail(resolve_config_path(config_path))
@@ -128,7 +128,7 @@ def forget_cmd(user: str, yes: bool, as_json: bool, config_path: Path | None) ->
     """Erase everything kept holds from a user, under every agent: their private
     chats whole; in groups their messages, the bot's replies to them, their
     follow-ups and reminders; their settings. Their pairing approval stays."""
-    platform, user_id = _user(user)
+    platform, user_id = parse_user(user)
     who = ErasedUser(platform, user_id)
     shown = f"{platform}:{user_id}"
     config = load_or_fail(resolve_config_path(config_path))

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, fields
+from datetime import datetime
+
+from core.messages import ChatKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +59,24 @@ class ErasureStore(abc.ABC):
         group's transcript, say), with its follow-ups, reminders and queued
         exchanges, in one transaction; what was removed (`chats` counts the
         session)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSummary:
+    """One stored chat (session), as the operator sees it before acting on
+    a request about it."""
+
+    key: str
+    kind: ChatKind
+    members: int  # distinct people who wrote in it
+    messages: int
+    first: datetime | None  # None: no message stored
+    last: datetime | None
+
+
+class StoredChats(abc.ABC):
+    @abc.abstractmethod
+    async def chats(self, member: tuple[str, str] | None = None) -> list[ChatSummary]:
+        """Every stored chat, most recently active first; with `member`
+        (platform, user id), only the chats that hold something of theirs:
+        their private chats and the shared chats they wrote in."""

@@ -19,7 +19,7 @@ from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
 from core.locks import SessionGuard
 from core.pairing.store import PairingStore
-from core.privacy.store import ErasureStore
+from core.privacy.store import ErasureStore, StoredChats
 from core.reminders.store import ReminderStore
 from core.store.app_state import AppStateStore
 from core.store.base import Store
@@ -34,6 +34,7 @@ from core.store.sql.heartbeat import SqlHeartbeatStore
 from core.store.sql.pairing import SqlPairingStore
 from core.store.sql.parked import SqlParkedUpdates
 from core.store.sql.reminders import SqlReminderStore
+from core.store.sql.stored_chats import SqlStoredChats
 from core.store.sql.users import SqlUserZoneStore
 from core.store.sqlite import (
     SqliteConnection,
@@ -74,6 +75,8 @@ class Backend:
     parked: ParkedUpdates
     # Everything kept holds from one user, counted and erased (core/privacy).
     erasure: ErasureStore
+    # Each stored chat with its counts, for the operator (kept sessions list).
+    chats: StoredChats
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
@@ -120,6 +123,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         pairing=SqlPairingStore(db),
         parked=SqlParkedUpdates(db),
         erasure=SqlErasureStore(db, SqliteErasurePurge(db)),
+        chats=SqlStoredChats(db),
         wake_channel=None if db.path == ":memory:" else SqliteWakeChannel(db),
     )
 
@@ -153,6 +157,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         pairing=SqlPairingStore(connection),
         parked=SqlParkedUpdates(connection),
         erasure=SqlErasureStore(connection, PostgresErasurePurge(connection)),
+        chats=SqlStoredChats(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

@@ -142,3 +142,18 @@ async def test_a_whole_chat_goes_with_everyone_s_part_of_it(backend: Backend) ->
     assert reminders == {"stretch"}
     assert await backend.erasure.count_session(GROUP) == ErasureCounts()
     assert await backend.erasure.erase_session("agent:main:telegram:group:404") == ErasureCounts()
+
+
+async def test_the_stored_chats_with_their_counts_and_a_members_own(backend: Backend) -> None:
+    await seed(backend)
+    every = {c.key: c for c in await backend.chats.chats()}
+    assert set(every) == {PRIVATE, BEN_PRIVATE, GROUP, OTHER_AGENT}
+    group = every[GROUP]
+    assert (group.kind, group.members, group.messages) == ("group", 2, 4)
+    assert group.first is not None and group.last is not None and group.first <= group.last
+    anns = {c.key for c in await backend.chats.chats(("telegram", ANN))}
+    assert anns == {PRIVATE, GROUP, OTHER_AGENT}
+    assert await backend.chats.chats(("discord", ANN)) == []
+    await backend.erasure.erase(ErasedUser("telegram", ANN))
+    assert {c.key for c in await backend.chats.chats(("telegram", ANN))} == set()
+    assert every[BEN_PRIVATE] in await backend.chats.chats(("telegram", BEN))

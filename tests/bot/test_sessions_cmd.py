@@ -1,0 +1,79 @@
+"""`kept sessions list` and `kept sessions show`: what the operator sees
+before acting on a user's request; read-only, never creating anything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot.cli import main
+from core.store.backends import open_backend
+from tests.support.user_data import ANN, BEN_PRIVATE, GROUP, OTHER_AGENT, PRIVATE, seed
+
+
+@pytest.fixture
+async def cfg(tmp_path: Path) -> Path:
+    url = f"sqlite:///{tmp_path}/kept.sqlite"
+    async with open_backend(url) as backend:
+        await seed(backend)
+    path = tmp_path / "kept.json"
+    path.write_text(json.dumps({"storage": {"url": url}, "agents": [{"id": "main"}]}))
+    return path
+
+
+def sessions(cfg: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["sessions", *args, "--config", str(cfg)])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_list_shows_every_chat_or_a_members_own(cfg: Path) -> None:
+    code, out, err = sessions(cfg, "list", "--json")
+    assert (code, err) == (0, "")
+    listed = {s["key"]: s for s in json.loads(out)["sessions"]}
+    assert set(listed) == {PRIVATE, BEN_PRIVATE, GROUP, OTHER_AGENT}
+    assert (listed[GROUP]["kind"], listed[GROUP]["members"], listed[GROUP]["messages"]) == (
+        "group",
+        2,
+        4,
+    )
+    assert listed[GROUP]["first"].endswith("Z") and listed[GROUP]["last"].endswith("Z")
+    code, out, _ = sessions(cfg, "list", "--user", f"telegram:{ANN}", "--json")
+    assert {s["key"] for s in json.loads(out)["sessions"]} == {PRIVATE, GROUP, OTHER_AGENT}
+    code, out, _ = sessions(cfg, "list")
+    assert code == 0 and GROUP in out and "members" in out and "times in UTC" in out
+    code, out, _ = sessions(cfg, "list", "--user", "discord:5")
+    assert (code, out) == (0, "Nothing is stored from discord:5.\n")
+
+
+def test_show_prints_a_transcript_newest_last(cfg: Path) -> None:
+    code, out, err = sessions(cfg, "show", PRIVATE)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert len(lines) == 4
+    assert lines[0].endswith(f"{ANN}: my zebracorn interview is tomorrow")
+    assert lines[1].endswith("assistant: Good luck!") and lines[-1].endswith("Sorry to hear")
+    code, out, _ = sessions(cfg, "show", PRIVATE, "--limit", "2", "--json")
+    shown = json.loads(out)["messages"]
+    assert [m["text"] for m in shown] == ["I slept badly", "Sorry to hear"]
+    assert shown[0]["senderId"] == ANN and shown[1]["role"] == "assistant"
+
+
+def test_a_missing_chat_or_a_bad_key_is_one_line_and_nothing_is_created(
+    cfg: Path, tmp_path: Path
+) -> None:
+    code, out, err = sessions(cfg, "show", "agent:main:telegram:group:404")
+    assert (code, out) == (
+        1,
+        "",
+    ) and err == "kept: No chat agent:main:telegram:group:404 is stored.\n"
+    code, out, err = sessions(cfg, "show", "not-a-key")
+    assert code == 1 and err.startswith("kept: 'not-a-key' is not a session key")
+    missing = tmp_path / "elsewhere.json"
+    missing.write_text(json.dumps({"storage": {"url": f"sqlite:///{tmp_path}/typo/kept.sqlite"}}))
+    for args in (["list"], ["show", PRIVATE], ["forget", PRIVATE, "--yes"]):
+        code, out, err = sessions(missing, *args)
+        assert code == 1 and out == "" and err.startswith("kept: no database at")
+    assert not (tmp_path / "typo").exists()
