@@ -19,6 +19,7 @@ from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
 from core.locks import SessionGuard
 from core.pairing.store import PairingStore
+from core.privacy.backup import DatabaseBackup
 from core.privacy.store import ErasureStore, StoredChats
 from core.reminders.store import ReminderStore
 from core.store.app_state import AppStateStore
@@ -41,6 +42,7 @@ from core.store.sqlite import (
     SqliteStore,
     SqliteWakeChannel,
 )
+from core.store.sqlite.backup import SqliteBackup
 from core.store.sqlite.erasure import SqliteErasurePurge
 from core.store.sqlite.files import make_private_dirs
 from core.store.updates import UpdateQueue
@@ -77,6 +79,9 @@ class Backend:
     erasure: ErasureStore
     # Each stored chat with its counts, for the operator (kept sessions list).
     chats: StoredChats
+    # A consistent copy while the bot runs; None where the database's own
+    # tool does it (PostgreSQL: pg_dump).
+    backup: DatabaseBackup | None = None
     # Keeps a chat's turns on one worker at a time across processes; None
     # when the backend serves one process only (SQLite).
     session_guard: SessionGuard | None = None
@@ -124,6 +129,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         parked=SqlParkedUpdates(db),
         erasure=SqlErasureStore(db, SqliteErasurePurge(db)),
         chats=SqlStoredChats(db),
+        backup=SqliteBackup(db.path),
         wake_channel=None if db.path == ":memory:" else SqliteWakeChannel(db),
     )
 
