@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from bot.backup_cmd import backup_command
+from bot.backup_cmd import backup_command, restore_command
 from bot.commitments_cmd import commitments_group
 from bot.config_cmd import config_group
 from bot.context import EXAMPLE_CONFIG, config_option, fail, require_agent, resolve_config_path
@@ -55,6 +55,7 @@ main.add_command(reminders_group, "reminders")
 main.add_command(users_group, "users")
 main.add_command(sessions_group, "sessions")
 main.add_command(backup_command, "backup")
+main.add_command(restore_command, "restore")
 main.add_command(pairing_group, "pairing")
 main.add_command(eval_group, "eval")
 main.add_command(updates_group, "updates")

@@ -24,6 +24,19 @@ class BackupResult:
     seconds: float
 
 
+class RestoreRefused(KeptError):
+    """The backup was not restored (the database is in use, the copy is
+    damaged or newer than the code); nothing was changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreResult:
+    restored: Path  # the database now holding the backup
+    replaced: Path | None  # the database it replaced, kept beside it (None: there was none)
+    messages: int
+    schema_version: int
+
+
 class DatabaseBackup(abc.ABC):
     @abc.abstractmethod
     async def backup(self, target: Path) -> BackupResult:
@@ -31,3 +44,11 @@ class DatabaseBackup(abc.ABC):
         consistent snapshot, without stopping writers; the copy passes
         `integrity_check`. Raises BackupFailed, leaving nothing at `target`
         (and a `target` that exists is never overwritten)."""
+
+    @abc.abstractmethod
+    async def restore(self, source: Path) -> RestoreResult:
+        """Put the backup at `source` in place of the database, keeping the
+        replaced file beside it, only when no process (a `kept run`) has the
+        database open, checked while holding it, and when the copy is intact
+        and not newer than the code. Raises RestoreRefused, changing nothing.
+        Works on an unopened backend: opening it would hold the database."""

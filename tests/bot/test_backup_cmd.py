@@ -66,3 +66,33 @@ def test_postgresql_is_told_the_pg_dump_command_without_its_password(tmp_path: P
     assert out.startswith("PostgreSQL is backed up with its own tool: pg_dump --format=custom")
     assert "--file=/backups/kept.dump" in out and "s3cret" not in out
     assert len(out.splitlines()) == 1
+
+
+def restore(cfg: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["restore", *args, "--config", str(cfg)])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_restore_asks_then_puts_the_backup_back(cfg: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.sqlite"
+    assert backup(cfg, str(copy))[0] == 0
+    code, out, err = restore(cfg, str(copy))
+    assert code == 1 and out == "" and err.endswith(" Nothing changed: add --yes.\n")
+    assert err.startswith("kept: This replaces the database at")
+    code, out, err = restore(cfg, str(copy), "--yes")
+    assert (code, err) == (0, "")
+    assert re.fullmatch(
+        rf"Restored 12 messages \(schema \d+\) into {re.escape(str(tmp_path))}/kept\.sqlite; "
+        rf"the replaced database is kept at {re.escape(str(tmp_path))}/kept\.sqlite\.replaced-"
+        r"\d{8}T\d{6}Z\.\n",
+        out,
+    )
+    code, out, err = restore(cfg, str(tmp_path / "missing.sqlite"), "--yes")
+    assert (code, out) == (1, "") and err.startswith("kept: no backup at")
+
+
+def test_postgresql_is_told_the_pg_restore_command(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "postgresql://kept:s3cret@db.internal/kept")
+    code, out, _ = restore(cfg, "/backups/kept.dump")
+    assert code == 0 and out.startswith("PostgreSQL is restored with its own tool")
+    assert "pg_restore" in out and "s3cret" not in out
