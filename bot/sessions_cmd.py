@@ -22,12 +22,12 @@ from rich.table import Table
 from bot.confirm import confirm_or_fail
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import counts_json, print_table
-from bot.store_access import load_or_fail, opened_backend
+from bot.store_access import load_or_fail, on_backend, opened_backend
 from bot.users_cmd import parse_user
 from core.clock import iso_utc
 from core.commands import wording
 from core.messages import parse_session_key
-from core.privacy.store import ChatSummary, ErasureCounts
+from core.privacy.store import ChatSummary
 from core.store.base import MessageRecord
 
 
@@ -53,11 +53,7 @@ def list_cmd(member: str | None, as_json: bool, config_path: Path | None) -> Non
     who = parse_user(member) if member is not None else None
     config = load_or_fail(resolve_config_path(config_path))
 
-    async def main() -> list[ChatSummary]:
-        async with opened_backend(config) as backend:
-            return await backend.chats.chats(who)
-
-    found = asyncio.run(main())
+    found: list[ChatSummary] = on_backend(config, lambda backend: backend.chats.chats(who))
     if as_json:
         document = {
             "sessions": [
@@ -138,19 +134,11 @@ def forget_cmd(key: str, yes: bool, as_json: bool, config_path: Path | None) -> 
     _key(key)
     config = load_or_fail(resolve_config_path(config_path))
 
-    async def count() -> ErasureCounts:
-        async with opened_backend(config) as backend:
-            return await backend.erasure.count_session(key)
-
-    async def erase() -> ErasureCounts:
-        async with opened_backend(config) as backend:
-            return await backend.erasure.erase_session(key)
-
-    planned = asyncio.run(count())
+    planned = on_backend(config, lambda backend: backend.erasure.count_session(key))
     if not planned.chats:
         fail(wording.session_erasure(planned, key, done=False))
     confirm_or_fail(wording.session_erasure(planned, key, done=False), yes=yes)
-    erased = asyncio.run(erase())
+    erased = on_backend(config, lambda backend: backend.erasure.erase_session(key))
     if as_json:
         document = {"sessionKey": key, "erased": bool(erased.chats), "counts": counts_json(erased)}
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))

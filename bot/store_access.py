@@ -4,11 +4,12 @@ composition root (bot/services.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -18,6 +19,8 @@ from core.config.env import ENV_PREFIX
 from core.config.file import ConfigError, load_config
 from core.config.model import KeptConfig
 from core.store.errors import DatabaseMissing, DatabaseOutdated, masked_url, storage_action
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from core.store.backends import Backend
@@ -59,6 +62,16 @@ async def opened_backend(config: KeptConfig, *, create: bool = False) -> AsyncIt
         yield backend
     finally:
         await backend.close()
+
+
+def on_backend(config: KeptConfig, work: Callable[[Backend], Awaitable[T]]) -> T:
+    """`work` on the opened backend, from a command's synchronous body."""
+
+    async def main() -> T:
+        async with opened_backend(config) as backend:
+            return await work(backend)
+
+    return asyncio.run(main())
 
 
 def open_failure(config: KeptConfig, exc: BaseException) -> str:

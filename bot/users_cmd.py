@@ -20,7 +20,7 @@ import click
 from bot.confirm import confirm_or_fail
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import counts_json
-from bot.store_access import load_or_fail, opened_backend
+from bot.store_access import load_or_fail, on_backend, opened_backend
 from core.clock import SystemClock
 from core.commands import wording
 from core.commands.timezone import TimezoneCommands, ZoneAnswer, ZoneOutcome
@@ -133,18 +133,10 @@ def forget_cmd(user: str, yes: bool, as_json: bool, config_path: Path | None) ->
     shown = f"{platform}:{user_id}"
     config = load_or_fail(resolve_config_path(config_path))
 
-    async def count() -> ErasureCounts:
-        async with opened_backend(config) as backend:
-            return await backend.erasure.count(who)
-
-    async def erase() -> ErasureCounts:
-        async with opened_backend(config) as backend:
-            return await backend.erasure.erase(who)
-
-    planned = asyncio.run(count())
+    planned = on_backend(config, lambda backend: backend.erasure.count(who))
     if planned.total:
         confirm_or_fail(wording.erasure(planned, done=False, who=shown), yes=yes)
-    erased = asyncio.run(erase()) if planned.total else planned
+    erased = on_backend(config, lambda b: b.erasure.erase(who)) if planned.total else planned
     if as_json:
         click.echo(_counts_document(who, erased, erased=bool(erased.total)))
         return

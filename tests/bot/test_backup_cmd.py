@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from core.store.backends import open_backend
-from tests.support.user_data import seed
+from tests.support.user_data import seeded_config
 
 
 def config(tmp_path: Path, url: str) -> Path:
@@ -24,10 +23,7 @@ def config(tmp_path: Path, url: str) -> Path:
 
 @pytest.fixture
 async def cfg(tmp_path: Path) -> Path:
-    url = f"sqlite:///{tmp_path}/kept.sqlite"
-    async with open_backend(url) as backend:
-        await seed(backend)
-    return config(tmp_path, url)
+    return await seeded_config(tmp_path)
 
 
 def backup(cfg: Path, *args: str) -> tuple[int, str, str]:

@@ -19,7 +19,7 @@ from bot import confirm
 from bot.cli import main
 from core.privacy.store import ErasedUser, ErasureCounts
 from core.store.backends import open_backend
-from tests.support.user_data import ANN, BEN, GROUP, PRIVATE, seed, texts
+from tests.support.user_data import ANN, BEN, GROUP, PRIVATE, seeded_config, texts
 
 ROOT = Path(__file__).resolve().parents[2]
 ANN_USER = f"telegram:{ANN}"
@@ -34,12 +34,7 @@ PLAN = (
 
 @pytest.fixture
 async def cfg(tmp_path: Path) -> Path:
-    url = f"sqlite:///{tmp_path}/kept.sqlite"
-    async with open_backend(url) as backend:
-        await seed(backend)
-    path = tmp_path / "kept.json"
-    path.write_text(json.dumps({"storage": {"url": url}, "agents": [{"id": "main"}]}))
-    return path
+    return await seeded_config(tmp_path)
 
 
 def forget(

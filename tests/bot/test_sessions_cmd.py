@@ -10,18 +10,19 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from core.store.backends import open_backend
-from tests.support.user_data import ANN, BEN_PRIVATE, GROUP, OTHER_AGENT, PRIVATE, seed
+from tests.support.user_data import (
+    ANN,
+    BEN_PRIVATE,
+    GROUP,
+    OTHER_AGENT,
+    PRIVATE,
+    seeded_config,
+)
 
 
 @pytest.fixture
 async def cfg(tmp_path: Path) -> Path:
-    url = f"sqlite:///{tmp_path}/kept.sqlite"
-    async with open_backend(url) as backend:
-        await seed(backend)
-    path = tmp_path / "kept.json"
-    path.write_text(json.dumps({"storage": {"url": url}, "agents": [{"id": "main"}]}))
-    return path
+    return await seeded_config(tmp_path)
 
 
 def sessions(cfg: Path, *args: str) -> tuple[int, str, str]:

@@ -5,8 +5,10 @@ erasure, export and retention tests."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from core.commitments.exchange import Exchange
 from core.commitments.jobs import NewJob
@@ -14,7 +16,7 @@ from core.commitments.model import NewCommitment, Scope
 from core.messages import ChatKind, Target
 from core.reminders.model import NewReminder
 from core.search.redact import Redactor
-from core.store.backends import Backend
+from core.store.backends import Backend, open_backend
 from core.store.base import NewMessage, SearchScope
 from tests.support.followups import store_rows
 
@@ -108,3 +110,13 @@ async def texts(b: Backend) -> list[str]:
 async def found(b: Backend, word: str) -> set[str]:
     hits = await b.store.search(word, scope=SearchScope(), limit=50, redactor=Redactor())
     return {h.session_key for h in hits}
+
+
+async def seeded_config(tmp_path: Path) -> Path:
+    """A config whose SQLite database holds `seed`'s data, for the CLI tests."""
+    url = f"sqlite:///{tmp_path}/kept.sqlite"
+    async with open_backend(url) as backend:
+        await seed(backend)
+    path = tmp_path / "kept.json"
+    path.write_text(json.dumps({"storage": {"url": url}, "agents": [{"id": "main"}]}))
+    return path
