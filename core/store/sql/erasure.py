@@ -11,12 +11,12 @@ counts a user is shown are what is removed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from core.privacy.holdings import Reach, holdings
 from core.privacy.store import ErasedUser, ErasureCounts, ErasureStore
 from core.store.sql.database import Database, Params, Transaction
+from core.store.sql.user_rows import user_rows
 
 
 class Purge(Protocol):
@@ -30,15 +30,6 @@ class Purge(Protocol):
     async def after(self, tables: frozenset[str]) -> None:
         """Once that transaction has committed; `tables` are the ones it touched."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Private:
-    """The user's private chats (ids, keys, and the update lanes of their chats)."""
-
-    ids: list[int]
-    keys: list[str]
-    lanes: list[str]
 
 
 class SqlErasureStore(ErasureStore):
@@ -99,28 +90,10 @@ class SqlErasureStore(ErasureStore):
             await self._purge.in_transaction(tx)
         return counts
 
-    async def _private(self, tx: Transaction, user: ErasedUser, agent: str, ps: Params) -> _Private:
-        rows = await tx.fetchall(
-            "SELECT s.id, s.key, s.chat_id FROM sessions s "
-            "WHERE s.platform = ? AND s.chat_kind = 'private'" + agent.format(t="s") + " AND "
-            "(s.chat_id = ? OR EXISTS (SELECT 1 FROM messages m "
-            "WHERE m.session_id = s.id AND m.sender_id = ?))",
-            (user.platform, *ps, user.user_id, user.user_id),
-        )
-        return _Private(
-            [int(r[0]) for r in rows],
-            [str(r[1]) for r in rows],
-            sorted({f"chat:{r[2]}" for r in rows}),
-        )
-
     async def _erase(self, tx: Transaction, user: ErasedUser, *, delete: bool) -> ErasureCounts:
-        d = self._d
-        # An agent's rows only, or every agent's.
-        agent = " AND {t}.agent_id = ?" if user.agent_id is not None else ""
-        ps: Params = (user.agent_id,) if user.agent_id is not None else ()
-        private = await self._private(tx, user, agent, ps)
-        ids_in, ids = d.in_list(private.ids or [-1])
-        keys_in, keys = d.in_list(private.keys or [""])
+        rows = await user_rows(tx, user)
+        ids_in, ids = rows.private_ids()
+        keys_in, keys = rows.private_keys()
 
         # Everything is counted before anything is deleted: deleting a
         # session also deletes its follow-ups, reminders and jobs (triggers).
@@ -133,14 +106,9 @@ class SqlErasureStore(ErasureStore):
                 deletes.append((delete_sql, params))
             return number
 
-        # Theirs in shared chats, and the bot's replies to those.
-        theirs = (
-            "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id "
-            "WHERE s.platform = ? AND s.chat_kind <> 'private'"
-            + agent.format(t="s")
-            + " AND m.sender_id = ?"
-        )
-        shared = (user.platform, *ps, user.user_id)
+        # Theirs in shared chats, and the bot's replies to those (first:
+        # deleting a message sets its replies' in_reply_to to NULL).
+        theirs, shared = rows.theirs()
         replies = await run(
             f"SELECT count(*) FROM messages WHERE in_reply_to IN ({theirs})",
             f"DELETE FROM messages WHERE in_reply_to IN ({theirs})",
@@ -157,25 +125,21 @@ class SqlErasureStore(ErasureStore):
             ids,
         )
 
-        def about(member_column: str, table: str) -> tuple[str, str, Params]:
-            where = (
-                f"WHERE platform = ?{agent.format(t=table)} "
-                f"AND (session_key {keys_in} OR {member_column} = ?)"
-            )
-            params = (user.platform, *ps, *keys, user.user_id)
+        def about(table: str) -> tuple[str, str, Params]:
+            where, params = rows.about(table)
             return f"SELECT count(*) FROM {table} {where}", f"DELETE FROM {table} {where}", params
 
-        follow_ups = await run(*about("sender_id", "commitments"))
-        reminders = await run(*about("created_by", "reminders"))
-        queued = await run(*about("sender_id", "extraction_jobs"))
+        follow_ups = await run(*about("commitments"))
+        reminders = await run(*about("reminders"))
+        queued = await run(*about("extraction_jobs"))
         await run(
             f"SELECT count(*) FROM heartbeat_turns WHERE session_key {keys_in}",
             f"DELETE FROM heartbeat_turns WHERE session_key {keys_in}",
             keys,
         )
         updates = 0
-        if private.lanes:
-            lanes_in, lanes = d.in_list(private.lanes)
+        if rows.lanes():
+            lanes_in, lanes = self._d.in_list(rows.lanes())
             for table in ("parked_updates", "update_queue"):
                 if table in self._tables:
                     where = f"WHERE source LIKE ? AND lane {lanes_in}"
@@ -197,7 +161,7 @@ class SqlErasureStore(ErasureStore):
                 await tx.execute(sql, params)
             await self._purge.in_transaction(tx)
         return ErasureCounts(
-            chats=len(private.ids),
+            chats=len(rows.private),
             messages=replies + own + in_private,
             follow_ups=follow_ups,
             reminders=reminders,
