@@ -2,6 +2,8 @@
 view of a user's own time zone (what `/timezone` sets in a chat).
 `kept users forget PLATFORM:USER [--yes] [--json]`: erase everything kept
 holds from a user, under every agent (core/privacy).
+`kept users export PLATFORM:USER [--out FILE]`: everything kept holds from
+or about a user, one JSON document (core/privacy/export.py).
 
 stdout carries the answer (one line, worded as /timezone's, about the
 named user: core/commands/wording.py; or one JSON document with --json);
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from core.clock import SystemClock
 from core.commands import wording
 from core.commands.timezone import TimezoneCommands, ZoneAnswer, ZoneOutcome
 from core.config.model import KeptConfig
+from core.privacy.export import document as export_document
 from core.privacy.store import ErasedUser, ErasureCounts
 from core.store import MigrationError
 from core.store.errors import masked_url
@@ -141,3 +145,32 @@ def forget_cmd(user: str, yes: bool, as_json: bool, config_path: Path | None) ->
         click.echo(_counts_document(who, erased, erased=bool(erased.total)))
         return
     click.echo(wording.erasure(erased, done=True, who=shown))
+
+
+@users_group.command("export")
+@click.argument("user", metavar="PLATFORM:USER")
+@click.option(
+    "--out", type=click.Path(path_type=Path), help="Write to FILE (a new file, 0600), not stdout."
+)
+@config_option
+def export_cmd(user: str, out: Path | None, config_path: Path | None) -> None:
+    """Everything kept holds from or about a user, under every agent, as one
+    JSON document: nothing of anyone else's."""
+    platform, user_id = parse_user(user)
+    config = load_or_fail(resolve_config_path(config_path))
+    if out is not None and out.exists():
+        fail(f"{out} already exists; name a new file")
+    if out is not None and not out.parent.is_dir():
+        fail(f"no directory {out.parent} to write the export in")
+    exported = on_backend(config, lambda b: b.exports.export(ErasedUser(platform, user_id)))
+    text = json.dumps(
+        export_document(exported, at=SystemClock().now()), ensure_ascii=False, indent=2
+    )
+    if out is None:
+        click.echo(text)
+        return
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(text + "\n")
+    chats = len(exported.chats)
+    click.echo(f"Exported what I hold from {platform}:{user_id} ({chats} chats) to {out}.")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 
 from core.messages import ChatKind
+from core.privacy.export import UserExport
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +81,11 @@ class StoredChats(abc.ABC):
         """Every stored chat, most recently active first; with `member`
         (platform, user id), only the chats that hold something of theirs:
         their private chats and the shared chats they wrote in."""
+
+
+class UserExportStore(abc.ABC):
+    @abc.abstractmethod
+    async def export(self, user: ErasedUser) -> UserExport:
+        """Everything kept holds from or about `user`, read in one snapshot:
+        the same rows `ErasureStore.erase` would remove, and their pairing
+        approval."""

@@ -20,7 +20,7 @@ from core.heartbeat.store import HeartbeatStore
 from core.locks import SessionGuard
 from core.pairing.store import PairingStore
 from core.privacy.backup import DatabaseBackup
-from core.privacy.store import ErasureStore, StoredChats
+from core.privacy.store import ErasureStore, StoredChats, UserExportStore
 from core.reminders.store import ReminderStore
 from core.store.app_state import AppStateStore
 from core.store.base import Store
@@ -36,6 +36,7 @@ from core.store.sql.pairing import SqlPairingStore
 from core.store.sql.parked import SqlParkedUpdates
 from core.store.sql.reminders import SqlReminderStore
 from core.store.sql.stored_chats import SqlStoredChats
+from core.store.sql.user_export import SqlUserExportStore
 from core.store.sql.users import SqlUserZoneStore
 from core.store.sqlite import (
     SqliteConnection,
@@ -79,6 +80,8 @@ class Backend:
     erasure: ErasureStore
     # Each stored chat with its counts, for the operator (kept sessions list).
     chats: StoredChats
+    # Everything held from or about one user, as one document (core/privacy/export.py).
+    exports: UserExportStore
     # A consistent copy while the bot runs; None where the database's own
     # tool does it (PostgreSQL: pg_dump).
     backup: DatabaseBackup | None = None
@@ -129,6 +132,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         parked=SqlParkedUpdates(db),
         erasure=SqlErasureStore(db, SqliteErasurePurge(db)),
         chats=SqlStoredChats(db),
+        exports=SqlUserExportStore(db),
         backup=SqliteBackup(db.path),
         wake_channel=None if db.path == ":memory:" else SqliteWakeChannel(db),
     )
@@ -164,6 +168,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         parked=SqlParkedUpdates(connection),
         erasure=SqlErasureStore(connection, PostgresErasurePurge(connection)),
         chats=SqlStoredChats(connection),
+        exports=SqlUserExportStore(connection),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

@@ -132,3 +132,24 @@ def test_a_session_key_that_is_not_one_is_one_line(cfg: Path) -> None:
     assert err.startswith("kept: 'telegram:111' is not a session key")
     code, out, _ = forget(cfg, PRIVATE, "--yes", "--json", group="sessions")
     assert code == 0 and json.loads(out)["counts"]["messages"] == 4
+
+
+def test_export_prints_or_writes_one_document(cfg: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["users", "export", ANN_USER, "--config", str(cfg)])
+    assert result.exit_code == 0 and result.stderr == ""
+    doc = json.loads(result.stdout)
+    assert doc["kind"] == "kept-user-export" and len(doc["chats"]) == 3
+    out = tmp_path / "ann.json"
+    result = CliRunner().invoke(
+        main, ["users", "export", ANN_USER, "--out", str(out), "--config", str(cfg)]
+    )
+    assert result.exit_code == 0
+    assert result.stdout == f"Exported what I hold from {ANN_USER} (3 chats) to {out}.\n"
+    assert json.loads(out.read_text()) | {"exportedAt": None} == doc | {"exportedAt": None}
+    assert oct(out.stat().st_mode & 0o777) == "0o600"
+    result = CliRunner().invoke(
+        main, ["users", "export", ANN_USER, "--out", str(out), "--config", str(cfg)]
+    )
+    assert (
+        result.exit_code == 1 and result.stderr == f"kept: {out} already exists; name a new file\n"
+    )

@@ -1,0 +1,157 @@
+"""What kept holds from or about one user, as one JSON document (the
+schema is in the README): their private chats whole; in shared chats only
+their own messages and the bot's replies to them; their follow-ups,
+reminders, queued exchanges and settings. Nothing of anyone else's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core.clock import iso_utc
+
+EXPORT_KIND = "kept-user-export"
+EXPORT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedMessage:
+    id: int
+    role: str
+    kind: str
+    sender_id: str | None
+    ts: datetime
+    text: str
+    in_reply_to: int | None
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedChat:
+    key: str
+    agent_id: str
+    kind: str
+    chat_id: str
+    thread_id: str | None
+    messages: list[ExportedMessage] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedFollowUp:
+    id: str
+    session_key: str
+    kind: str
+    status: str
+    reason: str
+    suggested_text: str
+    due_earliest: datetime
+    due_latest: datetime
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedReminder:
+    id: str
+    session_key: str
+    text: str
+    kind: str
+    cron: str | None
+    timezone: str
+    next_fire_at: datetime | None
+    status: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedExchange:
+    """An exchange waiting for the extraction model."""
+
+    session_key: str
+    user_text: str
+    assistant_text: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class UserExport:
+    platform: str
+    user_id: str
+    chats: list[ExportedChat]
+    follow_ups: list[ExportedFollowUp]
+    reminders: list[ExportedReminder]
+    queued: list[ExportedExchange]
+    timezone: str | None
+    paired: bool
+
+
+def document(export: UserExport, *, at: datetime) -> dict[str, Any]:
+    """The export as the README's schema has it."""
+    return {
+        "kind": EXPORT_KIND,
+        "version": EXPORT_VERSION,
+        "exportedAt": iso_utc(at),
+        "platform": export.platform,
+        "userId": export.user_id,
+        "settings": {"timezone": export.timezone, "paired": export.paired},
+        "chats": [
+            {
+                "sessionKey": c.key,
+                "agentId": c.agent_id,
+                "kind": c.kind,
+                "chatId": c.chat_id,
+                "threadId": c.thread_id,
+                "messages": [
+                    {
+                        "id": m.id,
+                        "role": m.role,
+                        "kind": m.kind,
+                        "senderId": m.sender_id,
+                        "ts": iso_utc(m.ts),
+                        "text": m.text,
+                        "inReplyTo": m.in_reply_to,
+                        "withdrawn": not m.active,
+                    }
+                    for m in c.messages
+                ],
+            }
+            for c in export.chats
+        ],
+        "followUps": [
+            {
+                "id": f.id,
+                "sessionKey": f.session_key,
+                "kind": f.kind,
+                "status": f.status,
+                "reason": f.reason,
+                "suggestedText": f.suggested_text,
+                "dueEarliest": iso_utc(f.due_earliest),
+                "dueLatest": iso_utc(f.due_latest),
+                "createdAt": iso_utc(f.created_at),
+            }
+            for f in export.follow_ups
+        ],
+        "reminders": [
+            {
+                "id": r.id,
+                "sessionKey": r.session_key,
+                "text": r.text,
+                "kind": r.kind,
+                "cron": r.cron,
+                "timezone": r.timezone,
+                "nextFireAt": iso_utc(r.next_fire_at),
+                "status": r.status,
+                "createdAt": iso_utc(r.created_at),
+            }
+            for r in export.reminders
+        ],
+        "queuedForExtraction": [
+            {
+                "sessionKey": q.session_key,
+                "userText": q.user_text,
+                "assistantText": q.assistant_text,
+                "createdAt": iso_utc(q.created_at),
+            }
+            for q in export.queued
+        ],
+    }
