@@ -27,6 +27,7 @@ from bot.users_cmd import parse_user
 from core.clock import iso_utc
 from core.commands import wording
 from core.messages import parse_session_key
+from core.privacy.export import message_json
 from core.privacy.store import ChatSummary
 from core.store.base import MessageRecord
 
@@ -104,17 +105,7 @@ def show_cmd(key: str, limit: int, as_json: bool, config_path: Path | None) -> N
     if as_json:
         document = {
             "sessionKey": key,
-            "messages": [
-                {
-                    "id": m.id,
-                    "role": m.role,
-                    "kind": m.kind,
-                    "senderId": m.sender_id,
-                    "ts": iso_utc(m.ts),
-                    "text": m.text,
-                }
-                for m in shown
-            ],
+            "messages": [message_json(m) for m in shown],
         }
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return

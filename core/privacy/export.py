@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.clock import iso_utc
+
+if TYPE_CHECKING:
+    from core.store.base import MessageRecord
 
 EXPORT_KIND = "kept-user-export"
 EXPORT_VERSION = 1
@@ -85,6 +88,20 @@ class UserExport:
     paired: bool
 
 
+def message_json(m: ExportedMessage | MessageRecord) -> dict[str, Any]:
+    """One message as the export (and `kept sessions show --json`) writes it."""
+    return {
+        "id": m.id,
+        "role": m.role,
+        "kind": m.kind,
+        "senderId": m.sender_id,
+        "ts": iso_utc(m.ts),
+        "text": m.text,
+        "inReplyTo": m.in_reply_to,
+        "withdrawn": not m.active,
+    }
+
+
 def document(export: UserExport, *, at: datetime) -> dict[str, Any]:
     """The export as the README's schema has it."""
     return {
@@ -101,19 +118,7 @@ def document(export: UserExport, *, at: datetime) -> dict[str, Any]:
                 "kind": c.kind,
                 "chatId": c.chat_id,
                 "threadId": c.thread_id,
-                "messages": [
-                    {
-                        "id": m.id,
-                        "role": m.role,
-                        "kind": m.kind,
-                        "senderId": m.sender_id,
-                        "ts": iso_utc(m.ts),
-                        "text": m.text,
-                        "inReplyTo": m.in_reply_to,
-                        "withdrawn": not m.active,
-                    }
-                    for m in c.messages
-                ],
+                "messages": [message_json(m) for m in c.messages],
             }
             for c in export.chats
         ],
