@@ -87,7 +87,8 @@ class SqlErasureStore(ErasureStore):
             # Messages (with their index rows) by cascade; follow-ups,
             # reminders, jobs and the heartbeat's record by trigger.
             await tx.execute("DELETE FROM sessions WHERE id = ?", row)
-            await self._purge.in_transaction(tx)
+            if counts.messages:
+                await self._purge.in_transaction(tx)
         return counts
 
     async def _erase(self, tx: Transaction, user: ErasedUser, *, delete: bool) -> ErasureCounts:
@@ -156,13 +157,16 @@ class SqlErasureStore(ErasureStore):
                 f"DELETE FROM {table} {where}",
                 (user.platform, user.user_id),
             )
+        messages = replies + own + in_private
         if delete and deletes:
             for sql, params in deletes:
                 await tx.execute(sql, params)
-            await self._purge.in_transaction(tx)
+            # Only erased messages have words in the full-text index.
+            if messages:
+                await self._purge.in_transaction(tx)
         return ErasureCounts(
             chats=len(rows.private),
-            messages=replies + own + in_private,
+            messages=messages,
             follow_ups=follow_ups,
             reminders=reminders,
             queued=queued,

@@ -143,11 +143,13 @@ def _snapshot(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T])
             conn.execute("COMMIT")
 
 
-def _truncate_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> bool:
+def _truncate_wal(conn: sqlite3.Connection, busy_timeout_ms: int, wait: bool = False) -> bool:
     # Without a busy handler, a reader elsewhere makes the checkpoint fall
     # back to copying what it can (PASSIVE) instead of holding the store's
-    # lock, and so every chat write, for up to the busy timeout.
-    conn.execute("PRAGMA busy_timeout = 0")
+    # lock, and so every chat write, for up to the busy timeout. `wait`
+    # keeps the handler: the caller needs the WAL emptied (an erasure).
+    if not wait:
+        conn.execute("PRAGMA busy_timeout = 0")
     try:
         busy, _log_frames, _copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
     finally:
@@ -357,11 +359,7 @@ class SqliteConnection:
         the busy timeout for readers; False when one still kept it from
         finishing."""
         async with self._lock:
-            db = self._conn()
-            busy, _frames, _copied = (await db.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)"))[
-                0
-            ]
-            return not busy
+            return await self._run(self._conn(), _truncate_wal, self._busy_timeout_ms, True)
 
     async def transact(self, work: Work[T], *, durable: bool = True, bulk: bool = False) -> T:
         """The Database port (core/store/sql/database.py): `work` in one
