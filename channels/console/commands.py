@@ -24,6 +24,7 @@ from core.commands.registry import (
     Invocation,
     ListShown,
     Result,
+    Told,
     UnknownCommand,
     WrongUsage,
     ZonesUnavailable,
@@ -89,6 +90,8 @@ class ConsoleCommands:
                 return Text(wording.changes(list(changes), style))
             case ZoneAnswer():
                 return Text(wording.zone(result))
+            case Told(text):
+                return Text(text)
 
     async def confirm_zone(self, choice: ZoneChoice) -> RenderableType:
         """The user's y / n to a zone the chat model proposed (set_timezone)."""

@@ -37,7 +37,7 @@ from channels.discord.scope import (
 )
 from core.clock import Clock
 from core.commands import Listing, wording
-from core.commands.registry import COMMANDS, Changed, Invocation, ListShown, Result
+from core.commands.registry import COMMANDS, Changed, Invocation, ListShown, Result, Told
 from core.commands.timezone import ZoneAnswer, zone_suggestions
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
@@ -142,6 +142,8 @@ class CommandSupport:
                 await reply(interaction, wording.changes(list(changes), STYLE))
             case ZoneAnswer():
                 await reply(interaction, discord.utils.escape_mentions(wording.zone(result)))
+            case Told(text):
+                await reply(interaction, discord.utils.escape_mentions(text))
             case _:
                 await reply(interaction, wording.ZONES_UNAVAILABLE)
         return result

@@ -29,6 +29,7 @@ from core.commands.registry import (
     Invocation,
     ListShown,
     Result,
+    Told,
     UnknownCommand,
     WrongUsage,
     ZonesUnavailable,
@@ -136,6 +137,8 @@ class TelegramCommands:
                 return CommandReply(wording.changes(list(changes), await self._style(call)))
             case ZoneAnswer():
                 return CommandReply(wording.zone(result))
+            case Told(text):
+                return CommandReply(text)
 
     async def _shown(self, page: Page, name: ListName, call: Invocation) -> CommandReply:
         """A list page as a message: its text and its buttons, times in the

@@ -134,8 +134,23 @@ class Changed:
     changes: tuple[Change, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Told:
+    """An answer that is one sentence of core/commands/wording.py, the same on
+    every surface (a setting switched, a conversation started over)."""
+
+    text: str
+
+
 Result = (
-    HelpShown | WrongUsage | UnknownCommand | ZonesUnavailable | ListShown | Changed | ZoneAnswer
+    HelpShown
+    | WrongUsage
+    | UnknownCommand
+    | ZonesUnavailable
+    | ListShown
+    | Changed
+    | ZoneAnswer
+    | Told
 )
 Handler = Callable[[Invocation, Arguments], Awaitable[Result]]
 
