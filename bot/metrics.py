@@ -101,6 +101,10 @@ class PrometheusMetrics:
             "kept_extraction_queue_depth", "Replies waiting for commitment extraction in this "
             "process", registry=r,
         )  # fmt: skip
+        self._retention = Counter(
+            "kept_retention_erased", "Rows erased by retention (storage.retention), by kind",
+            ["kind"], registry=r,
+        )  # fmt: skip
 
     # --- core.metrics.Metrics ------------------------------------------------
 
@@ -138,6 +142,9 @@ class PrometheusMetrics:
 
     def update_parked(self, platform: str) -> None:
         self._parked.labels(platform).inc()
+
+    def retention_erased(self, kind: str, rows: int) -> None:
+        self._retention.labels(kind).inc(rows)
 
     # --- scrape time -----------------------------------------------------------
 

@@ -28,6 +28,7 @@ from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
 from core.pairing import Pairing
+from core.privacy.retention import Retention
 from core.reminders import (
     ReminderFiring,
     ReminderService,
@@ -67,6 +68,8 @@ class Services:
     wake: Wake
     clock: Clock
     worker: str
+    # Erases what outlived storage.retention, on every worker.
+    retention: Retention
 
 
 def new_worker_id() -> str:
@@ -194,6 +197,7 @@ def build_services(
         wake=wake,
         clock=clock,
         worker=worker,
+        retention=Retention(backend.retention, lambda: config().storage.retention, clock),
     )
 
 
@@ -205,6 +209,7 @@ def start_background(services: Services) -> list[asyncio.Task[None]]:
         asyncio.create_task(services.reconciler.run(), name="index-reconciler"),
         services.scheduler.start(),
         asyncio.create_task(services.recovery.run(), name="unanswered-recovery"),
+        asyncio.create_task(services.retention.run(), name="retention"),
     ]
     if services.backend.wake_channel is not None:
         tasks.append(

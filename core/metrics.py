@@ -53,6 +53,9 @@ class Metrics(Protocol):
     def update_parked(self, platform: str) -> None:
         """An update that kept failing while others were stored was parked."""
 
+    def retention_erased(self, kind: str, rows: int) -> None:
+        """A retention batch erased `rows` rows of `kind` (core/privacy/retention.py)."""
+
 
 class NoMetrics:
     """The default: records nothing."""
@@ -88,6 +91,9 @@ class NoMetrics:
         pass
 
     def update_parked(self, platform: str) -> None:
+        pass
+
+    def retention_erased(self, kind: str, rows: int) -> None:
         pass
 
 

@@ -82,12 +82,53 @@ EnvName = Annotated[str, AfterValidator(_check_env_name)]
 HttpUrl = Annotated[str | None, AfterValidator(_check_http_url)]
 
 
+# A retention shorter than this could erase a message while its turn is
+# still being answered (the reply points at it), or a follow-up whose
+# buttons were just sent.
+MIN_RETENTION_SECONDS = 86_400
+
+
+def _check_retention(value: str | None) -> str | None:
+    if value is None:
+        return None
+    seconds = parse_duration(value)
+    if seconds < MIN_RETENTION_SECONDS:
+        raise ValueError(
+            f"{value!r} is shorter than a day (use forms like '90d', '52w'; null keeps forever)"
+        )
+    return value
+
+
+Retention = Annotated[str | None, AfterValidator(_check_retention)]
+
+
+class RetentionConfig(Model):
+    """How long rows stay before the background pass erases them
+    (core/privacy/retention.py); read at every pass."""
+
+    # Messages older than this (by their time), with their index rows and
+    # the exchanges queued from them; None keeps them forever.
+    messages: Retention = None
+    # Follow-ups and reminders that ended (sent, dismissed, resolved,
+    # expired, failed; done, cancelled), this long after they ended.
+    closed: Retention = "90d"
+
+    @property
+    def messages_seconds(self) -> float | None:
+        return None if self.messages is None else parse_duration(self.messages)
+
+    @property
+    def closed_seconds(self) -> float | None:
+        return None if self.closed is None else parse_duration(self.closed)
+
+
 class StorageConfig(Model):
     url: str = "sqlite:///data/kept.sqlite"
     # SQLite only (a process on PostgreSQL is never pinned); read at start
     # (kept run, kept chat). Why, and what it gives up: bot/cpu.py;
     # `bench/search.py --no-pin` measures the difference.
     pin_cpu: bool = True
+    retention: RetentionConfig = RetentionConfig()
 
     @field_validator("url")
     @classmethod

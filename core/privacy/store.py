@@ -4,8 +4,10 @@ one transaction. Which tables it reaches, and how, is core/privacy/holdings.py."
 from __future__ import annotations
 
 import abc
+from collections.abc import Collection
 from dataclasses import dataclass, fields
 from datetime import datetime
+from typing import Literal, get_args
 
 from core.messages import ChatKind
 from core.privacy.export import UserExport
@@ -89,3 +91,34 @@ class UserExportStore(abc.ABC):
         """Everything kept holds from or about `user`, read in one snapshot:
         the same rows `ErasureStore.erase` would remove, and their pairing
         approval."""
+
+
+# What a retention pass erases, each kind by its own age: the time of a
+# message, of a queued exchange or a parked update (messages retention);
+# when a follow-up or a reminder ended (closed retention).
+RetainedKind = Literal["messages", "queued", "updates", "follow_ups", "reminders"]
+RETAINED_KINDS: tuple[RetainedKind, ...] = get_args(RetainedKind)
+
+
+class RetentionStore(abc.ABC):
+    """Erasing what outlived its retention, a bounded batch per transaction,
+    with erasure's guarantees (the deleted text leaves the files, not only
+    the queries). Safe from several workers at once: a batch never takes
+    a row another worker's batch holds."""
+
+    @abc.abstractmethod
+    async def erase_batch(self, kind: RetainedKind, before: datetime, *, limit: int) -> int:
+        """Erase up to `limit` rows of `kind` older than `before` (a
+        message with its index row) in one transaction, and purge it as an
+        erasure does; the rows erased, 0 when none is left (or every one
+        left is another worker's now)."""
+
+    @abc.abstractmethod
+    async def finish(self, kinds: Collection[RetainedKind]) -> None:
+        """Once a pass erased rows of `kinds`: what the backend does after
+        an erasure has committed (a WAL checkpoint, a VACUUM), once per
+        pass rather than per batch."""
+
+    @abc.abstractmethod
+    async def oldest_message(self) -> datetime | None:
+        """The time of the oldest stored message; None when there is none."""

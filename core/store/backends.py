@@ -20,7 +20,7 @@ from core.heartbeat.store import HeartbeatStore
 from core.locks import SessionGuard
 from core.pairing.store import PairingStore
 from core.privacy.backup import DatabaseBackup
-from core.privacy.store import ErasureStore, StoredChats, UserExportStore
+from core.privacy.store import ErasureStore, RetentionStore, StoredChats, UserExportStore
 from core.reminders.store import ReminderStore
 from core.store.app_state import AppStateStore
 from core.store.base import Store
@@ -35,6 +35,7 @@ from core.store.sql.heartbeat import SqlHeartbeatStore
 from core.store.sql.pairing import SqlPairingStore
 from core.store.sql.parked import SqlParkedUpdates
 from core.store.sql.reminders import SqlReminderStore
+from core.store.sql.retention import SqlRetentionStore
 from core.store.sql.stored_chats import SqlStoredChats
 from core.store.sql.user_export import SqlUserExportStore
 from core.store.sql.users import SqlUserZoneStore
@@ -82,6 +83,8 @@ class Backend:
     chats: StoredChats
     # Everything held from or about one user, as one document (core/privacy/export.py).
     exports: UserExportStore
+    # What outlived storage.retention, erased in batches (core/privacy/retention.py).
+    retention: RetentionStore
     # A consistent copy while the bot runs; None where the database's own
     # tool does it (PostgreSQL: pg_dump).
     backup: DatabaseBackup | None = None
@@ -133,6 +136,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         erasure=SqlErasureStore(db, SqliteErasurePurge(db)),
         chats=SqlStoredChats(db),
         exports=SqlUserExportStore(db),
+        retention=SqlRetentionStore(db, SqliteErasurePurge(db)),
         backup=SqliteBackup(db.path),
         wake_channel=None if db.path == ":memory:" else SqliteWakeChannel(db),
     )
@@ -169,6 +173,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         erasure=SqlErasureStore(connection, PostgresErasurePurge(connection)),
         chats=SqlStoredChats(connection),
         exports=SqlUserExportStore(connection),
+        retention=SqlRetentionStore(connection, PostgresErasurePurge(connection)),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),
         update_queue=PostgresUpdateQueue(connection),

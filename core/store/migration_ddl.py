@@ -297,3 +297,16 @@ ALTER TABLE messages ADD COLUMN send_state {text}
 
 CREATE INDEX messages_reply_unsent ON messages(ts) WHERE send_state = 'stored';
 """
+
+# Step 20. Retention (core/store/sql/retention.py) finds the oldest rows of
+# each kind without reading the others: messages by their time, whatever
+# their role (messages_user_ts holds only users'), and follow-ups and
+# reminders that ended by when they ended (every status change sets
+# updated_at). The last two are partial, so they hold only ended rows and
+# the due and scope indexes stay as they were; queries repeat the WHERE.
+RETENTION_INDEXES = """
+CREATE INDEX messages_ts ON messages(ts);
+CREATE INDEX commitments_ended ON commitments(updated_at)
+    WHERE status NOT IN ('pending', 'snoozed');
+CREATE INDEX reminders_ended ON reminders(updated_at) WHERE status <> 'active';
+"""

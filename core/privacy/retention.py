@@ -1,0 +1,141 @@
+"""Retention that runs: a background pass erases what outlived
+`storage.retention` (core/config/model.py), on every worker.
+
+- `messages`: messages older than it (with their full-text rows), and the
+  exchanges queued for extraction and the parked platform updates as old
+  (both hold a message's text). Sessions stay, even left empty (the SQL
+  store says why).
+- `closed`: follow-ups and reminders that ended this long ago; an active
+  one stays whatever its age.
+
+Each kind goes in batches of `batch` rows, one short transaction each, with
+a yield between them, so a turn's write waits behind one batch at most.
+The database keeps it right (core/store/sql/retention.py): two workers'
+passes take disjoint rows, and a crash loses at most the batch in flight,
+which rolls back whole. After a pass that erased something, the backend's
+erasure purge runs once (a WAL checkpoint, a VACUUM).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from core.clock import Clock
+from core.config.model import RetentionConfig
+from core.logs import event
+from core.metrics import recorder
+from core.privacy.store import RETAINED_KINDS, RetainedKind, RetentionStore
+
+log = logging.getLogger("kept.retention")
+
+# Rows per transaction: deleting a few hundred rows and their index entries
+# is a few milliseconds of the one write lock (bench/retention.py measures
+# what it costs other chats' writes).
+BATCH = 300
+# How often the pass runs (the first right after start).
+EVERY_SECONDS = 600.0
+
+_BY_MESSAGES: frozenset[RetainedKind] = frozenset(("messages", "queued", "updates"))
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionCutoffs:
+    """Rows older than these go; None: that retention keeps forever."""
+
+    messages: datetime | None
+    closed: datetime | None
+
+    @classmethod
+    def at(cls, now: datetime, policy: RetentionConfig) -> RetentionCutoffs:
+        def before(seconds: float | None) -> datetime | None:
+            return None if seconds is None else now - timedelta(seconds=seconds)
+
+        return cls(before(policy.messages_seconds), before(policy.closed_seconds))
+
+    def of(self, kind: RetainedKind) -> datetime | None:
+        return self.messages if kind in _BY_MESSAGES else self.closed
+
+
+@dataclass
+class RetentionPass:
+    """What one pass erased, by kind, and how many transactions it took."""
+
+    erased: dict[RetainedKind, int] = field(default_factory=dict)
+    batches: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.erased.values())
+
+
+class Retention:
+    def __init__(
+        self,
+        store: RetentionStore,
+        policy: Callable[[], RetentionConfig],
+        clock: Clock,
+        *,
+        batch: int = BATCH,
+        every_seconds: float = EVERY_SECONDS,
+    ) -> None:
+        self._store = store
+        self._policy = policy
+        self._clock = clock
+        self._batch = batch
+        self._every = every_seconds
+
+    async def run_once(self) -> RetentionPass:
+        """One pass over every kind, with the policy and the time as they are
+        now; what it erased. A failing batch ends the pass (its rows stay,
+        rolled back); what earlier batches erased is still purged."""
+        cutoffs = RetentionCutoffs.at(self._clock.now(), self._policy())
+        done = RetentionPass()
+        try:
+            for kind in RETAINED_KINDS:
+                before = cutoffs.of(kind)
+                if before is not None:
+                    await self._drain(kind, before, done)
+        finally:
+            erased = [kind for kind, rows in done.erased.items() if rows]
+            if erased:
+                await self._store.finish(erased)
+        return done
+
+    async def _drain(self, kind: RetainedKind, before: datetime, done: RetentionPass) -> None:
+        while True:
+            rows = await self._store.erase_batch(kind, before, limit=self._batch)
+            done.batches += 1
+            if not rows:
+                return
+            done.erased[kind] = done.erased.get(kind, 0) + rows
+            recorder().retention_erased(kind, rows)
+            # Writers queued behind this batch go before the next one.
+            await asyncio.sleep(0)
+
+    async def run(self) -> None:
+        """A pass now, then every `every_seconds`."""
+        while True:
+            try:
+                done = await self.run_once()
+                if done.total:
+                    event(
+                        log,
+                        logging.INFO,
+                        "retention_erased",
+                        batches=done.batches,
+                        **{kind: rows for kind, rows in done.erased.items()},
+                    )
+            except Exception as exc:
+                event(
+                    log,
+                    logging.WARNING,
+                    "retention_failed",
+                    error=repr(exc),
+                    action="none if it recurs rarely: the next pass erases what this one "
+                    "left; else check the database",
+                )
+            await self._clock.sleep(self._every)

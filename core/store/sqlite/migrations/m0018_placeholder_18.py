@@ -1,0 +1,3 @@
+"""Holds step 18's place until the branch that owns it merges (no schema change)."""
+
+SQL = ""

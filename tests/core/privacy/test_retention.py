@@ -1,0 +1,183 @@
+"""Retention, on each backend: messages older than `storage.retention.messages`
+go with their index rows (search no longer finds them), newer ones stay;
+follow-ups and reminders that ended longer ago than `closed` go, active ones
+of any age stay; null keeps everything. Batches are bounded (several
+transactions for more rows than one batch), and two passes at once on one
+database both finish with every row erased once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from core.clock import TestClock
+from core.config.model import RetentionConfig
+from core.messages import Target
+from core.privacy.retention import Retention
+from core.reminders.model import NewReminder
+from core.store.backends import Backend, open_backend
+from core.store.base import NewMessage
+from tests.support.followups import store_rows
+from tests.support.user_data import PRIVATE, follow_up, found, scope, session, texts
+
+NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+OLD = NOW - timedelta(days=400)
+RECENT = NOW - timedelta(days=10)
+POLICY = RetentionConfig(messages="365d", closed="90d")
+KEEP = RetentionConfig(messages=None, closed=None)
+
+
+@pytest.fixture
+async def backend(storage_url: str) -> AsyncIterator[Backend]:
+    async with open_backend(storage_url) as opened:
+        await session(opened, PRIVATE, "111", "private")
+        yield opened
+
+
+def retention(backend: Backend, policy: RetentionConfig = POLICY, **kwargs: Any) -> Retention:
+    return Retention(backend.retention, lambda: policy, TestClock(NOW), **kwargs)
+
+
+async def exchange(backend: Backend, said: str, answer: str, when: datetime) -> int:
+    asked = await backend.store.add_message(
+        NewMessage(PRIVATE, "user", said, when, sender_id="111")
+    )
+    await backend.store.add_message(
+        NewMessage(PRIVATE, "assistant", answer, when, in_reply_to=asked.id)
+    )
+    return asked.id
+
+
+async def test_old_messages_go_with_their_index_rows_and_newer_ones_stay(
+    backend: Backend,
+) -> None:
+    await exchange(backend, "the old quokkaword story", "old answer", OLD)
+    late_question = await backend.store.add_message(
+        NewMessage(PRIVATE, "user", "asked long ago", OLD, sender_id="111")
+    )
+    # Answered within the retention: the reply stays, pointing at nothing.
+    await backend.store.add_message(
+        NewMessage(PRIVATE, "assistant", "answered lately", RECENT, in_reply_to=late_question.id)
+    )
+    await exchange(backend, "the new wombatword story", "new answer", RECENT)
+    assert await found(backend, "quokkaword") == {PRIVATE}
+
+    done = await retention(backend).run_once()
+
+    assert done.erased == {"messages": 3}
+    assert await texts(backend) == ["answered lately", "new answer", "the new wombatword story"]
+    assert await found(backend, "quokkaword") == set()
+    assert await found(backend, "wombatword") == {PRIVATE}
+    replies = await store_rows(
+        backend.store, "SELECT in_reply_to FROM messages WHERE text = ?", ("answered lately",)
+    )
+    assert replies == [(None,)]
+    # The chat itself stays, for its next message.
+    assert await store_rows(backend.store, "SELECT key FROM sessions") == [(PRIVATE,)]
+    assert await backend.retention.oldest_message() == RECENT
+    # A second pass finds nothing more.
+    assert (await retention(backend).run_once()).total == 0
+
+
+async def ended_and_active(backend: Backend) -> None:
+    """Two follow-ups and two reminders that ended 100 and 10 days ago, and
+    one of each still active though created long ago."""
+    where = scope(PRIVATE, "111", "111", "private")
+    for reason in ("ended long ago", "ended lately", "still pending"):
+        await follow_up(backend, where, reason)
+    ids = dict(await store_rows(backend.store, "SELECT reason, id FROM commitments"))
+    await backend.commitments.dismiss(ids["ended long ago"], now=NOW - timedelta(days=100))
+    await backend.commitments.dismiss(ids["ended lately"], now=RECENT)
+    for text in ("cancelled long ago", "cancelled lately", "still active"):
+        added = await backend.reminders.add(
+            NewReminder(
+                agent_id="main", session_key=PRIVATE, target=Target("telegram", "111"),
+                created_by="111", text=text, kind="after", cron=None, timezone="UTC",
+                next_fire_at=NOW + timedelta(hours=2), created_at=OLD,
+            )
+        )  # fmt: skip
+        if text.startswith("cancelled"):
+            when = NOW - timedelta(days=100) if "long" in text else RECENT
+            assert await backend.reminders.cancel(added.id, now=when) is not None
+
+
+async def test_ended_follow_ups_and_reminders_go_after_closed_active_ones_stay(
+    backend: Backend,
+) -> None:
+    await ended_and_active(backend)
+
+    done = await retention(backend).run_once()
+
+    assert done.erased == {"follow_ups": 1, "reminders": 1}
+    reasons = {r[0] for r in await store_rows(backend.store, "SELECT reason FROM commitments")}
+    assert reasons == {"ended lately", "still pending"}
+    left = {r[0] for r in await store_rows(backend.store, "SELECT text FROM reminders")}
+    assert left == {"cancelled lately", "still active"}
+
+
+async def test_null_retention_erases_nothing(backend: Backend) -> None:
+    await exchange(backend, "the old quokkaword story", "old answer", OLD)
+    await ended_and_active(backend)
+    before = await texts(backend)
+
+    assert (await retention(backend, KEEP).run_once()).total == 0
+    assert await texts(backend) == before
+    assert len(await store_rows(backend.store, "SELECT id FROM commitments")) == 3
+    # The same rows under a retention do go (the control).
+    assert (await retention(backend).run_once()).total == 4
+
+
+async def test_batches_are_bounded_one_transaction_each(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(10):
+        await exchange(backend, f"old question {n}", f"old answer {n}", OLD)
+    await exchange(backend, "a new question", "a new answer", RECENT)
+    erased: list[int] = []
+    db = backend.database
+    transact = db.transact
+
+    async def counted(work: Any, **kwargs: Any) -> Any:
+        result = await transact(work, **kwargs)
+        if isinstance(result, int):
+            erased.append(result)
+        return result
+
+    monkeypatch.setattr(db, "transact", counted)
+    done = await retention(
+        backend, RetentionConfig(messages="365d", closed=None), batch=7
+    ).run_once()
+
+    assert done.erased == {"messages": 20}
+    # 20 messages in batches of at most 7, each its own transaction, until
+    # one finds nothing (then the two smaller kinds find nothing either).
+    assert erased[:4] == [7, 7, 6, 0]
+    assert all(rows <= 7 for rows in erased)
+    assert await texts(backend) == ["a new answer", "a new question"]
+
+
+async def test_two_passes_at_once_both_finish_and_erase_each_row_once(storage_url: str) -> None:
+    async with open_backend(storage_url) as first, open_backend(storage_url) as second:
+        await session(first, PRIVATE, "111", "private")
+        for n in range(60):
+            await exchange(first, f"old question {n}", f"old answer {n}", OLD)
+        await exchange(first, "a new question", "a new answer", RECENT)
+        await ended_and_active(first)
+
+        passes = await asyncio.wait_for(
+            asyncio.gather(
+                retention(first, batch=5).run_once(), retention(second, batch=5).run_once()
+            ),
+            timeout=60,
+        )
+
+        totals: dict[str, int] = {}
+        for done in passes:
+            for kind, rows in done.erased.items():
+                totals[kind] = totals.get(kind, 0) + rows
+        assert totals == {"messages": 120, "follow_ups": 1, "reminders": 1}
+        assert await texts(first) == ["a new answer", "a new question"]
