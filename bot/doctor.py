@@ -23,6 +23,7 @@ from bot.updates_cmd import parked_check
 from core.config.file import ConfigError, config_source, load_config
 from core.config.model import KeptConfig
 from core.llm import LLMClient, LLMError
+from core.privacy.store import RetentionStore
 from core.secrets import mask_secrets, masked_url, remember
 from core.store.errors import DatabaseMissing, DatabaseOutdated, storage_action
 
@@ -87,9 +88,40 @@ async def _check_database(config: KeptConfig) -> list[Check]:
         except Exception as exc:
             checks.append(Check(False, "database write", f"{exc}; {storage_action(exc)}"))
         checks.append(await parked_check(backend))
+        checks.append(await _retention(backend.retention, config))
         return checks
     finally:
         await backend.close()
+
+
+async def _retention(store: RetentionStore, config: KeptConfig) -> Check:
+    """The retention policy and the oldest message's age. Informational:
+    the pass runs in `kept run`, so an older message only means it has not
+    run since (or is not running)."""
+    policy = config.storage.retention
+    messages = f"messages {policy.messages}" if policy.messages else "messages kept forever"
+    closed = policy.closed or "kept forever"
+    detail = f"{messages}; ended follow-ups and reminders {closed}"
+    try:
+        oldest = await store.oldest_message()
+    except Exception as exc:
+        return Check(False, "retention", f"{detail}; the oldest message: {exc}")
+    if oldest is None:
+        return Check(True, "retention", f"{detail}; no message stored")
+    age = datetime.now(UTC) - oldest
+    detail = f"{detail}; the oldest message is {_age(age.total_seconds())} old"
+    limit = policy.messages_seconds
+    if limit is not None and age.total_seconds() > limit:
+        detail += " (past the retention: `kept run` erases it at its next pass)"
+    return Check(True, "retention", detail)
+
+
+def _age(seconds: float) -> str:
+    if seconds >= 86_400:
+        return f"{int(seconds // 86_400)} d"
+    if seconds >= 3_600:
+        return f"{int(seconds // 3_600)} h"
+    return f"{max(0, int(seconds // 60))} min"
 
 
 def sqlite_file(url: str) -> Path | None:

@@ -393,3 +393,44 @@ def test_access_reads_the_dm_and_group_policies_when_the_config_has_them(
     [check] = doctor_module._posture(config)  # type: ignore[arg-type]
     assert check.ok and check.name == "telegram access"
     assert expected in check.detail
+
+
+# --- retention --------------------------------------------------------------------------
+
+
+async def test_doctor_shows_the_retention_policy_and_the_oldest_message_age(
+    tmp_path: Path, fakes: Fakes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from core.store.base import NewMessage
+
+    path = await write_config(tmp_path, fakes)
+    code = await run_doctor(path, environ=good_env())
+    assert code == 0
+    assert line(capsys.readouterr().out, "retention").endswith(
+        "messages kept forever; ended follow-ups and reminders 90d; no message stored"
+    )
+
+    key = "agent:main:telegram:private:42"
+    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    await store.open()
+    try:
+        await store.ensure_session(
+            key, agent_id="main", platform="telegram", chat_id="42", chat_kind="private",
+            thread_id=None, now=datetime.now(UTC),
+        )  # fmt: skip
+        then = datetime.now(UTC) - timedelta(days=400, hours=1)
+        await store.add_message(NewMessage(key, "user", "long ago", then, sender_id="42"))
+    finally:
+        await store.close()
+    path = await write_config(
+        tmp_path, fakes, create_db=False,
+        storage={"retention": {"messages": "365d", "closed": "30d"}},
+    )  # fmt: skip
+    code = await run_doctor(path, environ=good_env())
+    assert code == 0
+    assert line(capsys.readouterr().out, "retention").endswith(
+        "messages 365d; ended follow-ups and reminders 30d; the oldest message is 400 d old "
+        "(past the retention: `kept run` erases it at its next pass)"
+    )

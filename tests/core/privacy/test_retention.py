@@ -8,6 +8,7 @@ database both finish with every row erased once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -181,3 +182,54 @@ async def test_two_passes_at_once_both_finish_and_erase_each_row_once(storage_ur
                 totals[kind] = totals.get(kind, 0) + rows
         assert totals == {"messages": 120, "follow_ups": 1, "reminders": 1}
         assert await texts(first) == ["a new answer", "a new question"]
+
+
+async def test_metrics_count_the_erased_rows_by_kind(backend: Backend) -> None:
+    from bot.metrics import PrometheusMetrics
+    from core import metrics as core_metrics
+    from tests.bot.test_metrics import value
+
+    metrics = PrometheusMetrics()
+    core_metrics.install(metrics)
+    try:
+        for n in range(4):
+            await exchange(backend, f"old question {n}", f"old answer {n}", OLD)
+        await ended_and_active(backend)
+        assert value(metrics, "kept_retention_erased_total", kind="messages") is None
+        await retention(backend, batch=3).run_once()
+    finally:
+        core_metrics.uninstall(metrics)
+    assert value(metrics, "kept_retention_erased_total", kind="messages") == 8
+    assert value(metrics, "kept_retention_erased_total", kind="follow_ups") == 1
+    assert value(metrics, "kept_retention_erased_total", kind="reminders") == 1
+    assert value(metrics, "kept_retention_erased_total", kind="queued") is None
+
+
+async def test_the_loop_passes_at_start_then_every_interval(backend: Backend) -> None:
+    clock = TestClock(NOW)
+    loop = Retention(backend.retention, lambda: POLICY, clock, every_seconds=600)
+    await exchange(backend, "old question", "old answer", OLD)
+    task = asyncio.create_task(loop.run())
+    try:
+        for _ in range(50):
+            if not await texts(backend):
+                break
+            await asyncio.sleep(0.01)
+        assert await texts(backend) == []
+        # Within the retention for five more minutes: the next pass erases it.
+        await exchange(backend, "asked", "answered", NOW - timedelta(days=365, seconds=-300))
+        assert await texts(backend) == ["answered", "asked"]
+        for _ in range(100):
+            if clock.sleepers:
+                break  # the first pass is over: the loop waits for the next
+            await asyncio.sleep(0.01)
+        await clock.advance(600)
+        for _ in range(50):
+            if not await texts(backend):
+                break
+            await asyncio.sleep(0.01)
+        assert await texts(backend) == []
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

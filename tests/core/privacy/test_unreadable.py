@@ -102,3 +102,35 @@ async def test_a_whole_chat_erased_leaves_no_byte_either(backend: Backend) -> No
     assert counts.chats == 1 and counts.messages == 6  # two writes' exchanges, and this one
     assert await holding(backend, tail) == []
     assert await holding(backend, word[4:].encode()) != []  # the group's copy stays
+
+
+async def test_a_word_erased_by_retention_is_in_no_byte_and_no_tuple(backend: Backend) -> None:
+    from datetime import timedelta
+
+    from core.clock import TestClock
+    from core.config.model import RetentionConfig
+    from core.privacy.retention import Retention
+
+    old = NOW - timedelta(days=400)
+    word, kept = unique_word(), unique_word()
+    await backend.store.ensure_session(
+        PRIVATE, agent_id="main", platform="telegram", chat_id=ANN, chat_kind="private",
+        thread_id=None, now=old,
+    )  # fmt: skip
+    asked = await backend.store.add_message(
+        NewMessage(PRIVATE, "user", f"my {word} plan", old, sender_id=ANN)
+    )
+    await backend.store.add_message(
+        NewMessage(PRIVATE, "assistant", f"about {word}", old, in_reply_to=asked.id)
+    )
+    for _ in range(200):  # newer words around it, in the same index pages
+        await backend.store.add_message(
+            NewMessage(PRIVATE, "user", f"{kept} {unique_word()}", NOW, sender_id=ANN)
+        )
+    tail = word[4:].encode()
+    assert await holding(backend, tail) != []
+    policy = RetentionConfig(messages="365d", closed=None)
+    done = await Retention(backend.retention, lambda: policy, TestClock(NOW), batch=1).run_once()
+    assert done.erased == {"messages": 2}
+    assert await holding(backend, tail) == []
+    assert await holding(backend, kept[4:].encode()) != []

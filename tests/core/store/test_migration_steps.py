@@ -19,7 +19,7 @@ def test_both_backends_follow_the_shared_steps() -> None:
     assert [(m.version, m.name) for m in sqlite.load_migrations()] == SHARED
     assert [(m.version, m.name) for m in postgres.load_migrations()] == SHARED
     assert SHARED[:3] == [(1, "transcript"), (2, "search"), (3, "commitments")]
-    assert len(SHARED) == 17
+    assert len(SHARED) == 20
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,8 @@ def test_both_backends_follow_the_shared_steps() -> None:
 def test_a_step_of_the_other_backend_is_a_no_op(backend: object, only_elsewhere: set[str]) -> None:
     loaded = backend.load_migrations()  # type: ignore[attr-defined]
     empty = {m.name for m in loaded if not (m.sql or "").strip() and not getattr(m, "upgrade", 0)}
-    assert empty == only_elsewhere
+    # Steps 18 and 19 hold other branches' places until they merge.
+    assert empty - {"placeholder_18", "placeholder_19"} == only_elsewhere
 
 
 @pytest.mark.parametrize("old", [sqlite.OLD_NUMBERING, postgres.OLD_NUMBERING])
