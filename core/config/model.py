@@ -91,11 +91,13 @@ MIN_RETENTION_SECONDS = 86_400
 def _check_retention(value: str | None) -> str | None:
     if value is None:
         return None
-    seconds = parse_duration(value)
+    forms = "use forms like '90d', '52w'; null keeps forever"
+    try:
+        seconds = parse_duration(value)
+    except ValueError:
+        raise ValueError(f"not a duration: {value!r} ({forms})") from None
     if seconds < MIN_RETENTION_SECONDS:
-        raise ValueError(
-            f"{value!r} is shorter than a day (use forms like '90d', '52w'; null keeps forever)"
-        )
+        raise ValueError(f"{value!r} is shorter than a day ({forms})")
     return value
 
 

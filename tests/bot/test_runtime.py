@@ -236,3 +236,41 @@ async def test_doctor_never_prints_the_database_password(tmp_path, capsys, postg
     assert code == 1
     assert "database" in out and "kept:***@" in out
     assert "s3cret-pw" not in out
+
+
+async def test_kept_run_erases_what_outlived_the_retention_once_started(tmp_path, monkeypatch):
+    from core.store.base import NewMessage
+    from tests.support.followups import store_rows
+
+    clock = TestClock()
+    key = "agent:main:telegram:private:42"
+    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+    await store.open()
+    await store.ensure_session(
+        key, agent_id="main", platform="telegram", chat_id="42", chat_kind="private",
+        thread_id=None, now=clock.now(),
+    )  # fmt: skip
+    for days, text in ((400, "long ago"), (10, "lately")):
+        when = clock.now() - timedelta(days=days)
+        await store.add_message(NewMessage(key, "user", text, when, sender_id="42"))
+    await store.close()
+    adapter = FakeTelegram()
+    monkeypatch.setitem(runtime_module.ADAPTER_FACTORIES, "telegram", lambda rt: adapter)
+    path = write_config(
+        tmp_path,
+        channels={"telegram": {"enabled": True}},
+        storage={"url": f"sqlite:///{tmp_path}/kept.sqlite", "retention": {"messages": "365d"}},
+    )
+    runtime = Runtime(path, load_config(path), clock=clock)
+    await runtime.start_core()
+    try:
+        await runtime.start_adapters(runtime.build_channel_adapters())
+        assert "retention" in {t.get_name() for t in runtime._tasks}
+        for _ in range(100):
+            left = await store_rows(runtime.store, "SELECT text FROM messages")
+            if len(left) == 1:
+                break
+            await asyncio.sleep(0.02)
+        assert left == [("lately",)]
+    finally:
+        await runtime.stop()

@@ -349,3 +349,21 @@ def test_a_removed_agent_is_not_found_and_answers_with_defaults() -> None:
     assert config.agent_or_default("main").timezone == "Europe/Paris"
     fallback = config.agent_or_default("gone")
     assert (fallback.id, fallback.timezone) == ("gone", "UTC")
+
+
+def test_retention_is_a_duration_of_a_day_or_more_or_null() -> None:
+    config = load_config(EXAMPLE)
+    assert config.storage.retention.messages is None  # kept forever unless asked
+    assert config.storage.retention.closed == "90d"
+    assert KeptConfig().storage.retention == config.storage.retention
+    set_to = parse_config_text(
+        '{"storage": {"retention": {"messages": "365d", "closed": null}}}', "k.json"
+    ).storage.retention
+    assert set_to.messages_seconds == 365 * 86_400 and set_to.closed_seconds is None
+    for bad, reason in (("a year", "not a duration"), ("1h", "shorter than a day")):
+        problems = problems_for({"storage": {"retention": {"messages": bad}}})
+        assert len(problems) == 1, problems
+        assert problems[0].startswith("config/kept.json: storage.retention.messages: ")
+        assert reason in problems[0]
+    problems = problems_for({"storage": {"retention": {"closed": 90}}})
+    assert len(problems) == 1 and "storage.retention.closed" in problems[0]
