@@ -233,3 +233,25 @@ async def test_the_loop_passes_at_start_then_every_interval(backend: Backend) ->
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_a_pass_beside_an_erasure_of_the_same_rows_neither_fails_nor_waits_forever(
+    storage_url: str,
+) -> None:
+    from core.privacy.store import ErasedUser
+
+    async with open_backend(storage_url) as first, open_backend(storage_url) as second:
+        await session(first, PRIVATE, "111", "private")
+        for n in range(60):
+            await exchange(first, f"old question {n}", f"old answer {n}", OLD)
+        await exchange(first, "a new question", "a new answer", RECENT)
+        assert len(await texts(first)) == 122
+
+        await asyncio.wait_for(
+            asyncio.gather(
+                retention(first, batch=5).run_once(),
+                second.erasure.erase(ErasedUser("telegram", "111", "main")),
+            ),
+            timeout=60,
+        )
+        assert await texts(first) == []
