@@ -255,3 +255,25 @@ async def test_a_pass_beside_an_erasure_of_the_same_rows_neither_fails_nor_waits
             timeout=60,
         )
         assert await texts(first) == []
+
+
+async def test_queued_exchanges_and_parked_updates_as_old_as_erased_messages_go(
+    backend: Backend,
+) -> None:
+    from core.commitments.exchange import Exchange
+    from core.commitments.jobs import NewJob
+    from core.store.parked import ParkedUpdate
+
+    for n, when in enumerate((OLD, RECENT)):
+        job = NewJob(scope(PRIVATE, "111", "111", "private"), Exchange(n + 1, f"said {n}", "ok"))
+        await backend.extraction_jobs.enqueue(job, worker="w", now=when, lease_until=when)
+        await backend.parked.park(
+            ParkedUpdate("telegram:1", n, "chat:111", f'{{"text": "parked {n}"}}', "e", 1, when)
+        )
+
+    done = await retention(backend).run_once()
+
+    assert done.erased == {"queued": 1, "updates": 1}
+    jobs = await store_rows(backend.store, "SELECT user_text FROM extraction_jobs")
+    assert jobs == [("said 1",)]
+    assert [p.update_id for p in await backend.parked.listing()] == [1]
