@@ -39,6 +39,7 @@ from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
 from core.search.tools import register_search_tools
 from core.store.backends import Backend, open_backend
+from core.store.backends import database_errors as database_errors  # for the commands
 from core.tools import ChatAdmins, ToolRegistry
 from core.users import UserZones
 from core.users.tools import register_user_tools

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import sys
 from contextlib import closing
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.conversation.manager import WITHDRAWN
+from core.store.sqlite.driver import sqlite3
 from tests.fakes.openai_server import FakeOpenAI, delay, error, hang, reply
 
 # Each test starts `kept` as a subprocess: most of a second of interpreter
