@@ -9,8 +9,10 @@ holds the session's identity only).
 What the start changes, for every model call of the chat:
 - the chat model's history (`Store.history`) holds only later turns;
 - a message stored before it and never answered is not answered any more
-  (`Store.unanswered`, `unanswered_up_to`): it belonged to the earlier
-  conversation, which the user just closed;
+  (`Store.unanswered`, `unanswered_up_to`), nor is an answer to one that
+  never left sent (`Store.unsent_replies`): they belonged to the earlier
+  conversation, which the user just closed (a turn already under way when
+  the start comes still finishes and sends its reply);
 - the extraction model never reads exchanges from both sides of a start in
   one call (core/commitments/batch.py).
 The check-in model reads no transcript at all (only the follow-ups, which

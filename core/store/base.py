@@ -209,7 +209,9 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def unsent_replies(self, *, since: datetime) -> list[MessageRecord]:
         """Replies stored at or after `since` whose request never left
-        (still `stored`), oldest first."""
+        (still `stored`), oldest first; none to a message from before its
+        session started over (the user never saw it, and closed that
+        conversation)."""
 
     @abc.abstractmethod
     async def history(

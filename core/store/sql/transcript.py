@@ -158,7 +158,8 @@ def transcript_sql(d: Dialect) -> TranscriptSql:
         get_message=f"SELECT {MESSAGE_COLUMNS} {with_session}WHERE m.id = ?",
         unsent_replies=(
             f"SELECT {MESSAGE_COLUMNS} {with_session}"
-            f"WHERE m.send_state = 'stored' AND m.ts >= ? AND {active} ORDER BY m.ts, m.id"
+            f"WHERE m.send_state = 'stored' AND m.ts >= ? AND {active} "
+            f"AND {TURN_IN_CONVERSATION}ORDER BY m.ts, m.id"
         ),
         # Walks messages_session_turn backwards from the turn and stops
         # after `limit` rows, or at the session's start (a bound of the same

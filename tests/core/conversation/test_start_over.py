@@ -161,6 +161,34 @@ async def test_a_message_unanswered_before_new_is_not_answered_after(backend: Ba
     assert len(model.requests) == 2
 
 
+async def test_a_reply_never_sent_before_new_is_not_sent_after(backend: Backend) -> None:
+    clock = TestClock()
+    sender = RecordingSender()
+    config = KeptConfig()
+    manager = ConversationManager(
+        store=backend.store, llm=ScriptedModel(), sender=sender, config=lambda: config, clock=clock
+    )
+    store = backend.store
+    for key, chat in ((KEY, "42"), (OTHER, "43")):
+        await store.ensure_session(
+            key, agent_id="main", platform="telegram", chat_id=chat, chat_kind="private",
+            thread_id=None, now=clock.now(),
+        )  # fmt: skip
+        user = await store.add_message(NewMessage(key, "user", f"asked in {chat}", clock.now()))
+        # The answer was stored; the process stopped before it left.
+        await store.add_message(
+            NewMessage(
+                key, "assistant", f"answer in {chat}", clock.now(), in_reply_to=user.id,
+                send_state="stored",
+            )
+        )  # fmt: skip
+    await start_over(backend, KEY)
+    clock.set(clock.now() + timedelta(minutes=2))
+
+    assert await manager.recover_unanswered() == 1
+    assert sender.texts() == ["answer in 43"]  # the chat that did not start over
+
+
 async def test_a_start_never_moves_back(backend: Backend) -> None:
     clock, model = TestClock(), ScriptedModel()
     manager = manager_on(backend, model, clock)
