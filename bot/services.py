@@ -21,6 +21,7 @@ from core.commitments.service import CommitmentService
 from core.config.model import KeptConfig
 from core.conversation.manager import ConversationManager
 from core.conversation.recovery import UnansweredRecovery
+from core.conversation.start_over import StartOver
 from core.delivery.send import AccessCheck
 from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
@@ -68,6 +69,8 @@ class Services:
     wake: Wake
     clock: Clock
     worker: str
+    # `/new`: a chat's conversation starts over for every model call.
+    start_over: StartOver
 
 
 def new_worker_id() -> str:
@@ -142,6 +145,7 @@ def build_services(
         worker=worker,
         on_stored=wake,
         zones=users,
+        starts=store,
     )
     manager = ConversationManager(
         store=store,
@@ -195,6 +199,7 @@ def build_services(
         wake=wake,
         clock=clock,
         worker=worker,
+        start_over=StartOver(store),
     )
 
 

@@ -258,3 +258,25 @@ async def test_ctrl_c_cancels_the_answer_and_ctrl_c_twice_leaves_cleanly(tmp_pat
             "what should I pack?",
             "never mind",
         ]
+
+
+async def test_new_leaves_the_earlier_messages_out_of_the_next_request(tmp_path: Path):
+    async with FakeOpenAI() as fake:
+        config = write_config(tmp_path, fake.base_url)
+        fake.push(reply("Noted: zebra."), reply("It was zebra."), reply("Hello again!"))
+        lines = "my code word is zebra\nwhat was it?\n/new\nwhat was it?\n"
+        code, out, err = await kept("chat", "--config", str(config), stdin=lines)
+        assert code == 0, err
+        assert "Started over" in out and out.rstrip().endswith("Hello again!")
+        before, after = fake.completions[1], fake.completions[2]
+        said = [m.get("content") for m in before.messages if m["role"] != "system"]
+        assert said == ["my code word is zebra", "Noted: zebra.", "what was it?"]  # control
+        assert [m.get("content") for m in after.messages if m["role"] != "system"] == [
+            "what was it?"
+        ]
+        # Nothing was erased: the transcript holds both conversations.
+        assert [r[2] for r in transcript(tmp_path) if r[0] == "user"] == [
+            "my code word is zebra",
+            "what was it?",
+            "what was it?",
+        ]

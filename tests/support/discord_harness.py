@@ -82,6 +82,7 @@ class DiscordHarness:
             app_state=self.services.backend.app_state,
             users=self.services.users,
             pairing=self.services.pairing,
+            start_over=self.services.start_over,
         )
 
     async def start(self) -> DiscordAdapter:
