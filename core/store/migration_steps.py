@@ -59,10 +59,8 @@ STEPS: tuple[Step, ...] = tuple(
             "parked_updates",
             "pairing_notices_and_blocks",
             "reply_send_state",
-            # Steps 18 and 19 are other branches'; these names only hold
-            # their places until those merge.
-            "placeholder_18",
-            "placeholder_19",
+            "placeholder",  # step 18 is another branch's: replaced when merged
+            "conversation_starts",
             "retention_indexes",
         ),
         start=1,

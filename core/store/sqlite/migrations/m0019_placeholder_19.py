@@ -1,3 +1,0 @@
-"""Holds step 19's place until the branch that owns it merges (no schema change)."""
-
-SQL = ""
