@@ -8,8 +8,9 @@
 - `closed`: follow-ups and reminders that ended this long ago; an active
   one stays whatever its age.
 
-Each kind goes in batches of `batch` rows, one short transaction each, with
-a yield between them, so a turn's write waits behind one batch at most.
+Each kind goes in batches, one short transaction each, with a yield between
+them, so a turn's write waits behind one batch at most; a batch's rows are
+sized by how long the last one took (`next_size`).
 The database keeps it right (core/store/sql/retention.py): two workers'
 passes take disjoint rows, and a crash loses at most the batch in flight,
 which rolls back whole. After a pass that erased something, the backend's
@@ -32,10 +33,16 @@ from core.privacy.store import RETAINED_KINDS, RetainedKind, RetentionStore
 
 log = logging.getLogger("kept.retention")
 
-# Rows per transaction: deleting a few hundred rows and their index entries
-# is a few milliseconds of the one write lock (bench/retention.py measures
-# what it costs other chats' writes).
+# A turn's write queued behind a batch waits for all of it, so a batch is
+# sized by the time it takes rather than by a row count alone: what a row
+# costs varies by kind and by backend (on SQLite, FTS5's secure-delete
+# rewrites the index pages of every term of a deleted message, more the
+# larger the index). Each kind's batches start at MIN_BATCH rows and are
+# resized after every batch towards BATCH_SECONDS, up to BATCH rows
+# (bench/retention.py measures what it costs other chats' writes).
 BATCH = 300
+MIN_BATCH = 10
+BATCH_SECONDS = 0.02
 # How often the pass runs (the first right after start).
 EVERY_SECONDS = 600.0
 
@@ -80,13 +87,17 @@ class Retention:
         clock: Clock,
         *,
         batch: int = BATCH,
+        batch_seconds: float = BATCH_SECONDS,
         every_seconds: float = EVERY_SECONDS,
     ) -> None:
         self._store = store
         self._policy = policy
         self._clock = clock
         self._batch = batch
+        self._batch_seconds = batch_seconds
         self._every = every_seconds
+        # Each kind's batch size as the last batches found it (kept across passes).
+        self._sizes: dict[RetainedKind, int] = {}
 
     async def run_once(self) -> RetentionPass:
         """One pass over every kind, with the policy and the time as they are
@@ -107,14 +118,27 @@ class Retention:
 
     async def _drain(self, kind: RetainedKind, before: datetime, done: RetentionPass) -> None:
         while True:
-            rows = await self._store.erase_batch(kind, before, limit=self._batch)
+            size = self._sizes.get(kind, min(self._batch, MIN_BATCH))
+            started = self._clock.now()
+            rows = await self._store.erase_batch(kind, before, limit=size)
+            took = (self._clock.now() - started).total_seconds()
             done.batches += 1
             if not rows:
                 return
+            self._sizes[kind] = self.next_size(size, rows, took)
             done.erased[kind] = done.erased.get(kind, 0) + rows
             recorder().retention_erased(kind, rows)
             # Writers queued behind this batch go before the next one.
             await asyncio.sleep(0)
+
+    def next_size(self, size: int, rows: int, took: float) -> int:
+        """The next batch's rows after one of `rows` rows (asked for `size`)
+        took `took` seconds: what fits BATCH_SECONDS at that pace, at most
+        twice `size` (one fast batch is no proof), within MIN_BATCH and the
+        configured batch."""
+        # Too fast to measure (a clock that did not move): as many as allowed.
+        fits = 2 * size if took <= 0 else int(rows * self._batch_seconds / took)
+        return max(min(self._batch, MIN_BATCH), min(self._batch, 2 * size, fits))
 
     async def run(self) -> None:
         """A pass now, then every `every_seconds`."""

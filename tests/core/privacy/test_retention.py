@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +19,7 @@ from core.clock import TestClock
 from core.config.model import RetentionConfig
 from core.messages import Target
 from core.privacy.retention import Retention
+from core.privacy.store import RetainedKind, RetentionStore
 from core.reminders.model import NewReminder
 from core.store.backends import Backend, open_backend
 from core.store.base import NewMessage
@@ -277,3 +278,46 @@ async def test_queued_exchanges_and_parked_updates_as_old_as_erased_messages_go(
     jobs = await store_rows(backend.store, "SELECT user_text FROM extraction_jobs")
     assert jobs == [("said 1",)]
     assert [p.update_id for p in await backend.parked.listing()] == [1]
+
+
+class SlowRows(RetentionStore):
+    """`rows` due messages, each costing `per_row` seconds of the test clock
+    to erase; the limits the pass asked for, in order."""
+
+    def __init__(self, clock: TestClock, rows: int, per_row: float) -> None:
+        self._clock, self._left, self._per_row = clock, rows, per_row
+        self.limits: list[int] = []
+
+    async def erase_batch(self, kind: RetainedKind, before: datetime, *, limit: int) -> int:
+        if kind != "messages":
+            return 0
+        self.limits.append(limit)
+        rows = min(limit, self._left)
+        self._left -= rows
+        self._clock.set(self._clock.now() + timedelta(seconds=rows * self._per_row))
+        return rows
+
+    async def finish(self, kinds: Collection[RetainedKind]) -> None:
+        return None
+
+    async def oldest_message(self) -> datetime | None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("per_row", "settles_at"),
+    [(0.001, 20), (0.0001, 200), (0.00001, 300), (0.01, 10)],
+)
+async def test_a_batch_is_sized_to_take_about_batch_seconds(
+    per_row: float, settles_at: int
+) -> None:
+    clock = TestClock(NOW)
+    store = SlowRows(clock, 20_000, per_row)
+    loop = Retention(store, lambda: POLICY, clock, batch=300, batch_seconds=0.02)
+    await loop.run_once()
+    # Starts small, doubles at most, never past the configured batch, and
+    # settles where a batch takes 20 ms (at least 10 rows, however slow).
+    assert store.limits[0] == 10
+    assert all(b <= 2 * a for a, b in zip(store.limits, store.limits[1:], strict=False))
+    assert max(store.limits) <= 300
+    assert store.limits[-3:-1] == [settles_at, settles_at]
