@@ -59,6 +59,7 @@ STEPS: tuple[Step, ...] = tuple(
             "parked_updates",
             "pairing_notices_and_blocks",
             "reply_send_state",
+            "followup_preferences",
         ),
         start=1,
     )
