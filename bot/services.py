@@ -40,7 +40,7 @@ from core.search.service import SessionSearch
 from core.search.tools import register_search_tools
 from core.store.backends import Backend, open_backend
 from core.tools import ChatAdmins, ToolRegistry
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
 from core.users.tools import register_user_tools
 from core.wake import Wake
 
@@ -67,6 +67,8 @@ class Services:
     wake: Wake
     clock: Clock
     worker: str
+    # Whether kept follows up with a user (their own switch, a group's).
+    followup_prefs: FollowUpPreferences
 
 
 def new_worker_id() -> str:
@@ -109,6 +111,7 @@ def build_services(
     session_locks = SessionLocks(shared=backend.session_guard)
     store = backend.store
     users = UserZones(backend.user_zones, lambda agent_id: agent_timezone(config(), agent_id))
+    followup_prefs = FollowUpPreferences(backend.followup_prefs)
     tools = ToolRegistry()
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
@@ -141,6 +144,7 @@ def build_services(
         worker=worker,
         on_stored=wake,
         zones=users,
+        prefs=followup_prefs,
     )
     manager = ConversationManager(
         store=store,
@@ -173,6 +177,7 @@ def build_services(
         platforms=platforms,
         session_locks=session_locks,
         zones=users,
+        prefs=followup_prefs,
     )
     scheduler = Scheduler([reminder_source, followups], clock=clock, wake=wake)
 
@@ -194,6 +199,7 @@ def build_services(
         wake=wake,
         clock=clock,
         worker=worker,
+        followup_prefs=followup_prefs,
     )
 
 

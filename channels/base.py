@@ -65,7 +65,7 @@ from core.store.app_state import AppStateStore
 from core.store.errors import root_cause
 from core.store.parked import ParkedUpdates
 from core.store.updates import UpdateQueue
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
 
 log = logging.getLogger("kept.channels")
 # Usernames remembered per adapter for `@name` entries at delivery time.
@@ -199,6 +199,9 @@ class ChannelContext:
     # Where an update that keeps failing while others are stored is parked
     # (and replayed from); None: such an update is held.
     parked: ParkedUpdates | None = None
+    # Who switched follow-ups off (`/followups`); None: the command says it
+    # is not available (tests that build a context without one).
+    followup_prefs: FollowUpPreferences | None = None
 
 
 @dataclass(frozen=True, slots=True)

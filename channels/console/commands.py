@@ -113,6 +113,7 @@ class ConsoleCommands:
             ctx.clock,
             ctx.config,
             ctx.users,
+            followup_prefs=ctx.followup_prefs,
         )
 
 

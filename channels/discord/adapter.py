@@ -204,6 +204,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             clock=ctx.clock,
             gate=self.gate,
             users=ctx.users,
+            followup_prefs=ctx.followup_prefs,
         )
         for command in command_groups(support):
             self._bot.tree.add_command(command)

@@ -1,5 +1,5 @@
-"""The slash commands: `/commitments list|dismiss|snooze`, `/reminders list|cancel`
-and `/timezone [zone]` (with autocomplete of IANA names).
+"""The slash commands: `/commitments list|dismiss|snooze`, `/reminders list|cancel`,
+`/timezone [zone]` (with autocomplete of IANA names) and `/followups [on|off]`.
 
 Parse and render only: what a command does, and what the asker may see, is
 decided once for every platform in core/commands (the chat's session: the
@@ -44,7 +44,7 @@ from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
 from core.logs import event
 from core.reminders import ReminderService
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
 
 log = logging.getLogger("kept.discord")
 
@@ -75,7 +75,9 @@ class CommandSupport:
         clock: Clock,
         gate: Gate,
         users: UserZones | None = None,
+        followup_prefs: FollowUpPreferences | None = None,
     ) -> None:
+        self.followup_prefs = followup_prefs
         self.commitments = commitments
         self.reminders = reminders
         self.config = config
@@ -122,6 +124,7 @@ class CommandSupport:
             self.clock,
             self.config,
             self.users,
+            followup_prefs=self.followup_prefs,
         )
 
     async def answer(
@@ -163,6 +166,7 @@ SNOOZE = COMMANDS.discord("commitments", "snooze")
 LIST_REMINDERS = COMMANDS.discord("reminders", "list")
 CANCEL = COMMANDS.discord("reminders", "cancel")
 TIMEZONE = COMMANDS.discord("timezone")
+FOLLOWUPS = COMMANDS.discord("followups")
 
 
 @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
@@ -296,10 +300,52 @@ def timezone_command(support: CommandSupport) -> app_commands.Command[Any, ..., 
     return timezone
 
 
+def followups_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
+    """`/followups` shows whether follow-ups reach the user here,
+    `/followups state:off` (or `on`) switches them: the user's own, or in a
+    server channel from someone with Manage Messages the whole channel's."""
+
+    @app_commands.command(name=FOLLOWUPS.name, description=FOLLOWUPS.help)
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+    @app_commands.guild_install()
+    @app_commands.describe(state=FOLLOWUPS.arguments[0].help)
+    @app_commands.choices(
+        state=[
+            app_commands.Choice(name="on", value="on"),
+            app_commands.Choice(name="off", value="off"),
+        ]
+    )
+    async def followups(
+        interaction: discord.Interaction, state: app_commands.Choice[str] | None = None
+    ) -> None:
+        origin = await support.origin(interaction)
+        if origin is None:
+            return await reply(interaction, NOT_ALLOWED)
+        chosen = state.value if state is not None else ""
+        await support.answer(interaction, origin, FOLLOWUPS.name, {"state": chosen})
+        if chosen:
+            event(
+                log,
+                logging.INFO,
+                "discord_followups",
+                agent=origin.agent_id,
+                session=origin.session_key,
+                user=interaction.user.id,
+                state=chosen,
+            )
+
+    return followups
+
+
 def command_groups(
     support: CommandSupport,
 ) -> list[app_commands.Group | app_commands.Command[Any, ..., None]]:
-    return [CommitmentsGroup(support), RemindersGroup(support), timezone_command(support)]
+    return [
+        CommitmentsGroup(support),
+        RemindersGroup(support),
+        timezone_command(support),
+        followups_command(support),
+    ]
 
 
 async def on_tree_error(

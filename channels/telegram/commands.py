@@ -279,6 +279,7 @@ class TelegramCommands:
             ctx.clock,
             ctx.config,
             ctx.users,
+            followup_prefs=ctx.followup_prefs,
         )
 
 

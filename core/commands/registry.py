@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from core.clock import Clock
+from core.commands import wording
 from core.commands.followups import FollowUpCommands
 from core.commands.lists import ListCommands
 from core.commands.reminders import ReminderCommands
@@ -25,7 +26,8 @@ from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
 from core.messages import ListName
 from core.reminders.service import ReminderService
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
+from core.users.followup_prefs import parse_switch
 
 
 class Permission(StrEnum):
@@ -59,6 +61,8 @@ class Invocation:
     clock: Clock
     config: Callable[[], KeptConfig]
     users: UserZones | None = None
+    # Who switched follow-ups off (`/followups`); None: not available here.
+    followup_prefs: FollowUpPreferences | None = None
 
     @property
     def agent_id(self) -> str:
@@ -281,6 +285,37 @@ async def _timezone(call: Invocation, arguments: Arguments) -> Result:
     return await zones.run(_one(arguments, "zone"))
 
 
+async def _followups(call: Invocation, arguments: Arguments) -> Result:
+    """No argument: the state here. `on` / `off`: in a private chat the
+    asker's own; in a shared chat a chat admin's switches the whole chat, a
+    member's only themselves (the answer says which)."""
+    prefs = call.followup_prefs
+    if prefs is None:
+        return Told(wording.FOLLOWUPS_UNAVAILABLE)
+    typed = _one(arguments, "state").strip()
+    access = call.access
+    key = access.asker.session_key if access.shared else None
+    if not typed:
+        state = await prefs.state(call.agent_id, call.platform, call.user_id, key)
+        return Told(wording.followups_state(state, shared=access.shared))
+    enabled = parse_switch(typed)
+    if enabled is None:
+        command = COMMANDS.get("followups")
+        assert command is not None
+        return WrongUsage(command)
+    now = call.clock.now()
+    if access.shared and await access.admin():
+        switched = await prefs.set_chat(call.agent_id, access.asker.session_key, enabled, now=now)
+        return Told(wording.followups_switched(switched, whole_chat=True))
+    switched = await prefs.set_user(call.agent_id, call.platform, call.user_id, enabled, now=now)
+    # A member's own "on" under a group switched off: say why nothing comes here.
+    state = await prefs.state(call.agent_id, call.platform, call.user_id, key)
+    answer = wording.followups_switched(
+        switched, whole_chat=False, state=state, shared=access.shared
+    )
+    return Told(answer)
+
+
 _FOLLOWUP_ID = "The follow-up's id, e.g. cm_1a2b3c4d5e6f"
 
 COMMANDS = Registry(
@@ -351,6 +386,21 @@ COMMANDS = Registry(
                 ),
             ),
             discord=("timezone",),
+        ),
+        Command(
+            "followups",
+            "Switch my check-ins with you off or on",
+            Permission.OWN,
+            _followups,
+            (
+                Argument(
+                    "state",
+                    "on or off; in a group an admin's applies to the whole group",
+                    "on|off",
+                    required=False,
+                ),
+            ),
+            discord=("followups",),
         ),
     ]
 )

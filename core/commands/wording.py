@@ -18,6 +18,7 @@ from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.messages import ListName
 from core.privacy.store import ErasureCounts
+from core.users.store import FollowUpState, Switched
 
 
 def _plain(text: str) -> str:
@@ -217,3 +218,60 @@ def session_erasure(counts: ErasureCounts, key: str, *, done: bool) -> str:
     if done:
         return f"Erased the chat {key}: {listed}."
     return f"This erases the chat {key}, everyone's part of it: {listed}."
+
+
+FOLLOWUPS_UNAVAILABLE = "Follow-up settings are not available here."
+
+
+def followups_state(state: FollowUpState, *, shared: bool) -> str:
+    """`/followups`: whether follow-ups reach the asker here, and why not."""
+    if state.chat is False:
+        own = " (yours are off too)" if state.own is False else ""
+        return (
+            "Follow-ups are off in this group: an admin switched them off for everyone"
+            f"{own}. I don't read anyone's messages here for them or check in."
+        )
+    if state.own is False:
+        return (
+            "Your follow-ups are off: I don't read your messages for them or check in "
+            "with you. Reminders you ask for still come. /followups on switches them back on."
+        )
+    where = " (an admin's /followups off switches the whole group)" if shared else ""
+    return (
+        "Your follow-ups are on: I may check in later about things you mention. "
+        f"/followups off stops that{where}."
+    )
+
+
+def followups_switched(
+    switched: Switched,
+    *,
+    whole_chat: bool,
+    state: FollowUpState | None = None,
+    shared: bool = False,
+) -> str:
+    """`/followups on|off`: what changed, and for whom."""
+    dropped = ""
+    if switched.dismissed:
+        many = "follow-up" if switched.dismissed == 1 else "follow-ups"
+        dropped = f" I dismissed {switched.dismissed} pending {many}."
+    if whole_chat:
+        if not switched.enabled:
+            return (
+                "Follow-ups are now off for this whole group (you are an admin): I won't "
+                f"read anyone's messages here for them or check in.{dropped} "
+                "Reminders still come."
+            )
+        return "Follow-ups are now on for this whole group (you are an admin)."
+    if not switched.enabled:
+        just = " (just yours: an admin can switch off the whole group)" if shared else ""
+        return (
+            f"Your follow-ups are now off{just}, in every chat with me: I won't read your "
+            f"messages for them or check in with you.{dropped} Reminders still come."
+        )
+    if state is not None and state.chat is False:
+        return (
+            "Your follow-ups are now on, but an admin switched them off for this group, "
+            "so none come here."
+        )
+    return "Your follow-ups are now on: I may check in about things you mention from now on."
