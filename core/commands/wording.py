@@ -228,7 +228,7 @@ def followups_state(state: FollowUpState, *, shared: bool) -> str:
     if state.chat is False:
         own = " (yours are off too)" if state.own is False else ""
         return (
-            "Follow-ups are off in this group: an admin switched them off for everyone"
+            "Follow-ups are off in this chat: an admin switched them off for everyone"
             f"{own}. I don't read anyone's messages here for them or check in."
         )
     if state.own is False:
@@ -236,7 +236,7 @@ def followups_state(state: FollowUpState, *, shared: bool) -> str:
             "Your follow-ups are off: I don't read your messages for them or check in "
             "with you. Reminders you ask for still come. /followups on switches them back on."
         )
-    where = " (an admin's /followups off switches the whole group)" if shared else ""
+    where = " (an admin's /followups off switches the whole chat)" if shared else ""
     return (
         "Your follow-ups are on: I may check in later about things you mention. "
         f"/followups off stops that{where}."
@@ -258,20 +258,20 @@ def followups_switched(
     if whole_chat:
         if not switched.enabled:
             return (
-                "Follow-ups are now off for this whole group (you are an admin): I won't "
+                "Follow-ups are now off for everyone in this chat (you are an admin): I won't "
                 f"read anyone's messages here for them or check in.{dropped} "
                 "Reminders still come."
             )
-        return "Follow-ups are now on for this whole group (you are an admin)."
+        return "Follow-ups are now on for everyone in this chat (you are an admin)."
     if not switched.enabled:
-        just = " (just yours: an admin can switch off the whole group)" if shared else ""
+        just = " (just yours: an admin can switch off the whole chat)" if shared else ""
         return (
             f"Your follow-ups are now off{just}, in every chat with me: I won't read your "
             f"messages for them or check in with you.{dropped} Reminders still come."
         )
     if state is not None and state.chat is False:
         return (
-            "Your follow-ups are now on, but an admin switched them off for this group, "
+            "Your follow-ups are now on, but an admin switched them off for this chat, "
             "so none come here."
         )
     return "Your follow-ups are now on: I may check in about things you mention from now on."

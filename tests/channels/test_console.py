@@ -148,6 +148,7 @@ async def chat(tmp_path: Path) -> AsyncIterator[Chat]:
         clock=clock,
         environ={},
         users=services.users,
+        followup_prefs=services.followup_prefs,
     )
     stdin, out, err = Pipe(), io.StringIO(), io.StringIO()
     console = ConsoleAdapter(
@@ -462,3 +463,23 @@ async def test_the_console_knows_whether_its_last_message_was_answered(chat: Cha
     await chat.finished()
     assert "echo: hello again" in chat.out.getvalue()
     assert not chat.console.last_turn_failed
+
+
+async def test_followups_shows_and_switches_the_users_own(chat: Chat) -> None:
+    pending = await chat.seed("How did the interview go?")
+    chat.start()
+    chat.stdin.send("/followups")
+    chat.stdin.send("/followups off")
+    chat.stdin.send("/followups sometimes")
+    chat.stdin.close()
+    await chat.finished()
+    out = " ".join(chat.out.getvalue().split())  # however the terminal wrapped it
+    assert "Your follow-ups are on" in out
+    assert "Your follow-ups are now off, in every chat with me" in out
+    assert "I dismissed 1 pending follow-up." in out
+    assert "Usage: /followups [on|off]" in out
+    state = await chat.services.followup_prefs.state("main", "console", "ann")
+    assert state.own is False
+    stored = await chat.services.backend.commitments.get(pending.id)
+    assert stored is not None and stored.status == "dismissed"
+    assert chat.model.requests == []

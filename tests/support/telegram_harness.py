@@ -55,6 +55,7 @@ class TelegramHarness:
             users=self.services.users,
             pairing=self.services.pairing,
             parked=self.services.backend.parked,
+            followup_prefs=self.services.followup_prefs,
         )
 
     def adapter(self, **options: Any) -> TelegramAdapter:
