@@ -275,3 +275,29 @@ def followups_switched(
             "so none come here."
         )
     return "Your follow-ups are now on: I may check in about things you mention from now on."
+
+
+def followups_of(
+    who: str, agent_id: str, state: FollowUpState, switched: Switched | None = None
+) -> str:
+    """`kept users followups`: one line per agent about the user it names
+    (e.g. "telegram:42"), as the operator sees it (times in UTC)."""
+    if switched is not None:
+        now = "now on" if switched.enabled else "now off"
+        if not switched.changed:
+            now = f"already {'on' if switched.enabled else 'off'}"
+        parts = []
+        if switched.dismissed:
+            many = "follow-up" if switched.dismissed == 1 else "follow-ups"
+            parts.append(f"{switched.dismissed} pending {many} dismissed")
+        if switched.unqueued:
+            many = "exchange" if switched.unqueued == 1 else "exchanges"
+            parts.append(f"{switched.unqueued} queued {many} dropped")
+        dropped = f"; {', '.join(parts)}" if parts else ""
+        return f"{who}: follow-ups {now} under agent {agent_id}{dropped}."
+    if state.own is None:
+        return f"{who}: follow-ups on under agent {agent_id} (never switched)."
+    since = _utc(state.own_updated_at) if state.own_updated_at else "?"
+    return (
+        f"{who}: follow-ups {'on' if state.own else 'off'} under agent {agent_id} (since {since})."
+    )
