@@ -390,7 +390,7 @@ COMMANDS = Registry(
         Command(
             "followups",
             "Switch my check-ins with you off or on",
-            Permission.OWN,
+            Permission.CHAT,
             _followups,
             (
                 Argument(

@@ -31,7 +31,7 @@ class ErasureCounts:
     reminders: int = 0
     queued: int = 0  # exchanges waiting for the extraction model
     updates: int = 0  # raw platform updates parked or queued from their private chats
-    settings: int = 0  # their time zone, a pending pairing request
+    settings: int = 0  # their time zone, follow-up switch, a pending pairing request
 
     @property
     def total(self) -> int:

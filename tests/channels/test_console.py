@@ -219,7 +219,8 @@ async def test_help_lists_the_local_commands(chat: Chat) -> None:
     chat.stdin.close()
     await chat.finished()
     out = chat.out.getvalue()
-    for name in ("/commitments", "/dismiss", "/snooze", "/reminders", "/timezone", "/quit"):
+    names = ("/commitments", "/dismiss", "/snooze", "/reminders", "/timezone", "/followups")
+    for name in (*names, "/quit"):
         assert name in out
     assert chat.model.requests == []
 

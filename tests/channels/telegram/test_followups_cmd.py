@@ -5,6 +5,7 @@ answer says which)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -99,3 +100,27 @@ async def test_followups_is_in_the_help_and_the_command_menu(tg: TelegramHarness
     menu = tg.fake.calls_to("setMyCommands")[-1].params["commands"]
     names = [c["command"] for c in (json.loads(menu) if isinstance(menu, str) else menu)]
     assert "followups" in names
+
+
+async def test_after_followups_off_their_messages_reach_no_extraction_call(
+    tg: TelegramHarness,
+) -> None:
+    """As `kept run` composes it (bot/services.py): the switch a command set
+    is the one extraction reads."""
+    tg.services.extraction.start()
+    try:
+        await tg.start()
+        await command(tg, "/followups off", chat_id=42)
+        await command(tg, "my giraffe interview is tomorrow", chat_id=43)  # positive control
+        await command(tg, "my okapi interview is tomorrow", chat_id=42)
+        await tg.clock.advance(30)  # past the extraction's batch window
+        await asyncio.wait_for(tg.services.extraction.wait_idle(), 5)
+        extracted = [
+            str(messages) for role, messages, _ in tg.model.requests if role == "extraction"
+        ]
+        assert len(extracted) == 1 and "giraffe" in extracted[0]
+        assert not any("okapi" in e for e in extracted)
+        chats = [str(messages) for role, messages, _ in tg.model.requests if role == "chat"]
+        assert any("okapi" in c for c in chats)  # they are still answered
+    finally:
+        await tg.services.extraction.stop(drain_seconds=0.1)
