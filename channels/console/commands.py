@@ -113,6 +113,7 @@ class ConsoleCommands:
             ctx.clock,
             ctx.config,
             ctx.users,
+            start_over=ctx.start_over,
             followup_prefs=ctx.followup_prefs,
         )
 

@@ -204,6 +204,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             clock=ctx.clock,
             gate=self.gate,
             users=ctx.users,
+            start_over=ctx.start_over,
             followup_prefs=ctx.followup_prefs,
         )
         for command in command_groups(support):

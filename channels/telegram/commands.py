@@ -279,6 +279,7 @@ class TelegramCommands:
             ctx.clock,
             ctx.config,
             ctx.users,
+            start_over=ctx.start_over,
             followup_prefs=ctx.followup_prefs,
         )
 

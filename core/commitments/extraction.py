@@ -25,7 +25,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from core.clock import Clock
-from core.commitments.batch import BatchExtractor
+from core.commitments.batch import BatchExtractor, ConversationStarts
 from core.commitments.exchange import Exchange
 from core.commitments.extraction_queue import AgentExtractionQueue
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
@@ -95,6 +95,7 @@ class ExtractionWorker:
         pause: timedelta = timedelta(minutes=10),
         on_stored: Callable[[], None] | None = None,
         zones: UserZones | None = None,
+        starts: ConversationStarts | None = None,
         prefs: FollowUpPreferences | None = None,
     ) -> None:
         self._jobs = jobs
@@ -123,6 +124,7 @@ class ExtractionWorker:
             concurrency=concurrency,
             on_stored=on_stored,
             zones=zones,
+            starts=starts,
             prefs=prefs,
         )
         self._queues: dict[str, AgentExtractionQueue] = {}

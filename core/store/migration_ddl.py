@@ -317,3 +317,10 @@ CREATE TABLE chat_followup_preferences (
     updated_at   {time} NOT NULL
 ){without_rowid};
 """
+
+# Step 19. Where a chat's conversation starts for the model (`/new`): the
+# model's context holds only the turns of messages with a greater id; NULL:
+# the whole session. The earlier rows stay (searchable, erasable, exported).
+CONVERSATION_STARTS = """
+ALTER TABLE sessions ADD COLUMN context_after {bigint};
+"""

@@ -60,6 +60,7 @@ STEPS: tuple[Step, ...] = tuple(
             "pairing_notices_and_blocks",
             "reply_send_state",
             "followup_preferences",
+            "conversation_starts",
         ),
         start=1,
     )

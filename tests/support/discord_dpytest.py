@@ -444,6 +444,7 @@ async def build_rig(
         environ={},
         users=services.users,
         pairing=services.pairing,
+        start_over=services.start_over,
         followup_prefs=services.followup_prefs,
     )
     adapter = DiscordAdapter(ctx)

@@ -55,6 +55,7 @@ class TelegramHarness:
             users=self.services.users,
             pairing=self.services.pairing,
             parked=self.services.backend.parked,
+            start_over=self.services.start_over,
             followup_prefs=self.services.followup_prefs,
         )
 
