@@ -387,7 +387,12 @@ class ExtractionWorker:
         try:
             now = self._clock.now()
             await self._jobs.renew(ids, worker=self._worker, lease_until=now + JOB_LEASE)
-            await self._batches.process(agent_id, batch)
+            # Only the jobs still stored: the rows of a member erased or
+            # switched off since they were queued are gone, and their copies
+            # here must not reach the model (switched back on meanwhile, the
+            # preference alone would let them through).
+            still = await self._jobs.existing(ids)
+            await self._batches.process(agent_id, [job for job in batch if job.id in still])
         except Exception as exc:  # never let one bad batch end the queue
             event(
                 log,

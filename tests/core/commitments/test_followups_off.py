@@ -85,3 +85,21 @@ async def test_a_member_switched_off_in_a_group_only_them(make_harness) -> None:
     await h.say("gnu match tomorrow", chat="-500", chat_kind="group", sender="u2")
     body = sent_to_extraction(h)
     assert "okapi" not in body and "gnu" in body
+
+
+async def test_switched_off_and_on_again_before_the_batch_ran_it_is_not_sent(
+    make_harness,
+) -> None:
+    """The switch-off dropped the queued row; the worker's copy in memory is
+    not sent although the preference says on again by then."""
+    h = await make_harness(prefs=True, batch_seconds=60.0)
+    await h.say("okapi interview tomorrow", settle=False)
+    await h.say("giraffe exam tomorrow", chat="7", settle=False)
+    await h.manager.drain()
+    prefs = prefs_of(h)
+    await prefs.set_user("main", "telegram", "u42", False, now=START)
+    await prefs.set_user("main", "telegram", "u42", True, now=START)
+    await h.clock.advance(60)
+    await h.settle()
+    body = sent_to_extraction(h)
+    assert "giraffe" in body and "okapi" not in body
