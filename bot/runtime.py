@@ -76,6 +76,7 @@ def services_context(
         pairing=services.pairing,
         web=web,
         parked=services.backend.parked,
+        privacy=services.privacy,
     )
 
 

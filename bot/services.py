@@ -28,6 +28,7 @@ from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
 from core.pairing import Pairing
+from core.privacy.store import PrivacyStores
 from core.reminders import (
     ReminderFiring,
     ReminderService,
@@ -67,6 +68,8 @@ class Services:
     wake: Wake
     clock: Clock
     worker: str
+    # What the chat's /forget, /mydata and /export act through.
+    privacy: PrivacyStores | None = None
 
 
 def new_worker_id() -> str:
@@ -194,6 +197,7 @@ def build_services(
         wake=wake,
         clock=clock,
         worker=worker,
+        privacy=PrivacyStores(backend.erasure, backend.exports, backend.chats),
     )
 
 

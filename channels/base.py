@@ -59,6 +59,7 @@ from core.logs import event
 from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target
 from core.metrics import recorder
 from core.pairing import Pairing
+from core.privacy.store import PrivacyStores
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
 from core.store.app_state import AppStateStore
@@ -199,6 +200,9 @@ class ChannelContext:
     # Where an update that keeps failing while others are stored is parked
     # (and replayed from); None: such an update is held.
     parked: ParkedUpdates | None = None
+    # What /forget, /mydata and /export act through; None: those commands
+    # say they are not available here.
+    privacy: PrivacyStores | None = None
 
 
 @dataclass(frozen=True, slots=True)

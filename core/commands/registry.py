@@ -14,16 +14,19 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from core.clock import Clock
+from core.commands import wording
 from core.commands.followups import FollowUpCommands
 from core.commands.lists import ListCommands
 from core.commands.reminders import ReminderCommands
 from core.commands.results import Change, Page
+from core.commands.rights import DataShown, ExportMade, ForgetAsked, RightsCommands
 from core.commands.times import agent_timezone
 from core.commands.timezone import TimezoneCommands, ZoneAnswer
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
 from core.messages import ListName
+from core.privacy.store import PrivacyStores
 from core.reminders.service import ReminderService
 from core.users import UserZones
 
@@ -59,6 +62,8 @@ class Invocation:
     clock: Clock
     config: Callable[[], KeptConfig]
     users: UserZones | None = None
+    # What /forget, /mydata and /export act through; None: not offered here.
+    privacy: PrivacyStores | None = None
 
     @property
     def agent_id(self) -> str:
@@ -88,6 +93,17 @@ class Invocation:
             platform=self.platform,
             user_id=self.user_id,
         )
+
+    def rights(self) -> RightsCommands | None:
+        if self.privacy is None:
+            return None
+        return RightsCommands(
+            self.privacy, self.clock, platform=self.platform, user_id=self.user_id
+        )
+
+    @property
+    def private(self) -> bool:
+        return self.access.asker.chat_kind == "private"
 
     async def timezone(self) -> str:
         """The zone the asker reads times in: theirs, else the agent's."""
@@ -151,6 +167,9 @@ Result = (
     | Changed
     | ZoneAnswer
     | Told
+    | ForgetAsked
+    | DataShown
+    | ExportMade
 )
 Handler = Callable[[Invocation, Arguments], Awaitable[Result]]
 
@@ -281,6 +300,41 @@ async def _timezone(call: Invocation, arguments: Arguments) -> Result:
     return await zones.run(_one(arguments, "zone"))
 
 
+async def _forget(call: Invocation, arguments: Arguments) -> Result:
+    rights = call.rights()
+    if rights is None:
+        return Told(wording.RIGHTS_UNAVAILABLE)
+    return await rights.ask_forget()
+
+
+async def _mydata(call: Invocation, arguments: Arguments) -> Result:
+    rights = call.rights()
+    if rights is None:
+        return Told(wording.RIGHTS_UNAVAILABLE)
+    if not call.private:
+        return Told(wording.private_only("mydata"))
+    held, chats = await rights.held()
+    zones = call.zones()
+    lists = call.lists()
+    return DataShown(
+        held,
+        chats,
+        await zones.show() if zones is not None else None,
+        await lists.page("commitments"),
+        await lists.page("reminders"),
+        lists.viewer,
+    )
+
+
+async def _export(call: Invocation, arguments: Arguments) -> Result:
+    rights = call.rights()
+    if rights is None:
+        return Told(wording.RIGHTS_UNAVAILABLE)
+    if not call.private:
+        return Told(wording.private_only("export"))
+    return await rights.export()
+
+
 _FOLLOWUP_ID = "The follow-up's id, e.g. cm_1a2b3c4d5e6f"
 
 COMMANDS = Registry(
@@ -351,6 +405,27 @@ COMMANDS = Registry(
                 ),
             ),
             discord=("timezone",),
+        ),
+        Command(
+            "forget",
+            "Erase everything I hold from you",
+            Permission.OWN,
+            _forget,
+            discord=("forget",),
+        ),
+        Command(
+            "mydata",
+            "What I hold about you",
+            Permission.OWN,
+            _mydata,
+            discord=("mydata",),
+        ),
+        Command(
+            "export",
+            "Everything I hold from you, as a file",
+            Permission.OWN,
+            _export,
+            discord=("export",),
         ),
     ]
 )
