@@ -320,3 +320,11 @@ def _size(size: int) -> str:
 
 def export_saved(path: str, chats: int) -> str:
     return f"Exported what I hold from you ({_count(chats, 'chat', 'chats')}) to {path}."
+
+
+def export_exists(path: str) -> str:
+    return f"{path} already exists: move it away and send /export again."
+
+
+def export_not_written(path: str, reason: str) -> str:
+    return f"Could not write {path}: {reason}."
