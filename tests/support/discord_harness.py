@@ -82,6 +82,7 @@ class DiscordHarness:
             app_state=self.services.backend.app_state,
             users=self.services.users,
             pairing=self.services.pairing,
+            privacy=self.services.privacy,
         )
 
     async def start(self) -> DiscordAdapter:
