@@ -35,7 +35,13 @@ from core.commands.registry import (
     ZonesUnavailable,
 )
 from core.commands.results import Page
-from core.commands.rights import DataShown, ExportMade, ForgetAsked, ForgetOutcome
+from core.commands.rights import (
+    RIGHTS_COMMANDS,
+    DataShown,
+    ExportMade,
+    ForgetAsked,
+    ForgetOutcome,
+)
 from core.commands.times import local_time
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.commitments.visibility import Asker, ChatAccess
@@ -114,7 +120,13 @@ class TelegramCommands:
 
     async def run(self, name: str, args: list[str], origin: CommandOrigin, message_id: str) -> None:
         call = self._call(origin)
-        result = await COMMANDS.run(name, args, call)
+        result: Result
+        if origin.anonymous_admin and name in RIGHTS_COMMANDS:
+            # Every anonymous admin posts as one user id (the group's bot):
+            # their data is nobody's in particular.
+            result = Told(wording.ANONYMOUS_RIGHTS)
+        else:
+            result = await COMMANDS.run(name, args, call)
         event(
             log,
             logging.INFO,

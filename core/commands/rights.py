@@ -25,6 +25,9 @@ from core.privacy.store import ChatSummary, ErasedUser, ErasureCounts, PrivacySt
 
 # How long a /forget prompt's Erase button works.
 FORGET_LAPSE = timedelta(minutes=5)
+# The commands about the asker's own data: a surface that cannot tell who
+# asks (a Telegram admin posting as the group) refuses them.
+RIGHTS_COMMANDS = frozenset({"forget", "mydata", "export"})
 
 
 class ForgetOutcome(StrEnum):

@@ -226,6 +226,12 @@ RIGHTS_UNAVAILABLE = "Your data cannot be shown or erased here; the operator can
 _LAPSE = f"{int(FORGET_LAPSE.total_seconds() // 60)} minutes"
 
 
+ANONYMOUS_RIGHTS = (
+    "You are posting as the group, so I cannot tell whose data this is: "
+    "send it as yourself, or in a private chat with me."
+)
+
+
 def private_only(name: str, style: Style = CHAT) -> str:
     """/mydata or /export asked in a group: nothing of theirs is shown there."""
     return f"{style.command(name)} works in a private chat with me: send it there."

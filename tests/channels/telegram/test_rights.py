@@ -25,6 +25,7 @@ from tests.support.telegram_harness import TelegramHarness, telegram_harness
 from tests.support.user_data import ANN, BEN, seed, texts
 
 ANN_ID, BEN_ID, GROUP_ID = int(ANN), int(BEN), -500
+ANONYMOUS = 1087968824  # Telegram's GroupAnonymousBot, whom every anonymous admin posts as
 ALL = ErasureCounts(chats=2, messages=8, follow_ups=3, reminders=2, queued=1, settings=1)
 ACCESS = {"dmPolicy": "pairing", "groupPolicy": "open"}
 IN_GROUP: dict[str, Any] = {"chat_id": GROUP_ID, "chat_type": "group"}
@@ -226,3 +227,22 @@ def test_export_is_the_document_kept_users_export_writes(tmp_path: Path, storage
     # Everything but the moment each was made.
     assert sent.pop("exportedAt") and written.pop("exportedAt")
     assert sent == written
+
+
+async def test_an_admin_posting_as_the_group_is_told_to_post_as_themselves(
+    tg: TelegramHarness,
+) -> None:
+    message = tg.fake.message(
+        "/forget", chat_id=GROUP_ID, chat_type="supergroup", user_id=ANONYMOUS
+    )
+    message["from"].update(is_bot=True, first_name="Group")
+    message["sender_chat"] = message["chat"]
+    before = len(tg.fake.sent)
+    await tg.fake.push({"message": message})
+    await tg.fake.wait_for(lambda: len(tg.fake.sent) > before)
+    [answer] = tg.fake.sent[before:]
+    assert answer.text.startswith("You are posting as the group, so I cannot tell whose data")
+    assert not button_data(answer)
+    # Posting as themselves, the same admin is asked as anyone is.
+    [asked] = await command(tg, "/forget", chat_id=GROUP_ID, chat_type="supergroup")
+    assert labels(asked) == ["Erase", "Cancel"]
