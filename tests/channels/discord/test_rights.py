@@ -39,12 +39,15 @@ async def rig(tmp_path: Path, storage_url: str) -> AsyncIterator[Rig]:
     await rig.close()
 
 
-async def run(rig: Rig, name: str, user: Any, channel: Any) -> None:
-    """A top-level slash command, as Discord sends it."""
+async def run(rig: Rig, name: str, user: Any, channel: Any, *, files_up_to: int = 0) -> None:
+    """A top-level slash command, as Discord sends it (`files_up_to`: the
+    attachment size limit it names, when not the default)."""
     data: dict[str, Any] = {"id": "1", "name": name, "type": 1, "options": []}
     if getattr(channel, "guild", None) is not None:
         data["guild_id"] = str(channel.guild.id)
     payload = interaction_payload(rig.bot, kind=2, data=data, channel=channel, user=user)
+    if files_up_to:
+        payload["attachment_size_limit"] = files_up_to
     interaction = discord.Interaction(data=payload, state=rig.bot._connection)  # type: ignore[arg-type]
     await rig.bot.tree._call(interaction)
 
@@ -212,6 +215,17 @@ async def test_export_in_the_dm_attaches_the_document(rig: Rig, answers: Respons
     await run(rig, "export", alice, rig.channel(0))
     assert said(answers)["content"] == "/export works in a private chat with me: send it there."
     assert len(answers.files) == 1
+
+
+async def test_an_export_over_the_attachment_limit_is_one_line(
+    rig: Rig, answers: Responses
+) -> None:
+    alice = rig.member(0)
+    dm = await talk(rig, alice, "my zebracorn interview is tomorrow")
+    await run(rig, "export", alice._user, dm, files_up_to=1000)
+    content = said(answers)["content"]
+    assert content.startswith("Your export is ") and "more than the 1000 bytes" in content
+    assert answers.files == []
 
 
 async def test_the_tree_offers_every_registered_command(rig: Rig) -> None:
