@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import sqlite3
 import sys
 import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from core.store.sqlite.driver import sqlite3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import json
 import resource
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -22,6 +21,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from core.store.sqlite.driver import sqlite3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import sqlite3
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -36,6 +35,7 @@ from core.store import NewMessage, SearchScope, Store
 from core.store.backends import open_backend
 from core.store.sqlite import SqliteStore
 from core.store.sqlite import search as sqlite_search
+from core.store.sqlite.driver import sqlite3
 
 
 async def live_fill(

@@ -8,7 +8,6 @@ through kept's store.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +19,7 @@ from core.store import SearchScope
 from core.store.postgres import search as pg_search
 from core.store.postgres.lexemes import query_tsquery, unit_tsquery
 from core.store.sqlite import search as sqlite_search
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.fts import AGENT_SPAN
 
 

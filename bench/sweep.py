@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -22,6 +21,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from core.store.sqlite.driver import sqlite3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

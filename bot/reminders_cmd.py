@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +21,7 @@ from rich.table import Table
 
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import print_table, scope_label
+from bot.services import database_errors
 from bot.store_access import load_or_fail, opened_backend
 from core.clock import SystemClock
 from core.commands import ReminderCommands, wording
@@ -40,7 +40,7 @@ def _run(config_path: Path | None, work: Callable[[ReminderStore], Awaitable[T]]
         try:
             async with opened_backend(config) as backend:
                 return await work(backend.reminders)
-        except (OSError, sqlite3.Error, MigrationError) as exc:  # locked, unreadable, newer
+        except (OSError, MigrationError, *database_errors()) as exc:  # locked, unreadable, newer
             fail(f"cannot use the database {config.storage.url}: {exc}")
 
     return asyncio.run(main())

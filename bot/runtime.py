@@ -76,6 +76,7 @@ def services_context(
         pairing=services.pairing,
         web=web,
         parked=services.backend.parked,
+        start_over=services.start_over,
         privacy=services.privacy,
     )
 

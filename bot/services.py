@@ -21,6 +21,7 @@ from core.commitments.service import CommitmentService
 from core.config.model import KeptConfig
 from core.conversation.manager import ConversationManager
 from core.conversation.recovery import UnansweredRecovery
+from core.conversation.start_over import StartOver
 from core.delivery.send import AccessCheck
 from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
@@ -40,6 +41,7 @@ from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
 from core.search.tools import register_search_tools
 from core.store.backends import Backend, open_backend
+from core.store.backends import database_errors as database_errors  # for the commands
 from core.tools import ChatAdmins, ToolRegistry
 from core.users import UserZones
 from core.users.tools import register_user_tools
@@ -68,6 +70,8 @@ class Services:
     wake: Wake
     clock: Clock
     worker: str
+    # `/new`: a chat's conversation starts over for every model call.
+    start_over: StartOver
     # What the chat's /forget, /mydata and /export act through.
     privacy: PrivacyStores | None = None
 
@@ -144,6 +148,7 @@ def build_services(
         worker=worker,
         on_stored=wake,
         zones=users,
+        starts=store,
     )
     manager = ConversationManager(
         store=store,
@@ -197,6 +202,7 @@ def build_services(
         wake=wake,
         clock=clock,
         worker=worker,
+        start_over=StartOver(store),
         privacy=PrivacyStores(backend.erasure, backend.exports, backend.chats),
     )
 

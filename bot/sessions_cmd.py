@@ -97,7 +97,8 @@ def show_cmd(key: str, limit: int, as_json: bool, config_path: Path | None) -> N
         async with opened_backend(config) as backend:
             if await backend.store.get_session(key) is None:
                 return None
-            return await backend.store.history(key, before_turn_of=2**62, limit=limit)
+            # The whole transcript: also what came before a `/new`.
+            return await backend.store.history(key, before_turn_of=2**62, limit=limit, whole=True)
 
     shown = asyncio.run(main())
     if shown is None:

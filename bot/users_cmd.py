@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import click
@@ -23,6 +22,7 @@ import click
 from bot.confirm import confirm_or_fail
 from bot.context import config_option, fail, resolve_config_path
 from bot.output import counts_json
+from bot.services import database_errors
 from bot.store_access import load_or_fail, on_backend, opened_backend
 from core.clock import SystemClock
 from core.commands import wording
@@ -93,7 +93,7 @@ def timezone_cmd(
                 if zone is not None:
                     return await commands.set(zone)
                 return await commands.show()
-        except (OSError, sqlite3.Error, MigrationError) as exc:
+        except (OSError, MigrationError, *database_errors()) as exc:
             fail(f"cannot use the database {masked_url(config.storage.url)}: {exc}")
 
     answer = asyncio.run(main())

@@ -53,6 +53,7 @@ from channels.split import split_plain
 from core.clock import Clock, SystemClock
 from core.commitments.service import CommitmentService
 from core.config.model import KeptConfig
+from core.conversation.start_over import StartOver
 from core.errors import KeptError, MessageNotStored
 from core.locks import SessionGuard
 from core.logs import event
@@ -200,6 +201,9 @@ class ChannelContext:
     # Where an update that keeps failing while others are stored is parked
     # (and replayed from); None: such an update is held.
     parked: ParkedUpdates | None = None
+    # Starts a chat's conversation over (`/new`); None: the command says it
+    # is not available (tests that build a context without one).
+    start_over: StartOver | None = None
     # What /forget, /mydata and /export act through; None: those commands
     # say they are not available here.
     privacy: PrivacyStores | None = None

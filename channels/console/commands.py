@@ -163,6 +163,7 @@ class ConsoleCommands:
             ctx.clock,
             ctx.config,
             ctx.users,
+            start_over=ctx.start_over,
             privacy=ctx.privacy,
         )
 

@@ -210,6 +210,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             clock=ctx.clock,
             gate=self.gate,
             users=ctx.users,
+            start_over=ctx.start_over,
             privacy=ctx.privacy,
         )
         for command in command_groups(support):

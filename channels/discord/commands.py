@@ -1,5 +1,5 @@
 """The slash commands: `/commitments list|dismiss|snooze`, `/reminders list|cancel`,
-`/timezone [zone]` (with autocomplete of IANA names), and `/forget`,
+`/timezone [zone]` (with autocomplete of IANA names), `/new`, and `/forget`,
 `/mydata`, `/export` (what kept holds from the user: erased after an
 Erase press, shown, or sent as a file).
 
@@ -15,7 +15,9 @@ the bot's DM (each is a chat with its own follow-ups), so Discord offers
 them there and not in group DMs, which reach an app only when users install
 it. None is for admins only: in a server everyone sees and changes their
 own items, and Manage Messages (checked per channel by core/commands) widens
-that to everyone's, so no group carries `default_permissions`.
+that to everyone's, so no group carries `default_permissions`. `/new` in a
+server needs Manage Messages too, checked the same way, so a member who
+tries it is told why rather than not shown it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from core.commands.timezone import ZoneAnswer, zone_suggestions
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
+from core.conversation.start_over import StartOver
 from core.logs import event
 from core.privacy.store import PrivacyStores
 from core.reminders import ReminderService
@@ -81,6 +84,7 @@ class CommandSupport:
         clock: Clock,
         gate: Gate,
         users: UserZones | None = None,
+        start_over: StartOver | None = None,
         privacy: PrivacyStores | None = None,
     ) -> None:
         self.commitments = commitments
@@ -89,6 +93,7 @@ class CommandSupport:
         self.clock = clock
         self.gate = gate
         self.users = users
+        self.start_over = start_over
         self.privacy = privacy
 
     async def origin(self, interaction: discord.Interaction) -> CommandOrigin | None:
@@ -130,6 +135,7 @@ class CommandSupport:
             self.clock,
             self.config,
             self.users,
+            start_over=self.start_over,
             privacy=self.privacy,
         )
 
@@ -191,6 +197,7 @@ SNOOZE = COMMANDS.discord("commitments", "snooze")
 LIST_REMINDERS = COMMANDS.discord("reminders", "list")
 CANCEL = COMMANDS.discord("reminders", "cancel")
 TIMEZONE = COMMANDS.discord("timezone")
+NEW = COMMANDS.discord("new")
 
 
 @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
@@ -324,6 +331,24 @@ def timezone_command(support: CommandSupport) -> app_commands.Command[Any, ..., 
     return timezone
 
 
+def new_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
+    """`/new` starts the conversation of the chat it is used in over (the
+    channel, the thread or the DM). In a server only members with Manage
+    Messages there may (core/commands decides); the command is offered to
+    everyone, so a member who tries is told why not."""
+
+    @app_commands.command(name=NEW.name, description=NEW.help)
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+    @app_commands.guild_install()
+    async def new(interaction: discord.Interaction) -> None:
+        origin = await support.origin(interaction)
+        if origin is None:
+            return await reply(interaction, NOT_ALLOWED)
+        await support.answer(interaction, origin, NEW.name, {})
+
+    return new
+
+
 FORGET = COMMANDS.discord("forget")
 MYDATA = COMMANDS.discord("mydata")
 EXPORT = COMMANDS.discord("export")
@@ -365,6 +390,7 @@ def command_groups(
         CommitmentsGroup(support),
         RemindersGroup(support),
         timezone_command(support),
+        new_command(support),
         *rights_commands(support),
     ]
 

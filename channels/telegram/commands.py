@@ -348,6 +348,7 @@ class TelegramCommands:
             ctx.clock,
             ctx.config,
             ctx.users,
+            start_over=ctx.start_over,
             privacy=ctx.privacy,
         )
 

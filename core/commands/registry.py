@@ -25,6 +25,7 @@ from core.commands.timezone import TimezoneCommands, ZoneAnswer
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
+from core.conversation.start_over import StartOver
 from core.messages import ListName
 from core.privacy.store import PrivacyStores
 from core.reminders.service import ReminderService
@@ -39,6 +40,9 @@ class Permission(StrEnum):
     CHAT = "chat"
     # The asker's own setting, the same in every chat on the platform.
     OWN = "own"
+    # What the whole chat shares (its conversation with the bot): in a group
+    # a chat admin's to change, in a private chat the user's.
+    CHAT_ADMIN = "chat_admin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,8 @@ class Invocation:
     clock: Clock
     config: Callable[[], KeptConfig]
     users: UserZones | None = None
+    # `/new`; None: the surface cannot start a conversation over.
+    start_over: StartOver | None = None
     # What /forget, /mydata and /export act through; None: not offered here.
     privacy: PrivacyStores | None = None
 
@@ -300,6 +306,20 @@ async def _timezone(call: Invocation, arguments: Arguments) -> Result:
     return await zones.run(_one(arguments, "zone"))
 
 
+async def _new(call: Invocation, arguments: Arguments) -> Result:
+    # A group's conversation is everyone's there: one member starting it over
+    # would take it away from the others, so only a chat admin may.
+    if call.start_over is None:
+        return Told(wording.NEW_UNAVAILABLE)
+    if call.access.shared and not await call.access.admin():
+        return Told(wording.NEW_ADMINS_ONLY)
+    asker = call.access.asker
+    await call.start_over.start_over(
+        agent_id=asker.agent_id, session_key=asker.session_key, user_id=asker.user_id
+    )
+    return Told(wording.STARTED_OVER)
+
+
 async def _forget(call: Invocation, arguments: Arguments) -> Result:
     rights = call.rights()
     if rights is None:
@@ -405,6 +425,13 @@ COMMANDS = Registry(
                 ),
             ),
             discord=("timezone",),
+        ),
+        Command(
+            "new",
+            "Start our conversation in this chat over",
+            Permission.CHAT_ADMIN,
+            _new,
+            discord=("new",),
         ),
         Command(
             "forget",

@@ -220,6 +220,17 @@ def session_erasure(counts: ErasureCounts, key: str, *, done: bool) -> str:
     return f"This erases the chat {key}, everyone's part of it: {listed}."
 
 
+# `/new`: the chat's conversation started over (core/conversation/start_over.py).
+STARTED_OVER = (
+    "Started over: I no longer see the earlier messages of this chat. "
+    "They stay stored and searchable; /forget erases yours."
+)
+NEW_ADMINS_ONLY = (
+    "Only an admin of this chat can start it over: its conversation is everyone's here."
+)
+NEW_UNAVAILABLE = "Starting over is not available here."
+
+
 # --- the data-rights commands: /forget, /mydata, /export -------------------------
 
 RIGHTS_UNAVAILABLE = "Your data cannot be shown or erased here; the operator can (kept users)."

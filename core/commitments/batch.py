@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from core.clock import Clock
 from core.commitments.exchange import Exchange
@@ -43,6 +44,23 @@ def per_call(exchanges: list[Exchange], usual: int, backlog: int) -> list[list[E
     return [exchanges[i : i + size] for i in range(0, len(exchanges), size)]
 
 
+class ConversationStarts(Protocol):
+    """Where chats started over (`/new`; the transcript store)."""
+
+    async def context_starts(self, session_keys: Sequence[str]) -> dict[str, int]: ...
+
+
+def conversations(exchanges: list[Exchange], after: int | None) -> list[list[Exchange]]:
+    """A scope's exchanges from before its chat's start (`after`: the last
+    message id before it) and those since, apart: one call never shows the
+    model both the earlier conversation and the new one."""
+    if after is None:
+        return [exchanges]
+    before = [e for e in exchanges if e.user_message_id <= after]
+    since = [e for e in exchanges if e.user_message_id > after]
+    return [part for part in (before, since) if part]
+
+
 @dataclass(frozen=True, slots=True)
 class _Agent:
     """What one batch needs of the config, read once per batch."""
@@ -68,6 +86,7 @@ class BatchExtractor:
         concurrency: int,
         on_stored: Callable[[], None] | None,
         zones: UserZones | None = None,
+        starts: ConversationStarts | None = None,
     ) -> None:
         self._store = store
         self._llm = llm
@@ -85,6 +104,8 @@ class BatchExtractor:
         # The member a follow-up is about reads its due window in their own
         # zone; None: the agent's for everyone.
         self._zones = zones
+        # None: no chat ever starts over (tests without a transcript).
+        self._starts = starts
 
     async def process(self, agent_id: str, batch: Sequence[ExtractionJob]) -> None:
         """Extract from one agent's batch and write what the rules accept."""
@@ -108,6 +129,7 @@ class BatchExtractor:
         # the connection is shared with the chat turns, so every trip counts.
         pending = await self._store.active_for_scopes(list(groups))
         zones = await self._member_zones(groups)
+        starts = await self._conversation_starts(groups)
         per_scope = await asyncio.gather(
             *(
                 self._scope(
@@ -116,6 +138,7 @@ class BatchExtractor:
                     groups[s],
                     pending.get(s, []),
                     zones.get((s.platform, s.sender_id or ""), agent.timezone),
+                    starts.get(s.session_key),
                 )
                 for s in groups
             )
@@ -150,6 +173,12 @@ class BatchExtractor:
         members = {(s.platform, s.sender_id) for s in groups if s.sender_id is not None}
         return await self._zones.many(members)
 
+    async def _conversation_starts(self, groups: dict[Scope, list[Exchange]]) -> dict[str, int]:
+        """Where the batch's chats started over (one read)."""
+        if self._starts is None:
+            return {}
+        return await self._starts.context_starts(sorted({s.session_key for s in groups}))
+
     async def _scope(
         self,
         agent: _Agent,
@@ -157,8 +186,10 @@ class BatchExtractor:
         exchanges: list[Exchange],
         pending: list[Commitment],
         timezone: str,
+        start: int | None = None,
     ) -> list[ScopeResult]:
-        """The scope's exchanges, a few per model call, in order."""
+        """The scope's exchanges, a few per model call, in order, never one
+        call across the chat's `start`."""
         results: list[ScopeResult] = []
         if agent.prefilter:
             sent = worth_sending(exchanges, pending=bool(pending))
@@ -166,7 +197,12 @@ class BatchExtractor:
                 self.skipped += len(exchanges) - len(sent)
                 recorder().extraction_skipped(len(exchanges) - len(sent))
             exchanges = sent
-        for chunk in per_call(exchanges, self._per_call, self._backlog_per_call):
+        chunks = [
+            chunk
+            for part in conversations(exchanges, start)
+            for chunk in per_call(part, self._per_call, self._backlog_per_call)
+        ]
+        for chunk in chunks:
             # The off switch alone is read live between calls, so switching
             # off stops a long batch; the rest comes from the batch's snapshot.
             if not self._config().commitments.enabled or await self._pauses.paused(agent.id):

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from core.clock import Clock
-from core.commitments.batch import BatchExtractor
+from core.commitments.batch import BatchExtractor, ConversationStarts
 from core.commitments.exchange import Exchange
 from core.commitments.extraction_queue import AgentExtractionQueue
 from core.commitments.jobs import ExtractionJob, ExtractionJobStore, NewJob
@@ -95,6 +95,7 @@ class ExtractionWorker:
         pause: timedelta = timedelta(minutes=10),
         on_stored: Callable[[], None] | None = None,
         zones: UserZones | None = None,
+        starts: ConversationStarts | None = None,
     ) -> None:
         self._jobs = jobs
         self._worker = worker
@@ -120,6 +121,7 @@ class ExtractionWorker:
             concurrency=concurrency,
             on_stored=on_stored,
             zones=zones,
+            starts=starts,
         )
         self._queues: dict[str, AgentExtractionQueue] = {}
         self._adopter: asyncio.Task[None] | None = None

@@ -44,6 +44,7 @@ from core.store.sqlite import (
     SqliteWakeChannel,
 )
 from core.store.sqlite.backup import SqliteBackup
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.erasure import SqliteErasurePurge
 from core.store.sqlite.files import make_private_dirs
 from core.store.updates import UpdateQueue
@@ -54,6 +55,15 @@ _SQLITE_PREFIX = "sqlite:///"
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _EXPECTED = "expected sqlite:///relative/path, sqlite:////absolute/path or sqlite:///:memory:"
 _EXPECTED_ANY = f"{_EXPECTED}, or postgresql://user@host/database"
+
+
+def database_errors() -> tuple[type[Exception], ...]:
+    """What either backend's driver raises, for a command that reports a
+    failed database call in one line (PostgreSQL's driver is imported only
+    when asked: a SQLite deployment never loads it)."""
+    import psycopg
+
+    return (sqlite3.Error, psycopg.Error)
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,23 +209,27 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def unsent_replies(self, *, since: datetime) -> list[MessageRecord]:
         """Replies stored at or after `since` whose request never left
-        (still `stored`), oldest first."""
+        (still `stored`), oldest first; none to a message from before its
+        session started over (the user never saw it, and closed that
+        conversation)."""
 
     @abc.abstractmethod
     async def history(
-        self, session_key: str, *, before_turn_of: int, limit: int
+        self, session_key: str, *, before_turn_of: int, limit: int, whole: bool = False
     ) -> list[MessageRecord]:
         """Active messages of a session that precede the turn of message
         `before_turn_of`, oldest first, at most `limit` of the latest ones.
 
         Replies sort directly after the message they answer, so a turn queued
-        behind another sees the earlier exchange in conversation order.
+        behind another sees the earlier exchange in conversation order. Only
+        turns after the session's start (`start_over`) are read, unless
+        `whole` (the operator's transcript).
         """
 
     @abc.abstractmethod
     async def unanswered(self, *, since: datetime) -> list[MessageRecord]:
         """User text messages at or after `since` that no stored reply answers,
-        oldest first."""
+        oldest first (none from before its session started over)."""
 
     @abc.abstractmethod
     async def unanswered_up_to(
@@ -234,10 +238,23 @@ class Store(abc.ABC):
         """`message` and the user text messages of its session before it
         that no stored reply answers, oldest first: earlier ones only from
         `since` on and among the last UNANSWERED_LOOKBACK messages, `message`
-        itself unless it is answered (or no longer active)."""
+        itself unless it is answered (or no longer active). None from before
+        the session started over: they are the earlier conversation's."""
 
     @abc.abstractmethod
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
+
+    @abc.abstractmethod
+    async def start_over(self, session_key: str) -> bool:
+        """Start the session's conversation afresh (`/new`): the turns of the
+        messages stored so far leave the model's context (`history`) and
+        are no longer owed an answer (`unanswered`); they stay stored,
+        searchable and erasable. False when no such session is stored."""
+
+    @abc.abstractmethod
+    async def context_starts(self, session_keys: Sequence[str]) -> dict[str, int]:
+        """For each of these sessions that started over, the id of the last
+        message before its start (later turns make up its conversation)."""
 
     @abc.abstractmethod
     async def sessions_with_last_platform_id(

@@ -199,7 +199,23 @@ class SqliteDialect(Dialect):
     unique_violation = "SQLITE_CONSTRAINT_UNIQUE"
     foreign_key_violation = "SQLITE_CONSTRAINT_FOREIGNKEY"
 
+    # pysqlite3 (core/store/sqlite/driver.py) reports the primary result
+    # code, SQLITE_CONSTRAINT, for every constraint; SQLite's message then
+    # says which one, in words it has kept since 3.8.2.
+    def is_unique_violation(self, exc: BaseException) -> bool:
+        return super().is_unique_violation(exc) or _constraint(exc, "UNIQUE constraint failed")
+
+    def is_foreign_key_violation(self, exc: BaseException) -> bool:
+        return super().is_foreign_key_violation(exc) or _constraint(
+            exc, "FOREIGN KEY constraint failed"
+        )
+
     ddl_words = _ddl_words(0)
+
+
+def _constraint(exc: BaseException, words: str) -> bool:
+    named = getattr(exc, SqliteDialect.error_attribute, None) == "SQLITE_CONSTRAINT"
+    return named and str(exc).startswith(words)
 
 
 @lru_cache(maxsize=2048)

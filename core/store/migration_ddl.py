@@ -297,3 +297,10 @@ ALTER TABLE messages ADD COLUMN send_state {text}
 
 CREATE INDEX messages_reply_unsent ON messages(ts) WHERE send_state = 'stored';
 """
+
+# Step 19. Where a chat's conversation starts for the model (`/new`): the
+# model's context holds only the turns of messages with a greater id; NULL:
+# the whole session. The earlier rows stay (searchable, erasable, exported).
+CONVERSATION_STARTS = """
+ALTER TABLE sessions ADD COLUMN context_after {bigint};
+"""

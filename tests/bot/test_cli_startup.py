@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from importlib.metadata import version
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from core.store.sqlite import SqliteStore
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.migrations import load_migrations
 
 # Each test starts `kept` as a subprocess: most of a second of imports.

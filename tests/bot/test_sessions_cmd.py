@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
+from core.store.backends import open_backend
 from tests.support.user_data import (
     ANN,
     BEN_PRIVATE,
@@ -78,3 +79,25 @@ def test_a_missing_chat_or_a_bad_key_is_one_line_and_nothing_is_created(
         code, out, err = sessions(missing, *args)
         assert code == 1 and out == "" and err.startswith("kept: no database at")
     assert not (tmp_path / "typo").exists()
+
+
+@pytest.fixture
+async def started_over(cfg: Path, tmp_path: Path) -> Path:
+    """The seeded database after ann's private chat started over (`/new`)."""
+    async with open_backend(f"sqlite:///{tmp_path}/kept.sqlite") as backend:
+        assert await backend.store.start_over(PRIVATE)
+        # The model's view of the chat is empty now (the operator's is not).
+        assert await backend.store.history(PRIVATE, before_turn_of=2**62, limit=10) == []
+    return cfg
+
+
+def test_show_and_search_still_see_what_came_before_a_new(started_over: Path) -> None:
+    code, out, err = sessions(started_over, "show", PRIVATE)
+    assert (code, err) == (0, "")
+    assert len(out.splitlines()) == 4
+    assert out.splitlines()[0].endswith("my zebracorn interview is tomorrow")
+    result = CliRunner().invoke(
+        main, ["search", "zebracorn", "--json", "--config", str(started_over)]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert PRIVATE in {r["sessionKey"] for r in json.loads(result.stdout)["results"]}

@@ -24,6 +24,7 @@ from channels.console import ConsoleAdapter
 from channels.console.lines import PlainLineReader
 from channels.router import AdapterRouter
 from core.clock import TestClock
+from core.commands import wording
 from core.commands.times import local_time
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config.model import KeptConfig
@@ -148,6 +149,7 @@ async def chat(tmp_path: Path) -> AsyncIterator[Chat]:
         clock=clock,
         environ={},
         users=services.users,
+        start_over=services.start_over,
     )
     stdin, out, err = Pipe(), io.StringIO(), io.StringIO()
     console = ConsoleAdapter(
@@ -462,3 +464,21 @@ async def test_the_console_knows_whether_its_last_message_was_answered(chat: Cha
     await chat.finished()
     assert "echo: hello again" in chat.out.getvalue()
     assert not chat.console.last_turn_failed
+
+
+async def test_new_starts_the_conversation_over(chat: Chat) -> None:
+    chat.start()
+    chat.stdin.send("my code word is zebra")
+    chat.stdin.send("remember it?")
+    await chat.until(lambda: "echo: remember it?" in chat.out.getvalue(), "the second answer")
+    _, before, _ = chat.model.requests[-1]
+    assert "my code word is zebra" in [m["content"] for m in before]  # positive control
+    chat.stdin.send("/new")
+    chat.stdin.send("what was it?")
+    chat.stdin.close()
+    await chat.finished()
+
+    assert wording.STARTED_OVER in " ".join(chat.out.getvalue().split())
+    _, after, _ = chat.model.requests[-1]
+    assert [m["content"] for m in after[1:]] == ["what was it?"]
+    assert len(chat.model.requests) == 3  # /new itself is no turn

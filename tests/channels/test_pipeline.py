@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from core.clock import TestClock
 from core.commitments.model import Scope
 from core.errors import MessageNotStored
 from core.messages import Inbound, Target
+from core.store.sqlite.driver import sqlite3
 from tests.support.adapters import QuietAdapter
 from tests.support.discord_dpytest import Rig, build_rig, message_dict, sent_messages
 from tests.support.telegram_harness import scope, telegram_harness

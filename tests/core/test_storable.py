@@ -4,7 +4,6 @@ two classes of store errors (core/store/errors.py)."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime
 
 import psycopg
@@ -15,6 +14,7 @@ from core.messages import Inbound, Target, storable
 from core.store.base import ImportRow, NewMessage
 from core.store.errors import REFUSED_ACTION, refused_value, root_cause, storage_action
 from core.store.errors import store_error_class as cls
+from core.store.sqlite.driver import sqlite3
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

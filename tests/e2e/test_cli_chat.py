@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import sys
 from contextlib import closing
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.conversation.manager import WITHDRAWN
+from core.store.sqlite.driver import sqlite3
 from tests.fakes.openai_server import FakeOpenAI, delay, error, hang, reply
 
 # Each test starts `kept` as a subprocess: most of a second of interpreter
@@ -257,4 +257,26 @@ async def test_ctrl_c_cancels_the_answer_and_ctrl_c_twice_leaves_cleanly(tmp_pat
         assert [r.last_user_text for r in fake.completions] == [
             "what should I pack?",
             "never mind",
+        ]
+
+
+async def test_new_leaves_the_earlier_messages_out_of_the_next_request(tmp_path: Path):
+    async with FakeOpenAI() as fake:
+        config = write_config(tmp_path, fake.base_url)
+        fake.push(reply("Noted: zebra."), reply("It was zebra."), reply("Hello again!"))
+        lines = "my code word is zebra\nwhat was it?\n/new\nwhat was it?\n"
+        code, out, err = await kept("chat", "--config", str(config), stdin=lines)
+        assert code == 0, err
+        assert "Started over" in out and out.rstrip().endswith("Hello again!")
+        before, after = fake.completions[1], fake.completions[2]
+        said = [m.get("content") for m in before.messages if m["role"] != "system"]
+        assert said == ["my code word is zebra", "Noted: zebra.", "what was it?"]  # control
+        assert [m.get("content") for m in after.messages if m["role"] != "system"] == [
+            "what was it?"
+        ]
+        # Nothing was erased: the transcript holds both conversations.
+        assert [r[2] for r in transcript(tmp_path) if r[0] == "user"] == [
+            "my code word is zebra",
+            "what was it?",
+            "what was it?",
         ]

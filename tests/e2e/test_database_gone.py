@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from bot.runtime import Runtime, serve
 from channels.telegram.intake import HELD_POLL_EVERY
 from core.clock import TestClock
 from core.config.file import load_config
+from core.store.sqlite.driver import sqlite3
 from tests.e2e.test_http import ENVIRON, free_port, get_json, stop, telegram_factory, until
 from tests.e2e.test_http import write_config as write_http_config
 from tests.fakes.openai_server import FakeOpenAI

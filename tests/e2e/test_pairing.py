@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import re
-import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ import pytest
 
 from bot.pairing_notify import APPROVED_TEXT
 from core.pairing import CODE_ALPHABET, CODE_LENGTH, Standing
+from core.store.sqlite.driver import sqlite3
 from tests.channels.telegram.test_storage_faults import until
 from tests.fakes.discord_server import TOKEN as DISCORD_TOKEN
 from tests.fakes.telegram_server import TOKEN as TELEGRAM_TOKEN

@@ -483,6 +483,7 @@ async def build_rig(
         environ={},
         users=services.users,
         pairing=services.pairing,
+        start_over=services.start_over,
         privacy=services.privacy,
     )
     adapter = DiscordAdapter(ctx)

@@ -6,7 +6,6 @@ store and a scripted model."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from core.store import Store
 from core.store.backends import sqlite_backend
 from core.store.base import MessageRecord, NewMessage
 from core.store.sqlite import SqliteStore
+from core.store.sqlite.driver import sqlite3
 from tests.fakes.discord_server import TOKEN, FakeDiscord
 from tests.support.access import OPEN_ACCESS
 from tests.support.scripted_model import ScriptedModel
@@ -82,6 +82,7 @@ class DiscordHarness:
             app_state=self.services.backend.app_state,
             users=self.services.users,
             pairing=self.services.pairing,
+            start_over=self.services.start_over,
             privacy=self.services.privacy,
         )
 

@@ -8,15 +8,15 @@ split in five and is kept here as it was.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import psycopg
 
 from core.store.postgres.migrations import OLD_NUMBERING as OLD_POSTGRES
 from core.store.postgres.migrations import load_migrations as postgres_steps
+from core.store.sqlite import driver
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.migrations import OLD_NUMBERING as OLD_SQLITE
 from core.store.sqlite.migrations import apply_step
 from core.store.sqlite.migrations import load_migrations as sqlite_steps
@@ -28,7 +28,7 @@ OLD_POSTGRES_LATEST = len(OLD_POSTGRES)
 async def build_old_sqlite(path: Path, upto: int = OLD_SQLITE_LATEST) -> None:
     """A SQLite database at old version `upto`, as the old runner made it."""
     steps = {m.version: m for m in sqlite_steps()}
-    async with aiosqlite.connect(path, isolation_level=None) as db:
+    async with driver.connect(str(path), isolation_level=None) as db:
         await db.execute(
             "CREATE TABLE schema_version ("
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"

@@ -3,11 +3,11 @@ a message nobody could store is never confirmed and never lost."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection
 from typing import Any
 
 from core.store import MessageRecord, NewMessage, Store
+from core.store.sqlite.driver import sqlite3
 
 DISK_FULL = "database or disk is full"
 

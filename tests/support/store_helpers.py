@@ -4,7 +4,6 @@ this is part of a production interface."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from core.store.sqlite import (
     SqliteConnection,
     SqliteStore,
 )
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.fts import AGENT_SPAN, rowid_sql, session_filter
 from core.store.sqlite.search import INDEXED_SQL, ranked_sql
 from core.users.store import UserZoneStore

@@ -55,6 +55,7 @@ class TelegramHarness:
             users=self.services.users,
             pairing=self.services.pairing,
             parked=self.services.backend.parked,
+            start_over=self.services.start_over,
             privacy=self.services.privacy,
         )
 

@@ -39,7 +39,7 @@ from core.store.base import (
     UnknownSession,
     is_indexed,
 )
-from core.store.dialect import Dialect
+from core.store.dialect import Dialect, placeholders
 from core.store.sql.database import Database, Params, Row, Transaction
 from core.store.sql.index import BULK_TEXT_CHARS, FullTextIndex, scores
 
@@ -97,6 +97,11 @@ DELETE_BY_PLATFORM_ID = tuple(
     for role in ("role = 'user'", "role <> 'user'")
 )
 
+# `m` is in its session's conversation: stored after the session last started
+# over (`s` is its session; a reply counts as its turn, the message it answers).
+IN_CONVERSATION = "m.id > coalesce(s.context_after, 0) "
+TURN_IN_CONVERSATION = "coalesce(m.in_reply_to, m.id) > coalesce(s.context_after, 0) "
+
 _UNANSWERED_TAIL = (
     # Only a final reply (or the apology for a failed turn) answers a
     # message; a turn that crashed between tool rounds is unanswered.
@@ -114,6 +119,7 @@ class TranscriptSql:
     get_message: str
     unsent_replies: str
     history: str
+    whole_history: str
     unanswered: str
     unanswered_up_to: str
     last_platform_id: str
@@ -124,12 +130,18 @@ class TranscriptSql:
     session_to_change: str
     import_session: str
     indexed_messages: str
+    start_over: str
 
 
 @lru_cache(maxsize=2)
 def transcript_sql(d: Dialect) -> TranscriptSql:
     active = f"m.active = {d.true}"
     with_session = "FROM messages m JOIN sessions s ON s.id = m.session_id "
+    history = (
+        f"SELECT {MESSAGE_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id "
+        "WHERE s.key = ? AND coalesce(m.in_reply_to, m.id) < ? {}"
+        f"AND {active} ORDER BY coalesce(m.in_reply_to, m.id) DESC, m.id DESC LIMIT ?"
+    )
     # messages_session (session_id, id) walks the session in id order either way.
     context = (
         f"SELECT {MESSAGE_COLUMNS} FROM sessions s {d.join_in_order} messages m "
@@ -146,20 +158,19 @@ def transcript_sql(d: Dialect) -> TranscriptSql:
         get_message=f"SELECT {MESSAGE_COLUMNS} {with_session}WHERE m.id = ?",
         unsent_replies=(
             f"SELECT {MESSAGE_COLUMNS} {with_session}"
-            f"WHERE m.send_state = 'stored' AND m.ts >= ? AND {active} ORDER BY m.ts, m.id"
+            f"WHERE m.send_state = 'stored' AND m.ts >= ? AND {active} "
+            f"AND {TURN_IN_CONVERSATION}ORDER BY m.ts, m.id"
         ),
         # Walks messages_session_turn backwards from the turn and stops
-        # after `limit` rows; history() reverses them rather than sorting
-        # again in SQL.
-        history=(
-            f"SELECT {MESSAGE_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id "
-            f"WHERE s.key = ? AND coalesce(m.in_reply_to, m.id) < ? AND {active} "
-            "ORDER BY coalesce(m.in_reply_to, m.id) DESC, m.id DESC LIMIT ?"
-        ),
+        # after `limit` rows, or at the session's start (a bound of the same
+        # range, so the turns before it are never read); history() reverses
+        # them rather than sorting again in SQL.
+        history=history.format(f"AND {TURN_IN_CONVERSATION}"),
+        whole_history=history.format(""),
         unanswered=(
             f"SELECT {MESSAGE_COLUMNS} {with_session}"
             f"WHERE m.role = 'user' AND m.kind = 'text' AND m.ts >= ? AND {active} "
-            f"{_UNANSWERED_TAIL}ORDER BY m.ts, m.id"
+            f"AND {IN_CONVERSATION}{_UNANSWERED_TAIL}ORDER BY m.ts, m.id"
         ),
         # The session's last messages up to the turn's own (a bounded walk
         # of messages_session backwards), then those still owed an answer.
@@ -168,7 +179,7 @@ def transcript_sql(d: Dialect) -> TranscriptSql:
             "SELECT * FROM messages WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT ?"
             ") m JOIN sessions s ON s.id = m.session_id "
             f"WHERE m.role = 'user' AND m.kind = 'text' AND {active} AND (m.id = ? OR m.ts >= ?) "
-            f"{_UNANSWERED_TAIL}ORDER BY m.id"
+            f"AND {IN_CONVERSATION}{_UNANSWERED_TAIL}ORDER BY m.id"
         ),
         # Platform ids are compared as integers (Discord snowflakes grow with time).
         last_platform_id=(
@@ -194,6 +205,17 @@ def transcript_sql(d: Dialect) -> TranscriptSql:
         indexed_messages=(
             f"SELECT m.id, m.text FROM messages m WHERE m.session_id = ? AND {active} "
             f"AND {INDEXED_SQL}"
+        ),
+        # After the session's last message (one step back on messages_session).
+        # Never moved back: a start stays where it was when the newest
+        # messages are deleted since.
+        start_over=(
+            "UPDATE sessions SET context_after = "
+            + d.greatest(
+                "coalesce(context_after, 0)",
+                "coalesce((SELECT max(m.id) FROM messages m WHERE m.session_id = sessions.id), 0)",
+            )
+            + " WHERE key = ? RETURNING context_after"
         ),
     )
 
@@ -340,11 +362,12 @@ class SqlTranscriptStore(Store):
         return await self._messages(self._sql.unsent_replies, (self._d.time(since),))
 
     async def history(
-        self, session_key: str, *, before_turn_of: int, limit: int
+        self, session_key: str, *, before_turn_of: int, limit: int, whole: bool = False
     ) -> list[MessageRecord]:
         if limit <= 0:
             return []
-        rows = await self._db.query(self._sql.history, (session_key, before_turn_of, limit))
+        sql = self._sql.whole_history if whole else self._sql.history
+        rows = await self._db.query(sql, (session_key, before_turn_of, limit))
         return [self._message(row) for row in reversed(rows)]
 
     async def unanswered(self, *, since: datetime) -> list[MessageRecord]:
@@ -365,6 +388,22 @@ class SqlTranscriptStore(Store):
     async def get_message(self, message_id: int) -> MessageRecord | None:
         rows = await self._messages(self._sql.get_message, (message_id,))
         return rows[0] if rows else None
+
+    async def start_over(self, session_key: str) -> bool:
+        async def work(tx: Transaction) -> Row | None:
+            return await tx.fetchone(self._sql.start_over, (session_key,))
+
+        return await self._db.transact(work) is not None
+
+    async def context_starts(self, session_keys: Sequence[str]) -> dict[str, int]:
+        keys = list(dict.fromkeys(session_keys))
+        if not keys:
+            return {}
+        sql = (
+            f"SELECT key, context_after FROM sessions WHERE key IN ({placeholders(len(keys))}) "
+            "AND context_after IS NOT NULL"
+        )
+        return {str(key): int(after) for key, after in await self._db.query(sql, tuple(keys))}
 
     # --- search ---------------------------------------------------------------
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sqlite3
 import time
 from contextlib import closing, suppress
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ from core.privacy.backup import (
     RestoreRefused,
     RestoreResult,
 )
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.files import PRIVATE_FILE_MODE, create_private_file
 from core.store.sqlite.migrations import load_migrations
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -32,6 +31,8 @@ from core.clock import Clock, SystemClock
 from core.store.dialect import SQLITE, SqliteDialect
 from core.store.errors import DatabaseReplaced
 from core.store.sql.database import Params, Row, Work
+from core.store.sqlite import driver
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.files import FileWatch, create_private_file, match_companions
 from core.store.sqlite.migrations import (
     Migration,
@@ -198,6 +199,7 @@ class SqliteConnection:
     async def open(self) -> None:
         if self._db is not None:
             return
+        driver.check_version()
         if not callable(getattr(aiosqlite.Connection, "_execute", None)):
             raise RuntimeError(
                 "this aiosqlite has no Connection._execute; see SqliteConnection.run_write"
@@ -227,7 +229,7 @@ class SqliteConnection:
 
     async def _connect(self) -> aiosqlite.Connection:
         target, uri = self._target()
-        connecting = aiosqlite.connect(target, isolation_level=None, uri=uri)
+        connecting = driver.connect(target, isolation_level=None, uri=uri)
         try:
             db = await connecting
         except Exception:

@@ -1,13 +1,12 @@
 """What SQLite does so that erased text leaves the database file.
 
 Freed pages are zeroed as they are freed (`secure_delete`, set on every
-connection: sqlite/connection.py). FTS5 does not remove a deleted row's
-terms from its index segments; it adds a delete marker and drops the terms
-only when the segments holding them are merged, so the erasing transaction
-merges every segment into one (`optimize`): the erased words are then in no
-segment, and the pages they were on are freed, so zeroed. Last, the WAL,
-which still holds the pages as they were before, is copied into the file
-and truncated.
+connection: sqlite/connection.py). The full-text index runs with FTS5's
+`secure-delete` option (set at open: sqlite/migrations/__init__.py), so a
+deleted row's terms leave its segments in the deleting transaction itself,
+instead of staying behind a delete marker until the segments merge: the
+transaction needs nothing more. Last, the WAL, which still holds the pages
+as they were before, is copied into the file and truncated.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ class SqliteErasurePurge:
         self._connection = connection
 
     async def in_transaction(self, tx: Transaction) -> None:
-        await tx.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+        """Nothing: secure-delete removed the terms with the rows."""
 
     async def after(self, tables: frozenset[str]) -> None:
         if not await self._connection.checkpoint_now():

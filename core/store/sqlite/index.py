@@ -9,7 +9,6 @@ session delete cascades to.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -21,6 +20,7 @@ from core.store.sql.database import Params, Row, Transaction, Work
 from core.store.sql.index import BULK_TEXT_CHARS, Match
 from core.store.sql.transcript import IMPORT_COLUMNS, MESSAGE_INSERT
 from core.store.sqlite.connection import SqliteConnection
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.fts import INSERT, index_values, rowid_sql, session_filter
 from core.store.sqlite.search import search_rows
 

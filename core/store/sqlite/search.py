@@ -29,12 +29,12 @@ snapshot, one trip to the thread):
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any, NamedTuple
 
 from core.search.query import SearchQuery
 from core.store.base import RANK_WINDOW, SearchScope
 from core.store.sql.transcript import INDEXED_SQL
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.fts import AGENT_SPAN, BM25, agent_range, session_filter
 
 __all__ = ["INDEXED_SQL", "RankedRow", "ranked_sql", "search_rows"]

@@ -14,12 +14,12 @@ at the due times is all that costs.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable
 
 from core.clock import Clock
 from core.logs import event
 from core.store.sqlite.connection import SqliteConnection
+from core.store.sqlite.driver import sqlite3
 from core.wake import WakeChannel
 
 log = logging.getLogger("kept.store")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +20,7 @@ from channels.discord import DiscordAdapter
 from channels.discord.catchup import HISTORY_LIMIT, HISTORY_WINDOW
 from channels.media import REFUSED_NOTICE
 from core.store.base import NewMessage
+from core.store.sqlite.driver import sqlite3
 from tests.fakes.discord_server import Script
 from tests.support.discord_harness import DiscordHarness, discord_harness
 from tests.support.store_faults import Unstorable

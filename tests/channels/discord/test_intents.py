@@ -6,7 +6,6 @@ as Discord does when the Message Content intent is missing."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from discord import app_commands
 
 from channels.discord import adapter as adapter_module
 from channels.discord.commands import command_groups
+from core.store.sqlite.driver import sqlite3
 from tests.fakes.discord_server import JSON, MESSAGE_CONTENT, Script
 from tests.support.discord_harness import DiscordHarness, discord_harness
 

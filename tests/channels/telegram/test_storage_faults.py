@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from core.store.sqlite.driver import sqlite3
 from tests.channels.telegram.test_webhook import free_port, post, webhook
 from tests.support.store_faults import DiskFull
 from tests.support.telegram_harness import TelegramHarness, telegram_harness

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from core.llm import LLMClient
 from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
 from core.store.sqlite import SqliteStore
+from core.store.sqlite.driver import sqlite3
 from tests.core.commitments.test_extraction import (
     LOG,
     SCOPE_42,

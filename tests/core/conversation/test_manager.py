@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import sqlite3
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -21,6 +20,7 @@ from core.conversation.manager import (
 from core.llm import LLMError, ToolCall
 from core.messages import Inbound, Target
 from core.store import Store
+from core.store.sqlite.driver import sqlite3
 from core.tools import Tool, ToolContext, ToolRegistry
 from tests.conftest import RecordingSender
 from tests.support.scripted_model import ScriptedModel, calls, text

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from core.privacy.backup import BackupFailed, RestoreRefused
 from core.search.redact import Redactor
 from core.store.backends import Backend, open_backend
 from core.store.base import ImportRow, NewMessage, SearchScope
+from core.store.sqlite.driver import sqlite3
 from tests.support.store_helpers import index_consistency
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

@@ -3,7 +3,6 @@ SQLite store's indexed due queries and unreadable rows."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
 from core.messages import Target
@@ -11,6 +10,7 @@ from core.reminders.model import NewReminder
 from core.reminders.store import Claim, ReminderStore
 from core.store import Store
 from core.store.dialect import to_ms
+from core.store.sqlite.driver import sqlite3
 from tests.support.followups import Followups
 from tests.support.store_helpers import make_reminder_store
 

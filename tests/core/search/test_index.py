@@ -5,7 +5,6 @@ PostgreSQL equivalents are in tests/core/store/postgres/test_search_pg.py)."""
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from core.store.postgres import search as pg_search
 from core.store.sql.transcript import transcript_sql
 from core.store.sqlite import SqliteStore
 from core.store.sqlite import search as sqlite_search
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.fts import AGENT_SPAN, TOKENIZE, agent_range, session_filter
 from tests.core.store.test_contract import T0, add, add_session, deactivate, ids, msg, search
 from tests.support.search_corpus import MESSAGES, NO_HITS, TOP_HITS

@@ -4,7 +4,6 @@ v1 → v2 migration keep the full-text index equal to the active messages
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from core.store import ImportRow, Store
 from core.store.sqlite import SqliteStore
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.fts import AGENT_SPAN, index_values
 from core.store.sqlite.migrations import load_migrations
 from tests.core.store.test_contract import KEY, OTHER, T0, add, add_session, ids, search

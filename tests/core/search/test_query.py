@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.search.query import MAX_UNITS, build_query
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.fts import COLUMNS, TOKENIZE, session_filter
 from tests.core.store.test_contract import HOSTILE_BITS, hostile_text
 

@@ -4,7 +4,6 @@ made; an existing one opens as usual."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import psycopg
@@ -15,6 +14,7 @@ from core.store.errors import DatabaseMissing, DatabaseOutdated
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.migrations import load_migrations as load_postgres_migrations
 from core.store.sqlite import SqliteStore
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.migrations import load_migrations as load_sqlite_migrations
 from tests.support.postgres import fresh_database
 

@@ -16,7 +16,6 @@ numbering (`OLD_NUMBERING`) is renumbered first, in a transaction of its own.
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
 from collections.abc import Sequence
 from contextlib import suppress
@@ -34,6 +33,7 @@ from core.store.migration_steps import (
     same_steps,
     step_modules,
 )
+from core.store.sqlite.driver import sqlite3
 
 # This backend's numbering before the shared list: its first step was named
 # "initial", and update queue and search scope (PostgreSQL's) came between
@@ -162,3 +162,32 @@ async def open_schema(
 
     current = partial(current_version, db)
     await run_steps(migrations, migrate=migrate, current=current, prepare=prepare, apply=apply)
+    if migrate and await current_version(db) >= _RANGED_INDEX:
+        await _ensure_secure_delete(db)
+
+
+# The step whose index (`messages_fts`, rebuilt by m0006) is the one in use.
+_RANGED_INDEX = 6
+
+
+async def _ensure_secure_delete(db: aiosqlite.Connection) -> None:
+    """FTS5's `secure-delete`, which removes a deleted row's terms from the
+    index instead of leaving them in its segments until they merge, is a
+    setting stored in the index, not a schema step: it needs SQLite 3.42
+    (core/store/sqlite/driver.py), and a database written with it cannot be
+    read by an older SQLite. Set once, on the first writable open that can;
+    the same transaction merges the segments once, so no delete made before
+    it leaves terms behind."""
+    found = await (
+        await db.execute("SELECT v FROM messages_fts_config WHERE k = 'secure-delete'")
+    ).fetchone()
+    if found is not None and found[0] == 1:
+        return
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        await db.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('secure-delete', 1)")
+        await db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+        await db.execute("COMMIT")
+    except BaseException:
+        await _rollback(db)
+        raise

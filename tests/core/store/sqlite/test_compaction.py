@@ -5,7 +5,6 @@ went in; and the WAL file is cut back to a bounded size."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -18,6 +17,7 @@ from core.search.reconcile import IndexReconciler
 from core.store import ImportRow, NewMessage
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.connection import JOURNAL_SIZE_LIMIT
+from core.store.sqlite.driver import sqlite3
 from tests.core.store.test_contract import T0, add_session, search
 from tests.support.store_helpers import index_consistency
 

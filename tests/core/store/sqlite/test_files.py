@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sqlite3
 import stat
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from core.clock import TestClock
 from core.store.backends import Backend, open_backend
 from core.store.errors import DatabaseReplaced, StoreUnavailable
 from core.store.sqlite import SqliteStore
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.files import IDENTITY_CHECK_SECONDS
 from tests.core.store.test_contract import KEY, add, add_session
 

@@ -4,7 +4,6 @@ lacks; opened without migrating it reports the shared version."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from core.store.errors import DatabaseOutdated
 from core.store.migration_steps import STEPS
 from core.store.sqlite import SqliteStore
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.migrations import OLD_NUMBERING
 from tests.support.old_schema import OLD_SQLITE_LATEST, build_old_sqlite, sqlite_schema
 

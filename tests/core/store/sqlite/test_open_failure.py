@@ -5,13 +5,13 @@ print a traceback)."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
 from core.store.sqlite.connection import SqliteConnection
+from core.store.sqlite.driver import sqlite3
 
 
 def worker_threads() -> list[threading.Thread]:

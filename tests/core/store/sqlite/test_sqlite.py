@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import re
-import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from core.store.dialect import SQLITE
 from core.store.sql.transcript import BY_PLATFORM_ID, DELETE_BY_PLATFORM_ID, transcript_sql
 from core.store.sqlite import SqliteStore
 from core.store.sqlite import index as sqlite_index
+from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.migrations import Migration, load_migrations, m0002_search, split_sql
 from tests.core.store.test_contract import KEY, OTHER, add, add_session, ids, search
 from tests.support.store_helpers import count_index_rows, index_consistency, open_store
