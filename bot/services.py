@@ -29,6 +29,7 @@ from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
 from core.pairing import Pairing
+from core.privacy.store import PrivacyStores
 from core.reminders import (
     ReminderFiring,
     ReminderService,
@@ -73,6 +74,8 @@ class Services:
     start_over: StartOver
     # Whether kept follows up with a user (their own switch, a group's).
     followup_prefs: FollowUpPreferences
+    # What the chat's /forget, /mydata and /export act through.
+    privacy: PrivacyStores | None = None
 
 
 def new_worker_id() -> str:
@@ -205,6 +208,7 @@ def build_services(
         clock=clock,
         worker=worker,
         start_over=StartOver(store),
+        privacy=PrivacyStores(backend.erasure, backend.exports, backend.chats),
         followup_prefs=followup_prefs,
     )
 

@@ -32,7 +32,7 @@ from core.clock import SystemClock, iso_utc
 from core.commands import wording
 from core.commands.timezone import TimezoneCommands, ZoneAnswer, ZoneOutcome
 from core.config.model import KeptConfig
-from core.privacy.export import document as export_document
+from core.privacy.export import document_text
 from core.privacy.store import ErasedUser, ErasureCounts
 from core.store import MigrationError
 from core.store.errors import masked_url
@@ -172,9 +172,7 @@ def export_cmd(user: str, out: Path | None, config_path: Path | None) -> None:
     if out is not None and not out.parent.is_dir():
         fail(f"no directory {out.parent} to write the export in")
     exported = on_backend(config, lambda b: b.exports.export(ErasedUser(platform, user_id)))
-    text = json.dumps(
-        export_document(exported, at=SystemClock().now()), ensure_ascii=False, indent=2
-    )
+    text = document_text(exported, at=SystemClock().now())
     if out is None:
         click.echo(text)
         return

@@ -19,6 +19,7 @@ from core.commands.followups import FollowUpCommands
 from core.commands.lists import ListCommands
 from core.commands.reminders import ReminderCommands
 from core.commands.results import Change, Page
+from core.commands.rights import DataShown, ExportMade, ForgetAsked, RightsCommands
 from core.commands.times import agent_timezone
 from core.commands.timezone import TimezoneCommands, ZoneAnswer
 from core.commitments.service import CommitmentService
@@ -26,6 +27,7 @@ from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
 from core.conversation.start_over import StartOver
 from core.messages import ListName
+from core.privacy.store import PrivacyStores
 from core.reminders.service import ReminderService
 from core.users import FollowUpPreferences, UserZones
 from core.users.followup_prefs import parse_switch
@@ -67,6 +69,8 @@ class Invocation:
     users: UserZones | None = None
     # `/new`; None: the surface cannot start a conversation over.
     start_over: StartOver | None = None
+    # What /forget, /mydata and /export act through; None: not offered here.
+    privacy: PrivacyStores | None = None
     # Who switched follow-ups off (`/followups`); None: not available here.
     followup_prefs: FollowUpPreferences | None = None
 
@@ -98,6 +102,17 @@ class Invocation:
             platform=self.platform,
             user_id=self.user_id,
         )
+
+    def rights(self) -> RightsCommands | None:
+        if self.privacy is None:
+            return None
+        return RightsCommands(
+            self.privacy, self.clock, platform=self.platform, user_id=self.user_id
+        )
+
+    @property
+    def private(self) -> bool:
+        return self.access.asker.chat_kind == "private"
 
     async def timezone(self) -> str:
         """The zone the asker reads times in: theirs, else the agent's."""
@@ -161,6 +176,9 @@ Result = (
     | Changed
     | ZoneAnswer
     | Told
+    | ForgetAsked
+    | DataShown
+    | ExportMade
 )
 Handler = Callable[[Invocation, Arguments], Awaitable[Result]]
 
@@ -305,6 +323,46 @@ async def _new(call: Invocation, arguments: Arguments) -> Result:
     return Told(wording.STARTED_OVER)
 
 
+async def _forget(call: Invocation, arguments: Arguments) -> Result:
+    rights = call.rights()
+    if rights is None:
+        return Told(wording.RIGHTS_UNAVAILABLE)
+    return await rights.ask_forget()
+
+
+async def _mydata(call: Invocation, arguments: Arguments) -> Result:
+    rights = call.rights()
+    if rights is None:
+        return Told(wording.RIGHTS_UNAVAILABLE)
+    if not call.private:
+        return Told(wording.private_only("mydata"))
+    held, chats = await rights.held()
+    zones = call.zones()
+    lists = call.lists()
+    preference = None
+    if call.followup_prefs is not None:
+        own = await call.followup_prefs.state(call.agent_id, call.platform, call.user_id)
+        preference = wording.followups_brief(own)
+    return DataShown(
+        held,
+        chats,
+        await zones.show() if zones is not None else None,
+        await lists.page("commitments"),
+        await lists.page("reminders"),
+        lists.viewer,
+        followup_preference=preference,
+    )
+
+
+async def _export(call: Invocation, arguments: Arguments) -> Result:
+    rights = call.rights()
+    if rights is None:
+        return Told(wording.RIGHTS_UNAVAILABLE)
+    if not call.private:
+        return Told(wording.private_only("export"))
+    return await rights.export()
+
+
 async def _followups(call: Invocation, arguments: Arguments) -> Result:
     """No argument: the state here. `on` / `off`: in a private chat the
     asker's own; in a shared chat a chat admin's switches the whole chat, a
@@ -413,6 +471,27 @@ COMMANDS = Registry(
             Permission.CHAT_ADMIN,
             _new,
             discord=("new",),
+        ),
+        Command(
+            "forget",
+            "Erase everything I hold from you",
+            Permission.OWN,
+            _forget,
+            discord=("forget",),
+        ),
+        Command(
+            "mydata",
+            "What I hold about you",
+            Permission.OWN,
+            _mydata,
+            discord=("mydata",),
+        ),
+        Command(
+            "export",
+            "Everything I hold from you, as a file",
+            Permission.OWN,
+            _export,
+            discord=("export",),
         ),
         Command(
             "followups",

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from core.clock import iso_utc
 from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome, Page
+from core.commands.rights import FORGET_LAPSE, DataShown, ForgetAnswer, ForgetOutcome
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.messages import ListName
 from core.privacy.store import ErasureCounts
@@ -231,6 +232,122 @@ NEW_ADMINS_ONLY = (
 NEW_UNAVAILABLE = "Starting over is not available here."
 
 
+# --- the data-rights commands: /forget, /mydata, /export -------------------------
+
+RIGHTS_UNAVAILABLE = "Your data cannot be shown or erased here; the operator can (kept users)."
+_LAPSE = f"{int(FORGET_LAPSE.total_seconds() // 60)} minutes"
+
+
+ANONYMOUS_RIGHTS = (
+    "You are posting as the group, so I cannot tell whose data this is: "
+    "send it as yourself, or in a private chat with me."
+)
+
+
+def private_only(name: str, style: Style = CHAT) -> str:
+    """/mydata or /export asked in a group: nothing of theirs is shown there."""
+    return f"{style.command(name)} works in a private chat with me: send it there."
+
+
+def forget_prompt(counts: ErasureCounts, *, typed: bool = False) -> str:
+    """/forget's question, with the counts; `typed`: answered by a line
+    (`kept chat`), not a button."""
+    asked = erasure(counts, done=False)
+    if not counts.total:
+        return asked
+    if typed:
+        return f"{asked} Type yes within {_LAPSE} to erase it; anything else cancels."
+    return f"{asked} Press Erase within {_LAPSE} to go on, or Cancel."
+
+
+def forget_answer(answer: ForgetAnswer, style: Style = CHAT) -> str:
+    """What an Erase or Cancel press (or the yes line) did."""
+    match answer.outcome:
+        case ForgetOutcome.ERASED:
+            return f"{erasure(answer.counts, done=True)} You can go on talking to me."
+        case ForgetOutcome.NOTHING_LEFT:
+            return "Nothing is left to erase: it is already done."
+        case ForgetOutcome.CANCELLED:
+            return "Cancelled: nothing was erased."
+        case ForgetOutcome.LAPSED:
+            return (
+                f"This question lapsed after {_LAPSE}: nothing was erased. "
+                f"Send {style.command('forget')} again to erase."
+            )
+        case ForgetOutcome.NOT_YOURS:
+            return "Only the person who asked can answer this; nothing was erased."
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
+
+
+def my_data(shown: DataShown, style: Style = CHAT) -> str:
+    """/mydata's summary, above this chat's follow-ups and reminders."""
+    held = shown.held
+    chats = _count(len(shown.chats), "chat", "chats")
+    lines = [
+        "What I hold about you:",
+        f"- {_count(held.messages, 'message', 'messages')} (yours and my replies) in {chats}",
+        f"- {_count(held.follow_ups, 'follow-up', 'follow-ups')} and "
+        f"{_count(held.reminders, 'reminder', 'reminders')} in every chat"
+        + (" (this chat's open ones are listed below)" if listed(shown) else ""),
+    ]
+    if held.queued:
+        waiting = _count(held.queued, "exchange", "exchanges")
+        lines.append(f"- {waiting} waiting to be read for follow-ups")
+    zone = shown.zone
+    if zone is not None:
+        mine = "your own" if zone.own else "none of your own, so the default"
+        lines.append(f"- time zone: {zone.timezone} ({mine})")
+    if shown.followup_preference is not None:
+        lines.append(f"- follow-ups: {shown.followup_preference}")
+    if shown.retention is not None:
+        lines.append(f"- messages are kept for {shown.retention}")
+    lines.append(
+        f"{style.command('export')} sends it all as a file; {style.command('forget')} erases it."
+    )
+    return "\n".join(lines)
+
+
+def listed(shown: DataShown) -> bool:
+    """Whether /mydata lists this chat's follow-ups or reminders under its summary."""
+    return bool(shown.followups.listing.items or shown.reminders.listing.items)
+
+
+def export_sent(chats: int) -> str:
+    return (
+        f"Everything I hold from you, from {_count(chats, 'chat', 'chats')}, as one JSON document."
+    )
+
+
+def export_too_large(size: int, limit: int) -> str:
+    """An export bigger than the platform lets a bot send."""
+    return (
+        f"Your export is {_size(size)}, more than the {_size(limit)} I can send "
+        "here; ask the operator for it (kept users export)."
+    )
+
+
+def _size(size: int) -> str:
+    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return _count(size, "byte", "bytes")
+
+
+def export_saved(path: str, chats: int) -> str:
+    return f"Exported what I hold from you ({_count(chats, 'chat', 'chats')}) to {path}."
+
+
+def export_exists(path: str) -> str:
+    return f"{path} already exists: move it away and send /export again."
+
+
+def export_not_written(path: str, reason: str) -> str:
+    return f"Could not write {path}: {reason}."
+
+
 # `/followups` (core/users/followup_prefs.py).
 FOLLOWUPS_UNAVAILABLE = "Follow-up settings are not available here."
 
@@ -313,3 +430,10 @@ def followups_of(
     return (
         f"{who}: follow-ups {'on' if state.own else 'off'} under agent {agent_id} (since {since})."
     )
+
+
+def followups_brief(state: FollowUpState) -> str:
+    """The user's own follow-up switch, as /mydata lists it."""
+    if state.own is False:
+        return "off (/followups on switches them back on)"
+    return "on (/followups off stops them)"

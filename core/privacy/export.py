@@ -5,6 +5,7 @@ reminders, queued exchanges and settings. Nothing of anyone else's."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -178,3 +179,8 @@ def document(export: UserExport, *, at: datetime) -> dict[str, Any]:
             for q in export.queued
         ],
     }
+
+
+def document_text(export: UserExport, *, at: datetime) -> str:
+    """The document as `kept users export` writes it and /export sends it."""
+    return json.dumps(document(export, at=at), ensure_ascii=False, indent=2)

@@ -89,3 +89,12 @@ class UserExportStore(abc.ABC):
         """Everything kept holds from or about `user`, read in one snapshot:
         the same rows `ErasureStore.erase` would remove, and their pairing
         approval."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyStores:
+    """The ports the chat commands /forget, /mydata and /export act through."""
+
+    erasure: ErasureStore
+    exports: UserExportStore
+    chats: StoredChats

@@ -18,6 +18,8 @@ from core.privacy.store import ErasedUser, ErasureCounts, ErasureStore
 from core.store.sql.database import Database, Params, Transaction
 from core.store.sql.user_rows import user_rows
 
+ERASURE_NAMESPACE = 0x6B65  # "ke"
+
 
 class Purge(Protocol):
     """What a backend does so that erased text is gone from its files, not
@@ -101,6 +103,12 @@ class SqlErasureStore(ErasureStore):
         return counts
 
     async def _erase(self, tx: Transaction, user: ErasedUser, *, delete: bool) -> ErasureCounts:
+        if delete:
+            # Two erasures of one user at once (a double press): the second
+            # waits, then counts what the first left, so neither reports rows
+            # the other removed (PostgreSQL's READ COMMITTED would let both
+            # count the same rows).
+            await tx.serialize(ERASURE_NAMESPACE, f"{user.platform}:{user.user_id}")
         rows = await user_rows(tx, user)
         ids_in, ids = rows.private_ids()
         keys_in, keys = rows.private_keys()

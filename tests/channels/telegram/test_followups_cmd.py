@@ -124,3 +124,14 @@ async def test_after_followups_off_their_messages_reach_no_extraction_call(
         assert any("okapi" in c for c in chats)  # they are still answered
     finally:
         await tg.services.extraction.stop(drain_seconds=0.1)
+
+
+async def test_mydata_shows_the_users_own_switch(tg: TelegramHarness) -> None:
+    await tg.start()
+    assert "follow-ups: on (/followups off stops them)" in await command(
+        tg, "/mydata", chat_id=42
+    )
+    await command(tg, "/followups off", chat_id=42)
+    assert "follow-ups: off (/followups on switches them back on)" in await command(
+        tg, "/mydata", chat_id=42
+    )
