@@ -128,9 +128,7 @@ async def test_after_followups_off_their_messages_reach_no_extraction_call(
 
 async def test_mydata_shows_the_users_own_switch(tg: TelegramHarness) -> None:
     await tg.start()
-    assert "follow-ups: on (/followups off stops them)" in await command(
-        tg, "/mydata", chat_id=42
-    )
+    assert "follow-ups: on (/followups off stops them)" in await command(tg, "/mydata", chat_id=42)
     await command(tg, "/followups off", chat_id=42)
     assert "follow-ups: off (/followups on switches them back on)" in await command(
         tg, "/mydata", chat_id=42

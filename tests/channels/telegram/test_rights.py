@@ -159,6 +159,7 @@ async def test_mydata_shows_what_is_held_in_private_and_nothing_in_a_group(
         "- 3 follow-ups and 2 reminders in every chat (this chat's open ones are listed below)",
         "- 1 exchange waiting to be read for follow-ups",
         "- time zone: Europe/Paris (your own)",
+        "- follow-ups: on (/followups off stops them)",
         "/export sends it all as a file; /forget erases it.",
     ]
     # This chat's lists, with their buttons, as /commitments and /reminders show them.
