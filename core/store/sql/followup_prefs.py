@@ -2,7 +2,8 @@
 `followup_preferences` (per agent, platform and user), a shared chat's in
 `chat_followup_preferences` (per session key).
 
-`SILENCED` is the same test as a condition on a `commitments` row, for the
+`SILENCED` (core/store/sql/silenced.py) is the same test as a condition on a
+`commitments` row, for the
 statement that moves a check-in to sending (core/store/sql/heartbeat.py):
 a switch made while the model wrote the check-in stops it there, in the
 database, whichever worker holds it.
@@ -21,15 +22,6 @@ from core.users.store import FollowUpPreferenceStore, FollowUpState, FollowUpSub
 # Three parameters a user: stays below every SQLite build's limit on host
 # parameters (999 before 3.32) and PostgreSQL's (65,535).
 _CHUNK = 300
-
-# True when the `commitments` row's member or chat switched follow-ups off.
-SILENCED = (
-    "(EXISTS (SELECT 1 FROM followup_preferences p WHERE p.agent_id = commitments.agent_id "
-    "AND p.platform = commitments.platform AND p.user_id = commitments.sender_id "
-    "AND p.enabled = 0) "
-    "OR EXISTS (SELECT 1 FROM chat_followup_preferences g "
-    "WHERE g.session_key = commitments.session_key AND g.enabled = 0))"
-)
 
 
 class SqlFollowUpPreferenceStore(FollowUpPreferenceStore):

@@ -30,7 +30,7 @@ from core.store.sql.commitments import (
     scope_params,
 )
 from core.store.sql.database import Database, Params, Row, Transaction
-from core.store.sql.followup_prefs import SILENCED
+from core.store.sql.silenced import SILENCED
 
 _UNKNOWN_AFTER_RESTART = "delivery outcome unknown (process stopped mid-send); not resent"
 _EXPIRED_BEFORE_SEND = "claim expired before sending (process stopped); released, nothing sent"

@@ -20,7 +20,7 @@ from core.store.backends import Backend, open_backend
 from core.users import FollowUpPreferences, FollowUpState, FollowUpSubject
 from core.users.followup_prefs import DISMISSED_REASON, parse_switch
 from tests.support.followups import store_rows
-from tests.support.user_data import ANN, BEN, GROUP, NOW, PRIVATE, scope, seed
+from tests.support.user_data import ANN, BEN, GROUP, NOW, PRIVATE, follow_up, scope, seed
 
 
 @pytest.fixture
@@ -160,3 +160,18 @@ async def test_a_groups_switch_goes_when_the_groups_session_is_erased(backend: B
         ErasureCounts(settings=1)
     )
     assert (await p.state("main", "telegram", BEN, "agent:main:telegram:group:-999")).on
+
+
+async def test_an_extraction_answered_after_the_switch_stores_nothing_about_them(
+    backend: Backend,
+) -> None:
+    """The model was already reading their exchange when they switched off:
+    what it answers is not stored for them (the statement that stores it
+    reads the switch), while another member's answer in the same chat is."""
+    await seed(backend)
+    await prefs(backend).set_user("main", "telegram", ANN, False, now=NOW)
+    await follow_up(backend, scope(GROUP, "-500", ANN, "group"), "ann's late topic")
+    await follow_up(backend, scope(GROUP, "-500", BEN, "group"), "ben's late topic")
+    reasons = {c.reason for c in await backend.commitments.list(Filter(statuses=("pending",)))}
+    assert "ben's late topic" in reasons
+    assert "ann's late topic" not in reasons
