@@ -77,6 +77,8 @@ def services_context(
         web=web,
         parked=services.backend.parked,
         start_over=services.start_over,
+        privacy=services.privacy,
+        followup_prefs=services.followup_prefs,
     )
 
 

@@ -30,6 +30,7 @@ from core.locks import SessionLocks
 from core.messages import Sender
 from core.pairing import Pairing
 from core.privacy.retention import Retention
+from core.privacy.store import PrivacyStores
 from core.reminders import (
     ReminderFiring,
     ReminderService,
@@ -43,7 +44,7 @@ from core.search.tools import register_search_tools
 from core.store.backends import Backend, open_backend
 from core.store.backends import database_errors as database_errors  # for the commands
 from core.tools import ChatAdmins, ToolRegistry
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
 from core.users.tools import register_user_tools
 from core.wake import Wake
 
@@ -72,8 +73,12 @@ class Services:
     worker: str
     # `/new`: a chat's conversation starts over for every model call.
     start_over: StartOver
+    # Whether kept follows up with a user (their own switch, a group's).
+    followup_prefs: FollowUpPreferences
     # Erases what outlived storage.retention, on every worker.
     retention: Retention
+    # What the chat's /forget, /mydata and /export act through.
+    privacy: PrivacyStores | None = None
 
 
 def new_worker_id() -> str:
@@ -116,6 +121,7 @@ def build_services(
     session_locks = SessionLocks(shared=backend.session_guard)
     store = backend.store
     users = UserZones(backend.user_zones, lambda agent_id: agent_timezone(config(), agent_id))
+    followup_prefs = FollowUpPreferences(backend.followup_prefs)
     tools = ToolRegistry()
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
@@ -149,6 +155,7 @@ def build_services(
         on_stored=wake,
         zones=users,
         starts=store,
+        prefs=followup_prefs,
     )
     manager = ConversationManager(
         store=store,
@@ -181,6 +188,7 @@ def build_services(
         platforms=platforms,
         session_locks=session_locks,
         zones=users,
+        prefs=followup_prefs,
     )
     scheduler = Scheduler([reminder_source, followups], clock=clock, wake=wake)
 
@@ -204,6 +212,8 @@ def build_services(
         worker=worker,
         start_over=StartOver(store),
         retention=Retention(backend.retention, lambda: config().storage.retention, clock),
+        privacy=PrivacyStores(backend.erasure, backend.exports, backend.chats),
+        followup_prefs=followup_prefs,
     )
 
 

@@ -4,6 +4,9 @@ view of a user's own time zone (what `/timezone` sets in a chat).
 holds from a user, under every agent (core/privacy).
 `kept users export PLATFORM:USER [--out FILE]`: everything kept holds from
 or about a user, one JSON document (core/privacy/export.py).
+`kept users followups PLATFORM:USER [on|off] [--agent AGENT] [--json]`: show
+or switch a user's own follow-ups (what `/followups` does in a private chat),
+under every configured agent or one.
 
 stdout carries the answer (one line, worded as /timezone's, about the
 named user: core/commands/wording.py; or one JSON document with --json);
@@ -16,6 +19,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,22 +28,27 @@ from bot.context import config_option, fail, resolve_config_path
 from bot.output import counts_json
 from bot.services import database_errors
 from bot.store_access import load_or_fail, on_backend, opened_backend
-from core.clock import SystemClock
+from core.clock import SystemClock, iso_utc
 from core.commands import wording
 from core.commands.timezone import TimezoneCommands, ZoneAnswer, ZoneOutcome
 from core.config.model import KeptConfig
-from core.privacy.export import document as export_document
+from core.privacy.export import document_text
 from core.privacy.store import ErasedUser, ErasureCounts
 from core.store import MigrationError
 from core.store.errors import masked_url
-from core.users import UserZones
+from core.users import FollowUpPreferences, FollowUpState, Switched, UserZones
+from core.users.followup_prefs import parse_switch
+
+if TYPE_CHECKING:
+    from core.store.backends import Backend
 
 PLATFORMS = ("telegram", "discord", "console")
 
 
 @click.group("users")
 def users_group() -> None:
-    """Per-user settings and data: a user's own time zone; erasing what kept holds from them."""
+    """Per-user settings and data: a user's own time zone and follow-ups; erasing what kept
+    holds from them."""
 
 
 def parse_user(text: str) -> tuple[str, str]:
@@ -163,9 +172,7 @@ def export_cmd(user: str, out: Path | None, config_path: Path | None) -> None:
     if out is not None and not out.parent.is_dir():
         fail(f"no directory {out.parent} to write the export in")
     exported = on_backend(config, lambda b: b.exports.export(ErasedUser(platform, user_id)))
-    text = json.dumps(
-        export_document(exported, at=SystemClock().now()), ensure_ascii=False, indent=2
-    )
+    text = document_text(exported, at=SystemClock().now())
     if out is None:
         click.echo(text)
         return
@@ -174,3 +181,66 @@ def export_cmd(user: str, out: Path | None, config_path: Path | None) -> None:
         file.write(text + "\n")
     chats = len(exported.chats)
     click.echo(f"Exported what I hold from {platform}:{user_id} ({chats} chats) to {out}.")
+
+
+@users_group.command("followups")
+@click.argument("user", metavar="PLATFORM:USER")
+@click.argument("state", metavar="[on|off]", required=False)
+@click.option(
+    "--agent", "agent_id", default=None, help="Only this agent (default: every configured agent)."
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@config_option
+def followups_cmd(
+    user: str, state: str | None, agent_id: str | None, as_json: bool, config_path: Path | None
+) -> None:
+    """Show, or switch on or off, whether kept follows up with a user: off,
+    their messages are no longer sent to the extraction model, their pending
+    follow-ups are dismissed and no check-in is sent to them. Reminders stay."""
+    platform, user_id = parse_user(user)
+    enabled = None
+    if state is not None:
+        enabled = parse_switch(state)
+        if enabled is None:
+            fail(f"{state!r} is neither on nor off")
+    config = load_or_fail(resolve_config_path(config_path))
+    agents = [agent.id for agent in config.agents]
+    if agent_id is not None:
+        if agent_id not in agents:
+            fail(f"no agent {agent_id!r} in the config (agents: {', '.join(agents)})")
+        agents = [agent_id]
+
+    async def work(backend: Backend) -> list[tuple[str, FollowUpState, Switched | None]]:
+        prefs = FollowUpPreferences(backend.followup_prefs)
+        now = SystemClock().now()
+        found: list[tuple[str, FollowUpState, Switched | None]] = []
+        for agent in agents:
+            switched = None
+            if enabled is not None:
+                switched = await prefs.set_user(agent, platform, user_id, enabled, now=now)
+            found.append((agent, await prefs.state(agent, platform, user_id), switched))
+        return found
+
+    answers = on_backend(config, work)
+    who = f"{platform}:{user_id}"
+    if as_json:
+        document = {
+            "platform": platform,
+            "userId": user_id,
+            "agents": [
+                {
+                    "agentId": agent,
+                    "on": found.on,
+                    "set": found.own is not None,
+                    "updatedAt": iso_utc(found.own_updated_at),
+                    "changed": bool(switched and switched.changed),
+                    "dismissed": switched.dismissed if switched else 0,
+                    "unqueued": switched.unqueued if switched else 0,
+                }
+                for agent, found, switched in answers
+            ],
+        }
+        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        return
+    for agent, found, switched in answers:
+        click.echo(wording.followups_of(who, agent, found, switched))

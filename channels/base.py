@@ -60,13 +60,14 @@ from core.logs import event
 from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target
 from core.metrics import recorder
 from core.pairing import Pairing
+from core.privacy.store import PrivacyStores
 from core.reminders import ReminderService
 from core.store import MessageRecord, Store
 from core.store.app_state import AppStateStore
 from core.store.errors import root_cause
 from core.store.parked import ParkedUpdates
 from core.store.updates import UpdateQueue
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
 
 log = logging.getLogger("kept.channels")
 # Usernames remembered per adapter for `@name` entries at delivery time.
@@ -203,6 +204,12 @@ class ChannelContext:
     # Starts a chat's conversation over (`/new`); None: the command says it
     # is not available (tests that build a context without one).
     start_over: StartOver | None = None
+    # What /forget, /mydata and /export act through; None: those commands
+    # say they are not available here.
+    privacy: PrivacyStores | None = None
+    # Who switched follow-ups off (`/followups`); None: the command says it
+    # is not available (tests that build a context without one).
+    followup_prefs: FollowUpPreferences | None = None
 
 
 @dataclass(frozen=True, slots=True)

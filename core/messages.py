@@ -182,7 +182,19 @@ class ReminderSnooze:
     minutes: int
 
 
-ButtonAction = Action | ItemAction | PageAction | ReminderSnooze | ZoneChoice
+@dataclass(frozen=True, slots=True)
+class ForgetChoice:
+    """ "Erase" / "Cancel" under a /forget prompt: erase (`erase`) or keep
+    what kept holds from `user_id`. `issued` (Unix seconds) is when the prompt
+    was made: a press after the lapse (core/commands/rights.py) erases
+    nothing, and only `user_id`'s press counts."""
+
+    user_id: str
+    issued: int
+    erase: bool = True
+
+
+ButtonAction = Action | ItemAction | PageAction | ReminderSnooze | ZoneChoice | ForgetChoice
 
 
 def reminder_snooze_actions(reminder_id: str, firing: int) -> tuple[ReminderSnooze, ...]:

@@ -89,6 +89,7 @@ class ConsoleAdapter(ChannelAdapter[str]):
         force_terminal: bool | None = None,
         user: str | None = None,
         allow_from: Iterable[str] = (),
+        export_dir: Path | None = None,
     ) -> None:
         """`context` backs the commands (without it they are unavailable);
         `handler` defaults to its conversation. `reader` defaults to
@@ -120,7 +121,11 @@ class ConsoleAdapter(ChannelAdapter[str]):
         self.user = user or _local_user()
         self._ids = itertools.count(1)
         self._withdraw = withdraw
-        self._commands = ConsoleCommands(context, self._asker) if context is not None else None
+        self._commands = (
+            ConsoleCommands(context, self._asker, export_dir=export_dir)
+            if context is not None
+            else None
+        )
         self._turn: asyncio.Task[None] | None = None
         # The turn's reply is on screen: Ctrl-C no longer cancels it.
         self._replied = False
@@ -216,9 +221,14 @@ class ConsoleAdapter(ChannelAdapter[str]):
 
     async def _answered_question(self, text: str) -> bool:
         """A y / n to the proposed zone, if one is open; any other line lets
-        the question lapse and is read as usual."""
-        question, self._question = self._question, None
+        the question lapse and is read as usual. After /forget's question,
+        `yes` erases and any other line cancels (and, unless it was a no, is
+        then read as usual)."""
         word = text.lower()
+        if self._commands is not None and self._commands.forget_asked:
+            await self._out.show(await self._commands.answer_forget(word in YES))
+            return word in YES | NO
+        question, self._question = self._question, None
         if question is None or word not in YES | NO:
             return False
         if self._commands is None:

@@ -6,8 +6,10 @@ nothing here reaches the model or the transcript.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -30,10 +32,11 @@ from core.commands.registry import (
     ZonesUnavailable,
 )
 from core.commands.results import Listing
+from core.commands.rights import DataShown, ExportMade, ForgetAsked
 from core.commands.times import local_time
 from core.commands.timezone import ZoneAnswer
 from core.commitments.visibility import Asker, ChatAccess
-from core.messages import ListName, ZoneChoice
+from core.messages import ForgetChoice, ListName, ZoneChoice
 
 PLATFORM = "console"
 # The registry's commands, and the console's own way out.
@@ -62,11 +65,17 @@ class ConsoleCommands:
         self,
         ctx: ChannelContext,
         asker: Callable[[], Asker],
+        *,
+        export_dir: Path | None = None,
     ) -> None:
         """`asker`: who types, in which session (read per command, as the
-        agent can change with the config)."""
+        agent can change with the config). `export_dir`: where /export
+        writes its file (default: the current directory)."""
         self._ctx = ctx
         self._asker = asker
+        self._export_dir = export_dir
+        # The /forget question the next line answers (a `yes` erases).
+        self._forget: ForgetChoice | None = None
 
     async def run(self, command: Parsed) -> RenderableType:
         call = self._call()
@@ -92,6 +101,47 @@ class ConsoleCommands:
                 return Text(wording.zone(result))
             case Told(text):
                 return Text(text)
+            case ForgetAsked(counts, actions):
+                self._forget = next((a for a in actions if a.erase), None)
+                return Text(wording.forget_prompt(counts, typed=True))
+            case DataShown():
+                return await self._my_data(result, call)
+            case ExportMade():
+                return Text(self._write_export(result))
+
+    @property
+    def forget_asked(self) -> bool:
+        return self._forget is not None
+
+    async def answer_forget(self, erase: bool) -> RenderableType:
+        """The line after /forget's question: `yes` erases (within the lapse),
+        anything else cancels."""
+        asked, self._forget = self._forget, None
+        rights = self._call().rights()
+        if asked is None or rights is None:
+            return Text(wording.NO_LONGER_WORKS)
+        return Text(wording.forget_answer(await rights.answer_forget(replace(asked, erase=erase))))
+
+    async def _my_data(self, shown: DataShown, call: Invocation) -> RenderableType:
+        zone = await call.timezone()
+        parts: list[RenderableType] = [Text(wording.my_data(shown))]
+        for name, page in (("commitments", shown.followups), ("reminders", shown.reminders)):
+            if page.listing.items:
+                parts.append(_listing(page.listing, name, zone))  # type: ignore[arg-type]
+        return _stack(*parts)
+
+    def _write_export(self, made: ExportMade) -> str:
+        """The export as a new file (0600), as `kept users export --out` writes it."""
+        path = (self._export_dir or Path.cwd()) / made.filename
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return wording.export_exists(str(path))
+        except OSError as exc:
+            return wording.export_not_written(str(path), exc.strerror or str(exc))
+        with os.fdopen(fd, "wb") as file:
+            file.write(made.data)
+        return wording.export_saved(str(path), made.chats)
 
     async def confirm_zone(self, choice: ZoneChoice) -> RenderableType:
         """The user's y / n to a zone the chat model proposed (set_timezone)."""
@@ -114,6 +164,8 @@ class ConsoleCommands:
             ctx.config,
             ctx.users,
             start_over=ctx.start_over,
+            privacy=ctx.privacy,
+            followup_prefs=ctx.followup_prefs,
         )
 
 

@@ -55,6 +55,7 @@ from channels.discord.catchup import HISTORY_LIMIT, CatchUp
 from channels.discord.cog import KeptEvents
 from channels.discord.commands import CommandSupport, command_groups, on_tree_error
 from channels.discord.errors import describe, send_failure
+from channels.discord.forget_button import ForgetActions
 from channels.discord.http import install_http
 from channels.discord.lists import ListPresses
 from channels.discord.scope import PLATFORM, ChatRef, Gate, addressed, clean_text, media_kind
@@ -123,6 +124,7 @@ class _KeptBehaviour(_BotBase):
     kept_followups: FollowUpActions
     kept_lists: ListPresses
     kept_zones: ZoneActions
+    kept_forget: ForgetActions
 
     async def setup_hook(self) -> None:
         # Registered on every start: buttons sent before a restart keep working.
@@ -165,6 +167,7 @@ def build_bot(
     bot.kept_followups = adapter.followups
     bot.kept_lists = adapter.lists
     bot.kept_zones = adapter.zones
+    bot.kept_forget = adapter.forget
     return bot
 
 
@@ -186,6 +189,9 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
         self.zones = ZoneActions(
             users=ctx.users, config=ctx.config, clock=ctx.clock, gate=self.gate
         )
+        self.forget = ForgetActions(
+            privacy=ctx.privacy, config=ctx.config, clock=ctx.clock, gate=self.gate
+        )
         self.lists = ListPresses(
             commitments=ctx.commitments,
             reminders=ctx.reminders,
@@ -205,6 +211,8 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             gate=self.gate,
             users=ctx.users,
             start_over=ctx.start_over,
+            privacy=ctx.privacy,
+            followup_prefs=ctx.followup_prefs,
         )
         for command in command_groups(support):
             self._bot.tree.add_command(command)

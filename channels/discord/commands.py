@@ -1,5 +1,7 @@
 """The slash commands: `/commitments list|dismiss|snooze`, `/reminders list|cancel`,
-`/timezone [zone]` (with autocomplete of IANA names) and `/new`.
+`/timezone [zone]` (with autocomplete of IANA names), `/new`, `/forget`,
+`/mydata`, `/export` (what kept holds from the user: erased after an
+Erase press, shown, or sent as a file) and `/followups [on|off]`.
 
 Parse and render only: what a command does, and what the asker may see, is
 decided once for every platform in core/commands (the chat's session: the
@@ -20,6 +22,7 @@ tries it is told why rather than not shown it.
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,17 +40,20 @@ from channels.discord.scope import (
     chat_access,
     interaction_chat,
 )
+from channels.discord.views import buttons_view
 from core.clock import Clock
 from core.commands import Listing, wording
 from core.commands.registry import COMMANDS, Changed, Invocation, ListShown, Result, Told
+from core.commands.rights import DataShown, ExportMade, ForgetAsked
 from core.commands.timezone import ZoneAnswer, zone_suggestions
 from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
 from core.conversation.start_over import StartOver
 from core.logs import event
+from core.privacy.store import PrivacyStores
 from core.reminders import ReminderService
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
 
 log = logging.getLogger("kept.discord")
 
@@ -79,7 +85,10 @@ class CommandSupport:
         gate: Gate,
         users: UserZones | None = None,
         start_over: StartOver | None = None,
+        privacy: PrivacyStores | None = None,
+        followup_prefs: FollowUpPreferences | None = None,
     ) -> None:
+        self.followup_prefs = followup_prefs
         self.commitments = commitments
         self.reminders = reminders
         self.config = config
@@ -87,6 +96,7 @@ class CommandSupport:
         self.gate = gate
         self.users = users
         self.start_over = start_over
+        self.privacy = privacy
 
     async def origin(self, interaction: discord.Interaction) -> CommandOrigin | None:
         """The interaction's chat, or None when it may not use the bot here."""
@@ -128,6 +138,8 @@ class CommandSupport:
             self.config,
             self.users,
             start_over=self.start_over,
+            privacy=self.privacy,
+            followup_prefs=self.followup_prefs,
         )
 
     async def answer(
@@ -150,9 +162,28 @@ class CommandSupport:
                 await reply(interaction, discord.utils.escape_mentions(wording.zone(result)))
             case Told(text):
                 await reply(interaction, discord.utils.escape_mentions(text))
+            case ForgetAsked(counts, actions):
+                await reply(interaction, wording.forget_prompt(counts), buttons_view(actions))
+            case DataShown():
+                await self._my_data(interaction, result)
+            case ExportMade(filename, data, chats):
+                limit = interaction.filesize_limit
+                if len(data) > limit:
+                    await reply(interaction, wording.export_too_large(len(data), limit))
+                else:
+                    upload = discord.File(io.BytesIO(data), filename=filename)
+                    await reply(interaction, wording.export_sent(chats), file=upload)
             case _:
                 await reply(interaction, wording.ZONES_UNAVAILABLE)
         return result
+
+    async def _my_data(self, interaction: discord.Interaction, shown: DataShown) -> None:
+        """The summary, then this chat's follow-ups and reminders with their buttons."""
+        await reply(interaction, wording.my_data(shown, STYLE))
+        for name, page in (("commitments", shown.followups), ("reminders", shown.reminders)):
+            if page.listing.items:
+                content, view = list_message(page, name, shown.viewer)  # type: ignore[arg-type]
+                await reply(interaction, content, view)
 
     async def manageable(
         self, origin: CommandOrigin, current: str
@@ -170,6 +201,7 @@ LIST_REMINDERS = COMMANDS.discord("reminders", "list")
 CANCEL = COMMANDS.discord("reminders", "cancel")
 TIMEZONE = COMMANDS.discord("timezone")
 NEW = COMMANDS.discord("new")
+FOLLOWUPS = COMMANDS.discord("followups")
 
 
 @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
@@ -321,6 +353,77 @@ def new_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]
     return new
 
 
+FORGET = COMMANDS.discord("forget")
+MYDATA = COMMANDS.discord("mydata")
+EXPORT = COMMANDS.discord("export")
+
+
+def rights_commands(support: CommandSupport) -> list[app_commands.Command[Any, ..., None]]:
+    """`/forget`, `/mydata` and `/export`: about the user, wherever the bot
+    may be used; every answer is ephemeral, so a server sees none of it
+    (/mydata and /export still answer only in the bot's DM)."""
+
+    def command(name: str, help_: str) -> app_commands.Command[Any, ..., None]:
+        @app_commands.command(name=name, description=help_)
+        @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+        @app_commands.guild_install()
+        async def run(interaction: discord.Interaction) -> None:
+            origin = await support.origin(interaction)
+            if origin is None:
+                return await reply(interaction, NOT_ALLOWED)
+            await support.answer(interaction, origin, name, {})
+            event(
+                log,
+                logging.INFO,
+                "discord_command",
+                agent=origin.agent_id,
+                session=origin.session_key,
+                command=name,
+                user=interaction.user.id,
+            )
+
+        return run
+
+    return [command(c.name, c.help) for c in (FORGET, MYDATA, EXPORT)]
+
+
+def followups_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
+    """`/followups` shows whether follow-ups reach the user here,
+    `/followups state:off` (or `on`) switches them: the user's own, or in a
+    server channel from someone with Manage Messages the whole channel's."""
+
+    @app_commands.command(name=FOLLOWUPS.name, description=FOLLOWUPS.help)
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+    @app_commands.guild_install()
+    @app_commands.describe(state=FOLLOWUPS.arguments[0].help)
+    @app_commands.choices(
+        state=[
+            app_commands.Choice(name="on", value="on"),
+            app_commands.Choice(name="off", value="off"),
+        ]
+    )
+    async def followups(
+        interaction: discord.Interaction, state: app_commands.Choice[str] | None = None
+    ) -> None:
+        origin = await support.origin(interaction)
+        if origin is None:
+            return await reply(interaction, NOT_ALLOWED)
+        chosen = state.value if state is not None else ""
+        await support.answer(interaction, origin, FOLLOWUPS.name, {"state": chosen})
+        if chosen:
+            event(
+                log,
+                logging.INFO,
+                "discord_followups",
+                agent=origin.agent_id,
+                session=origin.session_key,
+                user=interaction.user.id,
+                state=chosen,
+            )
+
+    return followups
+
+
 def command_groups(
     support: CommandSupport,
 ) -> list[app_commands.Group | app_commands.Command[Any, ..., None]]:
@@ -329,6 +432,8 @@ def command_groups(
         RemindersGroup(support),
         timezone_command(support),
         new_command(support),
+        *rights_commands(support),
+        followups_command(support),
     ]
 
 
@@ -352,10 +457,16 @@ async def on_tree_error(
 
 
 async def reply(
-    interaction: discord.Interaction, text: str, view: discord.ui.View | None = None
+    interaction: discord.Interaction,
+    text: str,
+    view: discord.ui.View | None = None,
+    *,
+    file: discord.File | None = None,
 ) -> None:
     """An ephemeral answer (a follow-up message when already answered)."""
-    extra = {"view": view} if view is not None else {}
+    extra: dict[str, Any] = {"view": view} if view is not None else {}
+    if file is not None:
+        extra["file"] = file
     if interaction.response.is_done():
         await interaction.followup.send(text, ephemeral=True, **extra)
     else:

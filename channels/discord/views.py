@@ -24,6 +24,7 @@ from typing import Any
 
 import discord
 
+from channels.discord.forget_button import ForgetButton
 from channels.discord.pressable import Pressable
 from channels.discord.scope import NOT_ALLOWED, Gate, chat_access, interaction_chat
 from channels.discord.zone_button import ZoneButton
@@ -44,6 +45,7 @@ from core.messages import (
     Action,
     ButtonAction,
     FollowUpVerb,
+    ForgetChoice,
     ItemAction,
     ItemVerb,
     PageAction,
@@ -94,6 +96,8 @@ def buttons_view(actions: Sequence[ButtonAction]) -> discord.ui.View | None:
                 buttons.append(ListPageButton(action, previous=page < shown))
             case ZoneChoice():
                 buttons.append(ZoneButton(action))
+            case ForgetChoice():
+                buttons.append(ForgetButton(action))
     if not buttons:
         return None
     view = discord.ui.View(timeout=None)
@@ -176,6 +180,7 @@ DYNAMIC_BUTTONS = (
     ListItemButton,
     ListPageButton,
     ZoneButton,
+    ForgetButton,
 )
 
 

@@ -39,7 +39,7 @@ from channels.telegram.format import MAX_UTF16, TelegramChunk, telegram_chunks
 from channels.telegram.intake import MarkSafe, UpdateIntake
 from channels.telegram.lists import keyboard
 from channels.telegram.pace import TELEGRAM_PACE, Pace
-from channels.telegram.send import send_message
+from channels.telegram.send import send_document, send_message
 from channels.telegram.shared_updates import MAX_CLAIMED_CHATS, SharedUpdates
 from channels.telegram.typing_action import TypingIndicator
 from core.config.model import TelegramConfig
@@ -223,6 +223,30 @@ class TelegramAdapter(ChannelAdapter[InlineKeyboardMarkup, TelegramChunk]):
     async def _reply(
         self, origin: CommandOrigin, reply: CommandReply, reply_to: str | None
     ) -> None:
+        bot = self._connection.bot
+        if reply.document is not None and bot is not None:
+            filename, data = reply.document
+            result = await send_document(
+                bot,
+                origin.target,
+                filename,
+                data,
+                reply.text,
+                reply_to,
+                self._ctx.clock,
+                secret=self._connection.token,
+            )
+            if not result.ok:
+                event(
+                    log,
+                    logging.WARNING,
+                    "telegram_document_failed",
+                    agent=origin.agent_id,
+                    session=origin.session_key,
+                    bytes=len(data),
+                    error=result.error,
+                )
+            return
         await self.send(
             Outbound(
                 target=origin.target,

@@ -35,6 +35,13 @@ from core.commands.registry import (
     ZonesUnavailable,
 )
 from core.commands.results import Page
+from core.commands.rights import (
+    RIGHTS_COMMANDS,
+    DataShown,
+    ExportMade,
+    ForgetAsked,
+    ForgetOutcome,
+)
 from core.commands.times import local_time
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.commitments.visibility import Asker, ChatAccess
@@ -43,6 +50,7 @@ from core.messages import (
     Action,
     ButtonAction,
     ChatKind,
+    ForgetChoice,
     ItemAction,
     ListName,
     PageAction,
@@ -66,6 +74,8 @@ HELP = (
     + "\n\nIn groups, mention me or reply to me to talk."
 )
 MAX_TEXT = 4096
+# The largest file a bot may send (sendDocument).
+MAX_DOCUMENT = 50 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +101,8 @@ class CommandReply:
 
     text: str
     actions: tuple[ButtonAction, ...] = ()
+    # A file sent with `text` as its caption (/export): its name and bytes.
+    document: tuple[str, bytes] | None = None
 
 
 Reply = Callable[[CommandOrigin, CommandReply, str | None], Awaitable[None]]
@@ -108,7 +120,13 @@ class TelegramCommands:
 
     async def run(self, name: str, args: list[str], origin: CommandOrigin, message_id: str) -> None:
         call = self._call(origin)
-        result = await COMMANDS.run(name, args, call)
+        result: Result
+        if origin.anonymous_admin and name in RIGHTS_COMMANDS:
+            # Every anonymous admin posts as one user id (the group's bot):
+            # their data is nobody's in particular.
+            result = Told(wording.ANONYMOUS_RIGHTS)
+        else:
+            result = await COMMANDS.run(name, args, call)
         event(
             log,
             logging.INFO,
@@ -118,7 +136,20 @@ class TelegramCommands:
             command=name,
             user=origin.user_id,
         )
-        await self._reply(origin, await self._render(result, call), message_id)
+        quote: str | None = message_id
+        for reply in await self._replies(result, call):
+            await self._reply(origin, reply, quote)
+            quote = None
+
+    async def _replies(self, result: Result, call: Invocation) -> list[CommandReply]:
+        """A command's messages: one, or /mydata's summary and this chat's lists."""
+        if not isinstance(result, DataShown):
+            return [await self._render(result, call)]
+        replies = [CommandReply(wording.my_data(result))]
+        for name, page in (("commitments", result.followups), ("reminders", result.reminders)):
+            if page.listing.items:
+                replies.append(await self._shown(page, name, call))  # type: ignore[arg-type]
+        return replies
 
     async def _render(self, result: Result, call: Invocation) -> CommandReply:
         """A command's typed result as Telegram's text and buttons."""
@@ -139,6 +170,14 @@ class TelegramCommands:
                 return CommandReply(wording.zone(result))
             case Told(text):
                 return CommandReply(text)
+            case ForgetAsked(counts, actions):
+                return CommandReply(wording.forget_prompt(counts), actions)
+            case DataShown():
+                return CommandReply(wording.my_data(result))
+            case ExportMade(filename, data, chats):
+                if len(data) > MAX_DOCUMENT:
+                    return CommandReply(wording.export_too_large(len(data), MAX_DOCUMENT))
+                return CommandReply(wording.export_sent(chats), document=(filename, data))
 
     async def _shown(self, page: Page, name: ListName, call: Invocation) -> CommandReply:
         """A list page as a message: its text and its buttons, times in the
@@ -158,6 +197,9 @@ class TelegramCommands:
         """Act on a button: a check-in's, a list's, a fired reminder's or a
         proposed time zone's."""
         action = unpack(query.data)
+        if isinstance(action, ForgetChoice) and origin is not None and message is not None:
+            await self._forget_press(query, message, origin, action)
+            return
         if isinstance(action, ZoneChoice) and origin is not None and message is not None:
             await self._on_zone_choice(query, message, origin, action)
             return
@@ -262,6 +304,33 @@ class TelegramCommands:
         await _answer(query, text[:190])
         await _close(message, text)
 
+    async def _forget_press(
+        self, query: CallbackQuery, message: Message, origin: CommandOrigin, choice: ForgetChoice
+    ) -> None:
+        """A /forget prompt's Erase / Cancel: only the user who asked may
+        answer, within the lapse; the answer replaces the buttons."""
+        rights = self._call(origin).rights()
+        if rights is None:
+            await _answer(query, NO_LONGER_WORKS)
+            return
+        answer = await rights.answer_forget(choice)
+        event(
+            log,
+            logging.INFO,
+            "telegram_forget_button",
+            agent=origin.agent_id,
+            session=origin.session_key,
+            user=origin.user_id,
+            outcome=answer.outcome.value,
+            erased=answer.counts.total,
+        )
+        text = wording.forget_answer(answer)
+        if answer.outcome is ForgetOutcome.NOT_YOURS:
+            await _answer(query, text[:190], alert=True)
+            return
+        await _answer(query, text[:190])
+        await _close(message, text)
+
     # --- scope and permission ------------------------------------------------
 
     def _call(self, origin: CommandOrigin) -> Invocation:
@@ -280,6 +349,8 @@ class TelegramCommands:
             ctx.config,
             ctx.users,
             start_over=ctx.start_over,
+            privacy=ctx.privacy,
+            followup_prefs=ctx.followup_prefs,
         )
 
 

@@ -21,6 +21,7 @@ from core.commands.times import local_time
 from core.messages import (
     Action,
     ButtonAction,
+    ForgetChoice,
     ItemAction,
     ItemVerb,
     ListName,
@@ -36,6 +37,10 @@ ITEM_LABELS: dict[ItemVerb, str] = {
 }
 # An item's text in a list: enough to recognise it, and ten fit in one message.
 ITEM_TEXT = 200
+
+
+def forget_label(erase: bool) -> str:
+    return "Erase" if erase else "Cancel"
 
 
 def snooze_label(minutes: int) -> str:
@@ -64,6 +69,8 @@ def keyboard(actions: Sequence[ButtonAction]) -> InlineKeyboardMarkup | None:
             case ZoneChoice(timezone=zone, accept=accept):
                 label = f"Yes, use {zone}" if accept else "No"
                 single.append(InlineKeyboardButton(label, callback_data=data))
+            case ForgetChoice(erase=erase):
+                single.append(InlineKeyboardButton(forget_label(erase), callback_data=data))
             case ItemAction(verb, item_id, page):
                 row = item_rows.setdefault(item_id, [])
                 number = page * PER_PAGE + len(item_rows)

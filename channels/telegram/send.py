@@ -34,7 +34,14 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import httpx
-from telegram import Bot, InlineKeyboardMarkup, Message, MessageEntity, ReplyParameters
+from telegram import (
+    Bot,
+    InlineKeyboardMarkup,
+    InputFile,
+    Message,
+    MessageEntity,
+    ReplyParameters,
+)
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -210,6 +217,40 @@ async def send_message(
         )
 
     return await send_formatted(call, chunk, clock, secret=secret, chat=target.chat_id)
+
+
+async def send_document(
+    bot: Bot,
+    target: Target,
+    filename: str,
+    data: bytes,
+    caption: str,
+    reply_to: str | None,
+    clock: Clock,
+    *,
+    secret: str,
+) -> SendResult:
+    """One file into `target` (sendDocument, a multipart upload), with a
+    short caption, quoting `reply_to` when it is still there."""
+    try:
+        thread = int(target.thread_id) if target.thread_id is not None else None
+        reply_id = int(reply_to) if reply_to is not None else None
+    except ValueError:
+        return SendResult(error=f"not a Telegram thread or message id in {target}")
+    reply = None
+    if reply_id is not None:
+        reply = ReplyParameters(message_id=reply_id, allow_sending_without_reply=True)
+
+    async def call() -> Message:
+        return await bot.send_document(
+            chat_id=chat_id_param(target.chat_id),
+            document=InputFile(data, filename=filename),
+            caption=caption,
+            message_thread_id=thread,
+            reply_parameters=reply,
+        )
+
+    return await send_once(call, clock, secret=secret, what="sendDocument", chat=target.chat_id)
 
 
 def entities_refused(result: SendResult) -> bool:

@@ -20,7 +20,9 @@ The format (version 1 of Telegram's payloads, which Discord now uses too):
 - a fired reminder's snooze: `z:<token>:<firing>:<minutes>`, minutes one of
   REMINDER_SNOOZE_MINUTES;
 - a proposed time zone: `t:<y|n>:<user id>:<zone>`; the zone is carried as
-  the model proposed it and validated when pressed (core/commands/timezone.py).
+  the model proposed it and validated when pressed (core/commands/timezone.py);
+- a /forget prompt's Erase / Cancel: `f:<y|n>:<user id>:<issued>`, issued in
+  Unix seconds, checked when pressed (core/commands/rights.py).
 
 Numbers are written without leading zeros, so a payload unpacks to the one
 action it was packed from. Discord's buttons sent before this format carry
@@ -41,6 +43,7 @@ from core.messages import (
     Action,
     ButtonAction,
     FollowUpVerb,
+    ForgetChoice,
     ItemAction,
     ItemVerb,
     ListName,
@@ -65,6 +68,7 @@ _CM, _RM = re.escape(FOLLOWUP_PREFIX), re.escape(REMINDER_PREFIX)
 _ZONE_USER = r"[0-9A-Za-z_-]{1,40}"
 _ZONE = r"[A-Za-z0-9/_+-]{1,60}"
 _FOLLOWUP_ID = re.compile(rf"{_CM}{_TOKEN}")
+_ISSUED = r"[1-9][0-9]{0,11}"  # Unix seconds
 
 
 def _group(match: re.Match[str], name: str) -> str | None:
@@ -249,12 +253,28 @@ class ZoneChoicePayload(Payload[ZoneChoice]):
         return ZoneChoice(match["user"], match["zone"], accept)
 
 
+class ForgetPayload(Payload[ForgetChoice]):
+    """A /forget prompt's Erase / Cancel: whose data, and when it was asked."""
+
+    action = ForgetChoice
+    pattern = rf"f:(?P<answer>[yn]):(?P<user>{_USER}):(?P<issued>{_ISSUED})"
+
+    @classmethod
+    def write(cls, action: ForgetChoice) -> str:
+        return f"f:{'y' if action.erase else 'n'}:{action.user_id}:{action.issued}"
+
+    @classmethod
+    def read(cls, match: re.Match[str]) -> ForgetChoice:
+        return ForgetChoice(match["user"], int(match["issued"]), match["answer"] == "y")
+
+
 PAYLOADS: tuple[type[Payload[ButtonAction]], ...] = (  # type: ignore[assignment]
     FollowUpPayload,
     ListItemPayload,
     ListPagePayload,
     ReminderSnoozePayload,
     ZoneChoicePayload,
+    ForgetPayload,
 )
 
 

@@ -19,6 +19,7 @@ from core.commands.followups import FollowUpCommands
 from core.commands.lists import ListCommands
 from core.commands.reminders import ReminderCommands
 from core.commands.results import Change, Page
+from core.commands.rights import DataShown, ExportMade, ForgetAsked, RightsCommands
 from core.commands.times import agent_timezone
 from core.commands.timezone import TimezoneCommands, ZoneAnswer
 from core.commitments.service import CommitmentService
@@ -26,8 +27,10 @@ from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
 from core.conversation.start_over import StartOver
 from core.messages import ListName
+from core.privacy.store import PrivacyStores
 from core.reminders.service import ReminderService
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
+from core.users.followup_prefs import parse_switch
 
 
 class Permission(StrEnum):
@@ -66,6 +69,10 @@ class Invocation:
     users: UserZones | None = None
     # `/new`; None: the surface cannot start a conversation over.
     start_over: StartOver | None = None
+    # What /forget, /mydata and /export act through; None: not offered here.
+    privacy: PrivacyStores | None = None
+    # Who switched follow-ups off (`/followups`); None: not available here.
+    followup_prefs: FollowUpPreferences | None = None
 
     @property
     def agent_id(self) -> str:
@@ -95,6 +102,17 @@ class Invocation:
             platform=self.platform,
             user_id=self.user_id,
         )
+
+    def rights(self) -> RightsCommands | None:
+        if self.privacy is None:
+            return None
+        return RightsCommands(
+            self.privacy, self.clock, platform=self.platform, user_id=self.user_id
+        )
+
+    @property
+    def private(self) -> bool:
+        return self.access.asker.chat_kind == "private"
 
     async def timezone(self) -> str:
         """The zone the asker reads times in: theirs, else the agent's."""
@@ -158,6 +176,9 @@ Result = (
     | Changed
     | ZoneAnswer
     | Told
+    | ForgetAsked
+    | DataShown
+    | ExportMade
 )
 Handler = Callable[[Invocation, Arguments], Awaitable[Result]]
 
@@ -302,6 +323,77 @@ async def _new(call: Invocation, arguments: Arguments) -> Result:
     return Told(wording.STARTED_OVER)
 
 
+async def _forget(call: Invocation, arguments: Arguments) -> Result:
+    rights = call.rights()
+    if rights is None:
+        return Told(wording.RIGHTS_UNAVAILABLE)
+    return await rights.ask_forget()
+
+
+async def _mydata(call: Invocation, arguments: Arguments) -> Result:
+    rights = call.rights()
+    if rights is None:
+        return Told(wording.RIGHTS_UNAVAILABLE)
+    if not call.private:
+        return Told(wording.private_only("mydata"))
+    held, chats = await rights.held()
+    zones = call.zones()
+    lists = call.lists()
+    preference = None
+    if call.followup_prefs is not None:
+        own = await call.followup_prefs.state(call.agent_id, call.platform, call.user_id)
+        preference = wording.followups_brief(own)
+    return DataShown(
+        held,
+        chats,
+        await zones.show() if zones is not None else None,
+        await lists.page("commitments"),
+        await lists.page("reminders"),
+        lists.viewer,
+        followup_preference=preference,
+    )
+
+
+async def _export(call: Invocation, arguments: Arguments) -> Result:
+    rights = call.rights()
+    if rights is None:
+        return Told(wording.RIGHTS_UNAVAILABLE)
+    if not call.private:
+        return Told(wording.private_only("export"))
+    return await rights.export()
+
+
+async def _followups(call: Invocation, arguments: Arguments) -> Result:
+    """No argument: the state here. `on` / `off`: in a private chat the
+    asker's own; in a shared chat a chat admin's switches the whole chat, a
+    member's only themselves (the answer says which)."""
+    prefs = call.followup_prefs
+    if prefs is None:
+        return Told(wording.FOLLOWUPS_UNAVAILABLE)
+    typed = _one(arguments, "state").strip()
+    access = call.access
+    key = access.asker.session_key if access.shared else None
+    if not typed:
+        state = await prefs.state(call.agent_id, call.platform, call.user_id, key)
+        return Told(wording.followups_state(state, shared=access.shared))
+    enabled = parse_switch(typed)
+    if enabled is None:
+        command = COMMANDS.get("followups")
+        assert command is not None
+        return WrongUsage(command)
+    now = call.clock.now()
+    if access.shared and await access.admin():
+        switched = await prefs.set_chat(call.agent_id, access.asker.session_key, enabled, now=now)
+        return Told(wording.followups_switched(switched, whole_chat=True))
+    switched = await prefs.set_user(call.agent_id, call.platform, call.user_id, enabled, now=now)
+    # A member's own "on" under a group switched off: say why nothing comes here.
+    state = await prefs.state(call.agent_id, call.platform, call.user_id, key)
+    answer = wording.followups_switched(
+        switched, whole_chat=False, state=state, shared=access.shared
+    )
+    return Told(answer)
+
+
 _FOLLOWUP_ID = "The follow-up's id, e.g. cm_1a2b3c4d5e6f"
 
 COMMANDS = Registry(
@@ -379,6 +471,42 @@ COMMANDS = Registry(
             Permission.CHAT_ADMIN,
             _new,
             discord=("new",),
+        ),
+        Command(
+            "forget",
+            "Erase everything I hold from you",
+            Permission.OWN,
+            _forget,
+            discord=("forget",),
+        ),
+        Command(
+            "mydata",
+            "What I hold about you",
+            Permission.OWN,
+            _mydata,
+            discord=("mydata",),
+        ),
+        Command(
+            "export",
+            "Everything I hold from you, as a file",
+            Permission.OWN,
+            _export,
+            discord=("export",),
+        ),
+        Command(
+            "followups",
+            "Switch my check-ins with you off or on",
+            Permission.CHAT,
+            _followups,
+            (
+                Argument(
+                    "state",
+                    "on or off; in a group an admin's applies to the whole group",
+                    "on|off",
+                    required=False,
+                ),
+            ),
+            discord=("followups",),
         ),
     ]
 )

@@ -15,9 +15,11 @@ from datetime import datetime
 
 from core.clock import iso_utc
 from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome, Page
+from core.commands.rights import FORGET_LAPSE, DataShown, ForgetAnswer, ForgetOutcome
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.messages import ListName
 from core.privacy.store import ErasureCounts
+from core.users.store import FollowUpState, Switched
 
 
 def _plain(text: str) -> str:
@@ -228,3 +230,210 @@ NEW_ADMINS_ONLY = (
     "Only an admin of this chat can start it over: its conversation is everyone's here."
 )
 NEW_UNAVAILABLE = "Starting over is not available here."
+
+
+# --- the data-rights commands: /forget, /mydata, /export -------------------------
+
+RIGHTS_UNAVAILABLE = "Your data cannot be shown or erased here; the operator can (kept users)."
+_LAPSE = f"{int(FORGET_LAPSE.total_seconds() // 60)} minutes"
+
+
+ANONYMOUS_RIGHTS = (
+    "You are posting as the group, so I cannot tell whose data this is: "
+    "send it as yourself, or in a private chat with me."
+)
+
+
+def private_only(name: str, style: Style = CHAT) -> str:
+    """/mydata or /export asked in a group: nothing of theirs is shown there."""
+    return f"{style.command(name)} works in a private chat with me: send it there."
+
+
+def forget_prompt(counts: ErasureCounts, *, typed: bool = False) -> str:
+    """/forget's question, with the counts; `typed`: answered by a line
+    (`kept chat`), not a button."""
+    asked = erasure(counts, done=False)
+    if not counts.total:
+        return asked
+    if typed:
+        return f"{asked} Type yes within {_LAPSE} to erase it; anything else cancels."
+    return f"{asked} Press Erase within {_LAPSE} to go on, or Cancel."
+
+
+def forget_answer(answer: ForgetAnswer, style: Style = CHAT) -> str:
+    """What an Erase or Cancel press (or the yes line) did."""
+    match answer.outcome:
+        case ForgetOutcome.ERASED:
+            return f"{erasure(answer.counts, done=True)} You can go on talking to me."
+        case ForgetOutcome.NOTHING_LEFT:
+            return "Nothing is left to erase: it is already done."
+        case ForgetOutcome.CANCELLED:
+            return "Cancelled: nothing was erased."
+        case ForgetOutcome.LAPSED:
+            return (
+                f"This question lapsed after {_LAPSE}: nothing was erased. "
+                f"Send {style.command('forget')} again to erase."
+            )
+        case ForgetOutcome.NOT_YOURS:
+            return "Only the person who asked can answer this; nothing was erased."
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
+
+
+def my_data(shown: DataShown, style: Style = CHAT) -> str:
+    """/mydata's summary, above this chat's follow-ups and reminders."""
+    held = shown.held
+    chats = _count(len(shown.chats), "chat", "chats")
+    lines = [
+        "What I hold about you:",
+        f"- {_count(held.messages, 'message', 'messages')} (yours and my replies) in {chats}",
+        f"- {_count(held.follow_ups, 'follow-up', 'follow-ups')} and "
+        f"{_count(held.reminders, 'reminder', 'reminders')} in every chat"
+        + (" (this chat's open ones are listed below)" if listed(shown) else ""),
+    ]
+    if held.queued:
+        waiting = _count(held.queued, "exchange", "exchanges")
+        lines.append(f"- {waiting} waiting to be read for follow-ups")
+    zone = shown.zone
+    if zone is not None:
+        mine = "your own" if zone.own else "none of your own, so the default"
+        lines.append(f"- time zone: {zone.timezone} ({mine})")
+    if shown.followup_preference is not None:
+        lines.append(f"- follow-ups: {shown.followup_preference}")
+    if shown.retention is not None:
+        lines.append(f"- messages are kept for {shown.retention}")
+    lines.append(
+        f"{style.command('export')} sends it all as a file; {style.command('forget')} erases it."
+    )
+    return "\n".join(lines)
+
+
+def listed(shown: DataShown) -> bool:
+    """Whether /mydata lists this chat's follow-ups or reminders under its summary."""
+    return bool(shown.followups.listing.items or shown.reminders.listing.items)
+
+
+def export_sent(chats: int) -> str:
+    return (
+        f"Everything I hold from you, from {_count(chats, 'chat', 'chats')}, as one JSON document."
+    )
+
+
+def export_too_large(size: int, limit: int) -> str:
+    """An export bigger than the platform lets a bot send."""
+    return (
+        f"Your export is {_size(size)}, more than the {_size(limit)} I can send "
+        "here; ask the operator for it (kept users export)."
+    )
+
+
+def _size(size: int) -> str:
+    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return _count(size, "byte", "bytes")
+
+
+def export_saved(path: str, chats: int) -> str:
+    return f"Exported what I hold from you ({_count(chats, 'chat', 'chats')}) to {path}."
+
+
+def export_exists(path: str) -> str:
+    return f"{path} already exists: move it away and send /export again."
+
+
+def export_not_written(path: str, reason: str) -> str:
+    return f"Could not write {path}: {reason}."
+
+
+# `/followups` (core/users/followup_prefs.py).
+FOLLOWUPS_UNAVAILABLE = "Follow-up settings are not available here."
+
+
+def followups_state(state: FollowUpState, *, shared: bool) -> str:
+    """`/followups`: whether follow-ups reach the asker here, and why not."""
+    if state.chat is False:
+        own = " (yours are off too)" if state.own is False else ""
+        return (
+            "Follow-ups are off in this chat: an admin switched them off for everyone"
+            f"{own}. I don't read anyone's messages here for them or check in."
+        )
+    if state.own is False:
+        return (
+            "Your follow-ups are off: I don't read your messages for them or check in "
+            "with you. Reminders you ask for still come. /followups on switches them back on."
+        )
+    where = " (an admin's /followups off switches the whole chat)" if shared else ""
+    return (
+        "Your follow-ups are on: I may check in later about things you mention. "
+        f"/followups off stops that{where}."
+    )
+
+
+def followups_switched(
+    switched: Switched,
+    *,
+    whole_chat: bool,
+    state: FollowUpState | None = None,
+    shared: bool = False,
+) -> str:
+    """`/followups on|off`: what changed, and for whom."""
+    dropped = ""
+    if switched.dismissed:
+        many = "follow-up" if switched.dismissed == 1 else "follow-ups"
+        dropped = f" I dismissed {switched.dismissed} pending {many}."
+    if whole_chat:
+        if not switched.enabled:
+            return (
+                "Follow-ups are now off for everyone in this chat (you are an admin): I won't "
+                f"read anyone's messages here for them or check in.{dropped} "
+                "Reminders still come."
+            )
+        return "Follow-ups are now on for everyone in this chat (you are an admin)."
+    if not switched.enabled:
+        just = " (just yours: an admin can switch off the whole chat)" if shared else ""
+        return (
+            f"Your follow-ups are now off{just}, in every chat with me: I won't read your "
+            f"messages for them or check in with you.{dropped} Reminders still come."
+        )
+    if state is not None and state.chat is False:
+        return (
+            "Your follow-ups are now on, but an admin switched them off for this chat, "
+            "so none come here."
+        )
+    return "Your follow-ups are now on: I may check in about things you mention from now on."
+
+
+def followups_of(
+    who: str, agent_id: str, state: FollowUpState, switched: Switched | None = None
+) -> str:
+    """`kept users followups`: one line per agent about the user it names
+    (e.g. "telegram:42"), as the operator sees it (times in UTC)."""
+    if switched is not None:
+        now = "now on" if switched.enabled else "now off"
+        if not switched.changed:
+            now = f"already {'on' if switched.enabled else 'off'}"
+        parts = []
+        if switched.dismissed:
+            many = "follow-up" if switched.dismissed == 1 else "follow-ups"
+            parts.append(f"{switched.dismissed} pending {many} dismissed")
+        if switched.unqueued:
+            many = "exchange" if switched.unqueued == 1 else "exchanges"
+            parts.append(f"{switched.unqueued} queued {many} dropped")
+        dropped = f"; {', '.join(parts)}" if parts else ""
+        return f"{who}: follow-ups {now} under agent {agent_id}{dropped}."
+    if state.own is None:
+        return f"{who}: follow-ups on under agent {agent_id} (never switched)."
+    since = _utc(state.own_updated_at) if state.own_updated_at else "?"
+    return (
+        f"{who}: follow-ups {'on' if state.own else 'off'} under agent {agent_id} (since {since})."
+    )
+
+
+def followups_brief(state: FollowUpState) -> str:
+    """The user's own follow-up switch, as /mydata lists it."""
+    if state.own is False:
+        return "off (/followups on switches them back on)"
+    return "on (/followups off stops them)"

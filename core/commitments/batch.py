@@ -26,7 +26,7 @@ from core.config.model import KeptConfig
 from core.llm import LLMError, Model
 from core.logs import event
 from core.metrics import recorder
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
 
 log = logging.getLogger("kept.commitments")
 
@@ -87,8 +87,11 @@ class BatchExtractor:
         on_stored: Callable[[], None] | None,
         zones: UserZones | None = None,
         starts: ConversationStarts | None = None,
+        prefs: FollowUpPreferences | None = None,
     ) -> None:
         self._store = store
+        # Who switched follow-ups off since their exchanges were queued.
+        self._prefs = prefs
         self._llm = llm
         self._config = config
         self._clock = clock
@@ -125,6 +128,9 @@ class BatchExtractor:
         groups: dict[Scope, list[Exchange]] = {}
         for item in batch:
             groups.setdefault(item.scope, []).append(item.exchange)
+        groups = await self._wanted(agent_id, groups)
+        if not groups:
+            return
         # One read and one write transaction per batch, however many scopes:
         # the connection is shared with the chat turns, so every trip counts.
         pending = await self._store.active_for_scopes(list(groups))
@@ -163,6 +169,31 @@ class BatchExtractor:
                 hook()
             except Exception as exc:  # stored already; the heartbeat's own timer still runs
                 event(log, logging.ERROR, "extraction_wake_failed", agent=agent.id, error=repr(exc))
+
+    async def _wanted(
+        self, agent_id: str, groups: dict[Scope, list[Exchange]]
+    ) -> dict[Scope, list[Exchange]]:
+        """The scopes whose member and chat still want follow-ups, read in
+        the database before any model call: an exchange queued before its
+        member (or the group's admin) switched off is never sent. Unreadable,
+        none is sent; the batch fails and its jobs are adopted again later."""
+        if self._prefs is None or not groups:
+            return groups
+        silenced = await self._prefs.silenced([s.subject for s in groups])
+        if not silenced:
+            return groups
+        for scope in groups:
+            if scope.subject in silenced:
+                event(
+                    log,
+                    logging.INFO,
+                    "extraction_skipped",
+                    agent=agent_id,
+                    session=scope.session_key,
+                    exchanges=len(groups[scope]),
+                    reason="follow-ups switched off",
+                )
+        return {s: ex for s, ex in groups.items() if s.subject not in silenced}
 
     async def _member_zones(
         self, groups: dict[Scope, list[Exchange]]

@@ -37,7 +37,7 @@ from core.conversation.events import ReplyEvent
 from core.llm import Model
 from core.logs import event
 from core.store.errors import storage_action
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
 
 log = logging.getLogger("kept.commitments")
 
@@ -96,8 +96,11 @@ class ExtractionWorker:
         on_stored: Callable[[], None] | None = None,
         zones: UserZones | None = None,
         starts: ConversationStarts | None = None,
+        prefs: FollowUpPreferences | None = None,
     ) -> None:
         self._jobs = jobs
+        # Who switched follow-ups off; None: nobody can (tests without one).
+        self._prefs = prefs
         self._worker = worker
         self._config = config
         self._clock = clock
@@ -122,6 +125,7 @@ class ExtractionWorker:
             on_stored=on_stored,
             zones=zones,
             starts=starts,
+            prefs=prefs,
         )
         self._queues: dict[str, AgentExtractionQueue] = {}
         self._adopter: asyncio.Task[None] | None = None
@@ -158,11 +162,14 @@ class ExtractionWorker:
         agent_id = ev.session.agent_id
         if await self._pauses.paused(agent_id):
             return  # the pause was logged once when it began
+        scope = scope_of(ev)
+        if not await self._followups_on(scope, ev.user_message.id):
+            return
         if self._held >= self._max_queue:
             self._drop(agent_id, ev.session.key)
             return
         exchange = Exchange(ev.user_message.id, ev.user_message.text, ev.reply.text)
-        new = NewJob(scope_of(ev), exchange)
+        new = NewJob(scope, exchange)
         # Counted before the write, so concurrent hooks respect the bound.
         self._held += 1
         self.high_water = max(self.high_water, self._held)
@@ -186,6 +193,41 @@ class ExtractionWorker:
             )
             return
         self._queue(job)
+
+    async def _followups_on(self, scope: Scope, message_id: int) -> bool:
+        """Whether the member (and the chat) want follow-ups: an exchange of
+        someone who switched them off is never queued, so its text never
+        reaches the extraction model. Read from the database on every turn
+        (a switch on another worker or the CLI counts at once); unreadable,
+        nothing is queued: a follow-up missed is better than one unwanted."""
+        if self._prefs is None:
+            return True
+        try:
+            silenced = await self._prefs.silenced([scope.subject])
+        except Exception as exc:
+            event(
+                log,
+                logging.WARNING,
+                "extraction_preference_unread",
+                agent=scope.agent_id,
+                session=scope.session_key,
+                message=message_id,
+                error=repr(exc),
+                action=storage_action(exc),
+            )
+            return False
+        if silenced:
+            event(
+                log,
+                logging.INFO,
+                "extraction_skipped",
+                agent=scope.agent_id,
+                session=scope.session_key,
+                message=message_id,
+                reason="follow-ups switched off",
+            )
+            return False
+        return True
 
     def _queue(self, job: ExtractionJob) -> None:
         """Hand a claimed job (already counted in `_held`) to its agent's queue."""
@@ -345,7 +387,12 @@ class ExtractionWorker:
         try:
             now = self._clock.now()
             await self._jobs.renew(ids, worker=self._worker, lease_until=now + JOB_LEASE)
-            await self._batches.process(agent_id, batch)
+            # Only the jobs still stored: the rows of a member erased or
+            # switched off since they were queued are gone, and their copies
+            # here must not reach the model (switched back on meanwhile, the
+            # preference alone would let them through).
+            still = await self._jobs.existing(ids)
+            await self._batches.process(agent_id, [job for job in batch if job.id in still])
         except Exception as exc:  # never let one bad batch end the queue
             event(
                 log,

@@ -51,6 +51,12 @@ class ExtractionJobStore(abc.ABC):
         """Extend `worker`'s claim on the jobs it still holds."""
 
     @abc.abstractmethod
+    async def existing(self, ids: Sequence[int]) -> set[int]:
+        """Those of `ids` still stored: a job erased with its user, or
+        dropped when its member switched follow-ups off, is gone even from
+        the worker holding a copy in memory."""
+
+    @abc.abstractmethod
     async def complete(self, ids: Sequence[int], *, worker: str) -> None:
         """The jobs are done (whatever the model answered): remove them."""
 

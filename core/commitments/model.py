@@ -14,6 +14,7 @@ from typing import Any, Literal, get_args
 
 from core.clock import iso_utc
 from core.messages import ChatKind, parse_session_key, storable
+from core.users.store import FollowUpSubject
 
 Status = Literal["pending", "snoozed", "sent", "dismissed", "resolved", "expired", "failed"]
 Kind = Literal["event_check_in", "deadline_check", "care_check_in", "open_loop"]
@@ -53,6 +54,11 @@ class Scope:
     thread_id: str | None
     sender_id: str | None
     chat_kind: ChatKind = field(kw_only=True, compare=False)
+
+    @property
+    def subject(self) -> FollowUpSubject:
+        """Whom the scope is about, where: what follow-up preferences are read by."""
+        return FollowUpSubject(self.agent_id, self.platform, self.sender_id, self.session_key)
 
 
 def _stored_chat_kind(session_key: str, chat_id: str, sender_id: str | None) -> ChatKind:

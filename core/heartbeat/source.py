@@ -30,7 +30,8 @@ from core.heartbeat.gates import blocked, interval
 from core.heartbeat.store import HeartbeatStore, ReapedClaims
 from core.heartbeat.turn import HeartbeatTurn
 from core.locks import SessionLocks
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
+from core.users.followup_prefs import DISMISSED_REASON
 
 MAX_PER_TURN = 3
 # Chats whose check-in turns run at once in one worker.
@@ -74,8 +75,12 @@ class FollowUpSource:
         platforms: Callable[[], set[str]],
         session_locks: SessionLocks,
         zones: UserZones | None = None,
+        prefs: FollowUpPreferences | None = None,
     ) -> None:
         self._config = config
+        # Who switched follow-ups off (themselves, or a group's admin for
+        # it); None: nobody can (tests without one).
+        self._prefs = prefs
         self._commitments = commitments
         self._store = store
         self._turn = turn
@@ -251,6 +256,7 @@ class FollowUpSource:
     ) -> list[Scope]:
         """The scopes the config lets speak now; the others are deferred."""
         speakers = []
+        groups = await self._drop_silenced(groups, now)
         zones: dict[tuple[str, str], str] = {}
         if self._zones is not None and groups:
             zones = await self._zones.many({(s.platform, s.sender_id or "") for s in groups})
@@ -279,6 +285,36 @@ class FollowUpSource:
             )
             self._deferred[scope] = now + NOT_SERVED_RETRY
         return speakers
+
+    async def _drop_silenced(
+        self, groups: dict[Scope, list[Commitment]], now: datetime
+    ) -> dict[Scope, list[Commitment]]:
+        """Before any claim or model call: the due follow-ups of a member or
+        chat that switched them off (one created by an extraction already
+        under way at the switch, say) are dismissed with the reason, the
+        preference read again in the statement that dismisses them. The
+        send itself checks it once more (HeartbeatStore.begin_sending)."""
+        if self._prefs is None or not groups:
+            return groups
+        silenced = await self._prefs.silenced([s.subject for s in groups])
+        if not silenced:
+            return groups
+        kept: dict[Scope, list[Commitment]] = {}
+        for scope, items in groups.items():
+            if scope.subject not in silenced:
+                kept[scope] = items
+                continue
+            dismissed = await self._store.dismiss_silenced(
+                [c.id for c in items], now=now, reason=DISMISSED_REASON
+            )
+            log_decision(
+                scope,
+                len(items),
+                "followups_off",
+                commitments=",".join(dismissed),
+                reason=DISMISSED_REASON,
+            )
+        return kept
 
     async def _zone_of(self, scope: Scope, agent_zone: str) -> str:
         """The zone a check-in's times are shown in: its member's own, else the agent's."""

@@ -128,3 +128,11 @@ class HeartbeatStore(abc.ABC):
     @abc.abstractmethod
     async def recent_checkin_texts(self, session_key: str, since: datetime) -> list[str]:
         """Check-ins written into this session's transcript since `since`."""
+
+    @abc.abstractmethod
+    async def dismiss_silenced(
+        self, ids: Sequence[str], *, now: datetime, reason: str
+    ) -> list[str]:
+        """Dismiss, with `reason`, those of `ids` that are still active and
+        unclaimed and whose member or chat switched follow-ups off, the
+        preference read in the same statement; the ids dismissed."""

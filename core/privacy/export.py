@@ -5,6 +5,7 @@ reminders, queued exchanges and settings. Nothing of anyone else's."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,15 @@ class ExportedExchange:
 
 
 @dataclass(frozen=True, slots=True)
+class ExportedFollowUpSwitch:
+    """The user's own follow-up preference under one agent."""
+
+    agent_id: str
+    enabled: bool
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class UserExport:
     platform: str
     user_id: str
@@ -86,6 +96,8 @@ class UserExport:
     queued: list[ExportedExchange]
     timezone: str | None
     paired: bool
+    # Their own follow-up switch per agent that has one (none: on everywhere).
+    followups: list[ExportedFollowUpSwitch] = field(default_factory=list)
 
 
 def message_json(m: ExportedMessage | MessageRecord) -> dict[str, Any]:
@@ -110,7 +122,14 @@ def document(export: UserExport, *, at: datetime) -> dict[str, Any]:
         "exportedAt": iso_utc(at),
         "platform": export.platform,
         "userId": export.user_id,
-        "settings": {"timezone": export.timezone, "paired": export.paired},
+        "settings": {
+            "timezone": export.timezone,
+            "paired": export.paired,
+            "followUps": [
+                {"agentId": f.agent_id, "on": f.enabled, "updatedAt": iso_utc(f.updated_at)}
+                for f in export.followups
+            ],
+        },
         "chats": [
             {
                 "sessionKey": c.key,
@@ -160,3 +179,8 @@ def document(export: UserExport, *, at: datetime) -> dict[str, Any]:
             for q in export.queued
         ],
     }
+
+
+def document_text(export: UserExport, *, at: datetime) -> str:
+    """The document as `kept users export` writes it and /export sends it."""
+    return json.dumps(document(export, at=at), ensure_ascii=False, indent=2)

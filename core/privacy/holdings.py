@@ -116,6 +116,19 @@ HOLDINGS: tuple[Holding, ...] = (
     ),
     Holding("user_zones", Reach.USER, "a member's own time zone", erased=True),
     Holding(
+        "followup_preferences",
+        Reach.USER,
+        "a member's own follow-up switch (on or off), per agent",
+        erased=True,
+    ),
+    Holding(
+        "chat_followup_preferences",
+        Reach.SESSION,
+        "a group's follow-up switch, set by its admin (nobody's in particular): "
+        "goes with the chat's session",
+        erased=True,
+    ),
+    Holding(
         "pairing_requests",
         Reach.USER,
         "a pending pairing code and the username it was asked under",

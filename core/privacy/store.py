@@ -33,7 +33,7 @@ class ErasureCounts:
     reminders: int = 0
     queued: int = 0  # exchanges waiting for the extraction model
     updates: int = 0  # raw platform updates parked or queued from their private chats
-    settings: int = 0  # their time zone, a pending pairing request
+    settings: int = 0  # their time zone, follow-up switch, a pending pairing request
 
     @property
     def total(self) -> int:
@@ -91,6 +91,15 @@ class UserExportStore(abc.ABC):
         """Everything kept holds from or about `user`, read in one snapshot:
         the same rows `ErasureStore.erase` would remove, and their pairing
         approval."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyStores:
+    """The ports the chat commands /forget, /mydata and /export act through."""
+
+    erasure: ErasureStore
+    exports: UserExportStore
+    chats: StoredChats
 
 
 # What a retention pass erases, each kind by its own age: the time of a

@@ -31,6 +31,7 @@ from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sql.database import Database
 from core.store.sql.erasure import SqlErasureStore
 from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
+from core.store.sql.followup_prefs import SqlFollowUpPreferenceStore
 from core.store.sql.heartbeat import SqlHeartbeatStore
 from core.store.sql.pairing import SqlPairingStore
 from core.store.sql.parked import SqlParkedUpdates
@@ -49,7 +50,7 @@ from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.erasure import SqliteErasurePurge
 from core.store.sqlite.files import make_private_dirs
 from core.store.updates import UpdateQueue
-from core.users.store import UserZoneStore
+from core.users.store import FollowUpPreferenceStore, UserZoneStore
 from core.wake import WakeChannel
 
 _SQLITE_PREFIX = "sqlite:///"
@@ -93,6 +94,8 @@ class Backend:
     chats: StoredChats
     # Everything held from or about one user, as one document (core/privacy/export.py).
     exports: UserExportStore
+    # Whether kept follows up with a user (theirs) or in a group (its admin's).
+    followup_prefs: FollowUpPreferenceStore
     # What outlived storage.retention, erased in batches (core/privacy/retention.py).
     retention: RetentionStore
     # A consistent copy while the bot runs; None where the database's own
@@ -146,6 +149,7 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         erasure=SqlErasureStore(db, SqliteErasurePurge(db)),
         chats=SqlStoredChats(db),
         exports=SqlUserExportStore(db),
+        followup_prefs=SqlFollowUpPreferenceStore(db),
         retention=SqlRetentionStore(db, SqliteErasurePurge(db)),
         backup=SqliteBackup(db.path),
         wake_channel=None if db.path == ":memory:" else SqliteWakeChannel(db),
@@ -183,6 +187,7 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         erasure=SqlErasureStore(connection, PostgresErasurePurge(connection)),
         chats=SqlStoredChats(connection),
         exports=SqlUserExportStore(connection),
+        followup_prefs=SqlFollowUpPreferenceStore(connection),
         retention=SqlRetentionStore(connection, PostgresErasurePurge(connection)),
         session_guard=PostgresSessionGuard(url),
         wake_channel=PostgresWakeChannel(connection),

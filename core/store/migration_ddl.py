@@ -298,6 +298,26 @@ ALTER TABLE messages ADD COLUMN send_state {text}
 CREATE INDEX messages_reply_unsent ON messages(ts) WHERE send_state = 'stored';
 """
 
+# Step 18. Follow-up preferences (core/users/followup_prefs.py): a user's own,
+# per agent and platform, in every chat; a shared chat's, set by its admin,
+# per session. No row: follow-ups are on. `enabled` is 0 or 1 on both.
+FOLLOWUP_PREFERENCES = """
+CREATE TABLE followup_preferences (
+    agent_id    {text} NOT NULL,
+    platform    {text} NOT NULL,
+    user_id     {text} NOT NULL,
+    enabled     {integer} NOT NULL CHECK (enabled IN (0, 1)),
+    updated_at  {time} NOT NULL,
+    PRIMARY KEY (agent_id, platform, user_id)
+){without_rowid};
+
+CREATE TABLE chat_followup_preferences (
+    session_key  {text} PRIMARY KEY,
+    enabled      {integer} NOT NULL CHECK (enabled IN (0, 1)),
+    updated_at   {time} NOT NULL
+){without_rowid};
+"""
+
 # Step 19. Where a chat's conversation starts for the model (`/new`): the
 # model's context holds only the turns of messages with a greater id; NULL:
 # the whole session. The earlier rows stay (searchable, erasable, exported).

@@ -59,7 +59,7 @@ STEPS: tuple[Step, ...] = tuple(
             "parked_updates",
             "pairing_notices_and_blocks",
             "reply_send_state",
-            "placeholder",  # step 18 is another branch's: replaced when merged
+            "followup_preferences",
             "conversation_starts",
             "retention_indexes",
         ),

@@ -150,6 +150,7 @@ async def chat(tmp_path: Path) -> AsyncIterator[Chat]:
         environ={},
         users=services.users,
         start_over=services.start_over,
+        followup_prefs=services.followup_prefs,
     )
     stdin, out, err = Pipe(), io.StringIO(), io.StringIO()
     console = ConsoleAdapter(
@@ -220,7 +221,8 @@ async def test_help_lists_the_local_commands(chat: Chat) -> None:
     chat.stdin.close()
     await chat.finished()
     out = chat.out.getvalue()
-    for name in ("/commitments", "/dismiss", "/snooze", "/reminders", "/timezone", "/quit"):
+    names = ("/commitments", "/dismiss", "/snooze", "/reminders", "/timezone", "/followups")
+    for name in (*names, "/quit"):
         assert name in out
     assert chat.model.requests == []
 
@@ -482,3 +484,23 @@ async def test_new_starts_the_conversation_over(chat: Chat) -> None:
     _, after, _ = chat.model.requests[-1]
     assert [m["content"] for m in after[1:]] == ["what was it?"]
     assert len(chat.model.requests) == 3  # /new itself is no turn
+
+
+async def test_followups_shows_and_switches_the_users_own(chat: Chat) -> None:
+    pending = await chat.seed("How did the interview go?")
+    chat.start()
+    chat.stdin.send("/followups")
+    chat.stdin.send("/followups off")
+    chat.stdin.send("/followups sometimes")
+    chat.stdin.close()
+    await chat.finished()
+    out = " ".join(chat.out.getvalue().split())  # however the terminal wrapped it
+    assert "Your follow-ups are on" in out
+    assert "Your follow-ups are now off, in every chat with me" in out
+    assert "I dismissed 1 pending follow-up." in out
+    assert "Usage: /followups [on|off]" in out
+    state = await chat.services.followup_prefs.state("main", "console", "ann")
+    assert state.own is False
+    stored = await chat.services.backend.commitments.get(pending.id)
+    assert stored is not None and stored.status == "dismissed"
+    assert chat.model.requests == []

@@ -19,6 +19,11 @@ neither mentions the bot nor is the bot's own arrives with empty content,
 embeds and attachments, on the gateway and in history. A reply mentions
 the author it answers unless `ping=False` (the ping switched off).
 
+A message or an interaction answer with files comes as Discord takes it:
+multipart, `payload_json` plus a part per file (`files[n]`); the files are
+recorded with the call (`Attachment`: its name and bytes) in `Sent.files`
+and `callback_files`.
+
 `PUT .../commands` (the bulk overwrite `tree.sync()` makes) is the route
 "commands"; `commands_synced` keeps the last payload per scope.
 
@@ -48,6 +53,7 @@ DISCORD_EPOCH_MS = 1420070400000
 MESSAGE_CONTENT = 1 << 15  # the privileged intent's bit
 _API = "/api/v10/"
 MAX_CONTENT = 2000  # characters in a message's content
+MAX_UPLOAD = 10 * 1024 * 1024  # bytes of files a bot may attach to a message
 
 # (method, path under /api/v10/, route name) -- the name is what tests script.
 _ROUTES = [
@@ -95,6 +101,15 @@ class Script:
     apply: bool = False
 
 
+@dataclass(frozen=True)
+class Attachment:
+    """A file part of a multipart request (`files[n]`)."""
+
+    field: str
+    filename: str
+    data: bytes
+
+
 @dataclass
 class Sent:
     channel_id: int
@@ -103,6 +118,7 @@ class Sent:
     reference: int | None = None
     components: list[JSON] = field(default_factory=list)
     allowed_mentions: JSON | None = None
+    files: list[Attachment] = field(default_factory=list)
 
 
 class FakeDiscord:
@@ -113,6 +129,8 @@ class FakeDiscord:
         self.calls: list[Call] = []
         self.sent: list[Sent] = []
         self.callbacks: list[tuple[int, JSON]] = []
+        # The files of each callback or follow-up, in the order of `callbacks`.
+        self.callback_files: list[list[Attachment]] = []
         self.identifies: list[JSON] = []
         # The last bulk overwrite per scope: "global" or the guild id.
         self.commands_synced: dict[str, list[JSON]] = {}
@@ -125,6 +143,8 @@ class FakeDiscord:
         self._seq = 0
         self._tokens = itertools.count(1)
         self._runner: web.AppRunner | None = None
+        # The files of the request being answered.
+        self._files: list[Attachment] = []
         self.root = ""
         self.bot = self.user("kept", bot=True)
         self.ana = self.user("ana")
@@ -136,7 +156,7 @@ class FakeDiscord:
     # --- lifecycle ------------------------------------------------------------
 
     async def start(self) -> FakeDiscord:
-        app = web.Application()
+        app = web.Application(client_max_size=MAX_UPLOAD + 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", _API + "{tail:.*}", self._rest)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
@@ -283,10 +303,24 @@ class FakeDiscord:
             await self.dispatch("MESSAGE_CREATE", self._gateway_message(message))
         return message
 
+    def ephemeral(self, channel: int, content: str, components: list[JSON]) -> JSON:
+        """An ephemeral answer of the bot's as a component press carries it
+        (Discord keeps no history of those)."""
+        message = self._message(channel, self.bot, content)
+        self._history[channel].remove(message)
+        return {**message, "flags": 64, "components": components}
+
     async def interact(
-        self, data: JSON, *, channel: int, user: JSON | None = None, kind: int = 2
+        self,
+        data: JSON,
+        *,
+        channel: int,
+        user: JSON | None = None,
+        kind: int = 2,
+        message: JSON | None = None,
     ) -> JSON:
-        """An INTERACTION_CREATE (2: a slash command, 3: a component)."""
+        """An INTERACTION_CREATE (2: a slash command, 3: a component on
+        `message`)."""
         user = user or self.ana
         payload: JSON = {
             "id": str(self.snowflake()),
@@ -311,6 +345,8 @@ class FakeDiscord:
         else:
             payload["context"] = 1
             payload["user"] = user
+        if message is not None:
+            payload["message"] = message
         await self.dispatch("INTERACTION_CREATE", payload)
         return payload
 
@@ -377,7 +413,7 @@ class FakeDiscord:
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = request.match_info["tail"]
         route, args = _match(request.method, path)
-        body = await _body(request)
+        body, files = await _body(request)
         self.calls.append(Call(request.method, route, path, dict(request.query), body))
         if route == "unknown":
             return _error(404, "404: Not Found")
@@ -393,8 +429,10 @@ class FakeDiscord:
             return _rate_limited(step.retry_after or 0.0)
         if step.status != 200:
             if step.apply:
+                self._files = files  # read by the handler before it awaits anything
                 await getattr(self, f"_api_{route}")(args, request.query, body)
             return _error(step.status, step.message or f"{step.status}", step.code)
+        self._files = files  # read by the handler before it awaits anything
         result = await getattr(self, f"_api_{route}")(args, request.query, body)
         if step.hold is not None and step.apply:
             await step.hold.wait()
@@ -459,7 +497,10 @@ class FakeDiscord:
         if len(content) > MAX_CONTENT:
             too_long = "Invalid Form Body: content: Must be 2000 or fewer in length."
             return _error(400, too_long, 50035)
-        if not content.strip() and not body.get("components") and not body.get("embeds"):
+        if sum(len(f.data) for f in self._files) > MAX_UPLOAD:
+            return _error(413, "Request entity too large", 40005)
+        empty = not (body.get("components") or body.get("embeds") or self._files)
+        if not content.strip() and empty:
             return _error(400, "Cannot send an empty message", 50006)
         channel_id = int(args[0])
         reference = (body.get("message_reference") or {}).get("message_id")
@@ -473,6 +514,7 @@ class FakeDiscord:
                 reference=int(reference) if reference is not None else None,
                 components=message["components"],
                 allowed_mentions=body.get("allowed_mentions"),
+                files=list(self._files),
             )
         )
         # Discord echoes the bot's own message on the gateway too.
@@ -498,9 +540,12 @@ class FakeDiscord:
             for c in commands
         ]
 
-    async def _api_callback(self, args: list[str], _: Any, body: JSON) -> JSON:
+    async def _api_callback(self, args: list[str], _: Any, body: JSON) -> JSON | web.Response:
         interaction_id = int(args[0])
+        if sum(len(f.data) for f in self._files) > MAX_UPLOAD:
+            return _error(413, "Request entity too large", 40005)
         self.callbacks.append((interaction_id, body))
+        self.callback_files.append(list(self._files))
         flags = (body.get("data") or {}).get("flags") or 0
         return {
             "interaction": {
@@ -513,6 +558,7 @@ class FakeDiscord:
 
     async def _api_followup(self, args: list[str], _: Any, body: JSON) -> JSON:
         self.callbacks.append((0, body))
+        self.callback_files.append(list(self._files))
         channel = self.general
         return self._message(channel, self.bot, body.get("content") or "")
 
@@ -637,13 +683,19 @@ def _match(method: str, path: str) -> tuple[str, list[str]]:
     return "unknown", []
 
 
-async def _body(request: web.Request) -> Any:
+async def _body(request: web.Request) -> tuple[Any, list[Attachment]]:
+    """The request's JSON, and its files when multipart."""
     if request.content_type == "application/json":
-        return await request.json()
+        return await request.json(), []
     if request.content_type.startswith("multipart/"):
         form = await request.post()
-        return json.loads(str(form.get("payload_json") or "{}"))
-    return {}
+        files = [
+            Attachment(name, value.filename, value.file.read())
+            for name, value in form.items()
+            if isinstance(value, web.FileField)
+        ]
+        return json.loads(str(form.get("payload_json") or "{}")), files
+    return {}, []
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

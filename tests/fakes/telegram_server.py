@@ -16,6 +16,10 @@ and hold nothing inside `code`/`pre`; `refuse_entities` makes it refuse
 every message that carries entities (400 "can't parse entities"), as
 Telegram does with ones it cannot read.
 
+`sendDocument` takes a multipart upload as Telegram does (a bot may send
+files up to 50 MB): the message is recorded with its caption as `text` and
+the file's name and bytes (`Sent.filename`, `Sent.document`).
+
 Flood control, as Telegram's: `flood_control(limit)` makes the fake answer
 429 to a message beyond `limit` in any `window` seconds, and then refuse
 every message (from any chat) until the `retry_after` it named has passed;
@@ -48,6 +52,8 @@ TOKEN = "123456:TEST-fake-token"
 BOT_ID = 4242
 BOT_USERNAME = "kept_bot"
 MAX_UTF16 = 4096
+MAX_UPLOAD = 50 * 1024 * 1024  # bytes a bot may send as a file
+MAX_CAPTION = 1024
 # Parameters PTB sends as plain strings; the rest arrive JSON-encoded.
 _TEXT_PARAMS = {"text", "url", "secret_token", "callback_query_id", "action", "caption"}
 
@@ -82,6 +88,14 @@ class Call:
     returned: list[int] = field(default_factory=list)  # getUpdates: the update ids answered
 
 
+@dataclass(frozen=True)
+class Upload:
+    """A file part of a multipart request."""
+
+    filename: str
+    data: bytes
+
+
 @dataclass
 class Gate:
     """Holds calls until `release()`; `waiting` lists what each held call would do."""
@@ -95,7 +109,7 @@ class Gate:
 
 
 # What counts as a message for flood control ("typing…" and reads do not).
-FLOODED = frozenset({"sendMessage", "editMessageText", "editMessageReplyMarkup"})
+FLOODED = frozenset({"sendMessage", "sendDocument", "editMessageText", "editMessageReplyMarkup"})
 
 
 @dataclass
@@ -164,6 +178,9 @@ class Sent:
     edits: list[str] = field(default_factory=list)
     entities: list[JSON] = field(default_factory=list)
     at: float = field(default_factory=time.monotonic)  # when the fake took it
+    # A sendDocument's file.
+    filename: str | None = None
+    document: bytes | None = None
 
 
 class FakeTelegram:
@@ -197,7 +214,8 @@ class FakeTelegram:
     # --- lifecycle ------------------------------------------------------------
 
     async def start(self) -> FakeTelegram:
-        app = web.Application()
+        # Bots upload files of up to 50 MB (sendDocument).
+        app = web.Application(client_max_size=MAX_UPLOAD + 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
@@ -464,6 +482,29 @@ class FakeTelegram:
         self.sent.append(sent)
         return self._message_json(sent)
 
+    async def _api_sendDocument(self, params: JSON) -> JSON | web.Response:
+        upload = params.get("document")
+        if not isinstance(upload, Upload):
+            return _error(400, "Bad Request: there is no document in the request")
+        if len(upload.data) > MAX_UPLOAD:
+            return _error(413, "Request Entity Too Large")
+        caption = str(params.get("caption") or "")
+        if utf16_len(caption) > MAX_CAPTION:
+            return _error(400, "Bad Request: message caption is too long")
+        reply = params.get("reply_parameters") or {}
+        sent = Sent(
+            chat_id=int(params["chat_id"]),
+            message_id=next(self._message_ids),
+            text=caption,
+            thread_id=params.get("message_thread_id"),
+            reply_markup=params.get("reply_markup"),
+            reply_to=reply.get("message_id"),
+            filename=upload.filename,
+            document=upload.data,
+        )
+        self.sent.append(sent)
+        return self._message_json(sent)
+
     async def _api_editMessageText(self, params: JSON) -> JSON | web.Response:
         refused = self._refuse_text(params)
         if refused is not None:
@@ -541,6 +582,14 @@ class FakeTelegram:
             "from": {"id": BOT_ID, "is_bot": True, "first_name": "Kept", "username": self.username},
             "text": sent.text,
         }
+        if sent.document is not None:
+            del message["text"]
+            message["caption"] = sent.text
+            message["document"] = {
+                **_FILE,
+                "file_name": sent.filename,
+                "file_size": len(sent.document),
+            }
         if sent.thread_id is not None:
             message["message_thread_id"] = sent.thread_id
             message["is_topic_message"] = True
@@ -556,6 +605,9 @@ async def _params(request: web.Request) -> JSON:
     form = await request.post()
     params: JSON = {}
     for key, value in form.items():
+        if isinstance(value, web.FileField):
+            params[key] = Upload(value.filename, value.file.read())
+            continue
         text = str(value)
         if key in _TEXT_PARAMS:
             params[key] = text

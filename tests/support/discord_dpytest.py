@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import sys
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from core.clock import TestClock
 from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config.model import KeptConfig
 from core.store import Store
-from core.store.backends import sqlite_backend
+from core.store.backends import open_backend, sqlite_backend
 from tests.support.access import OPEN_ACCESS
 from tests.support.scripted_model import ScriptedModel
 from tests.support.store_helpers import open_store
@@ -149,6 +150,14 @@ class Responses:
     """Interaction callbacks the bot made: (type, data) in order."""
 
     calls: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    # The files sent with them (an ephemeral /export): name and bytes.
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+def _payload_json(multipart: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The JSON part of a multipart request (a message with files)."""
+    part = next((p for p in multipart or () if p.get("name") == "payload_json"), None)
+    return json.loads(part["value"]) if part is not None else {}
 
 
 def capture_responses(monkeypatch: Any) -> Responses:
@@ -157,17 +166,40 @@ def capture_responses(monkeypatch: Any) -> Responses:
     def create_interaction_response(
         self: Any, interaction_id: int, token: str, *, session: Any, params: Any, **_: Any
     ) -> Awaitable[dict[str, Any]]:
-        payload = params.payload or {}
+        payload = params.payload or _payload_json(params.multipart)
         seen.calls.append((payload.get("type", 0), payload.get("data") or {}))
+        seen.files += [(f.filename or "", f.fp.read()) for f in params.files or ()]
 
         async def answer() -> dict[str, Any]:
             return {"interaction": {"id": str(interaction_id), "type": payload.get("type", 0)}}
 
         return answer()
 
+    def execute_webhook(
+        self: Any, webhook_id: int, token: str, *, payload: Any = None, files: Any = None, **_: Any
+    ) -> Awaitable[dict[str, Any]]:
+        """A follow-up message (a second ephemeral answer): recorded as type 0."""
+        data = dict(payload or {})
+        seen.calls.append((0, data))
+        seen.files += [(f.filename or "", f.fp.read()) for f in files or ()]
+
+        async def answer() -> dict[str, Any]:
+            return {
+                "id": str(factories.make_id()), "channel_id": str(webhook_id),
+                "author": {"id": str(webhook_id), "username": "kept", "discriminator": "0000",
+                           "avatar": None, "bot": True},
+                "content": data.get("content", ""), "timestamp": "2026-11-30T09:00:00+00:00",
+                "edited_timestamp": None, "tts": False, "mention_everyone": False,
+                "mentions": [], "mention_roles": [], "attachments": [], "embeds": [],
+                "pinned": False, "type": 0, "flags": data.get("flags", 0), "components": [],
+            }  # fmt: skip
+
+        return answer()
+
     monkeypatch.setattr(
         AsyncWebhookAdapter, "create_interaction_response", create_interaction_response
     )
+    monkeypatch.setattr(AsyncWebhookAdapter, "execute_webhook", execute_webhook)
     return seen
 
 
@@ -404,7 +436,7 @@ class Rig:
         await self.services.extraction.stop(drain_seconds=0.5)
         await dpytest.empty_queue()
         callbacks.remove_callback("send_typing")
-        await self.store.close()
+        await self.services.backend.close()
 
 
 async def build_rig(
@@ -412,7 +444,10 @@ async def build_rig(
     config: dict[str, Any] | None = None,
     model: Any = None,
     clock: TestClock | None = None,
+    storage_url: str | None = None,
 ) -> Rig:
+    """`storage_url`: the backend to run on (the storage_url fixture's);
+    default a SQLite file in `tmp_path`."""
     settings: dict[str, Any] = {
         "commitments": {"enabled": True},
         "channels": {"discord": {"enabled": True, **OPEN_ACCESS}},
@@ -421,13 +456,17 @@ async def build_rig(
     settings.update(config or {})
     kept = KeptConfig.model_validate(settings)
     clock = clock or TestClock()
-    store = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
-    await store.open()
+    if storage_url is not None:
+        backend = open_backend(storage_url)
+    else:
+        backend = sqlite_backend(open_store(f"sqlite:///{tmp_path}/kept.sqlite"))
+    await backend.open()
+    store = backend.store
     model = model if model is not None else ScriptedModel()
     router = AdapterRouter()
     holder: list[KeptConfig] = [kept]
     services = build_services(
-        backend=sqlite_backend(store),
+        backend=backend,
         llm=model,  # type: ignore[arg-type]
         sender=router,
         config=lambda: holder[0],
@@ -445,6 +484,8 @@ async def build_rig(
         users=services.users,
         pairing=services.pairing,
         start_over=services.start_over,
+        privacy=services.privacy,
+        followup_prefs=services.followup_prefs,
     )
     adapter = DiscordAdapter(ctx)
     router.add(adapter)

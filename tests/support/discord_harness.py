@@ -83,6 +83,8 @@ class DiscordHarness:
             users=self.services.users,
             pairing=self.services.pairing,
             start_over=self.services.start_over,
+            privacy=self.services.privacy,
+            followup_prefs=self.services.followup_prefs,
         )
 
     async def start(self) -> DiscordAdapter:

@@ -24,7 +24,7 @@ from core.scheduler import DueSource, Scheduler
 from core.store import Store
 from core.store.dialect import to_ms
 from core.store.postgres import PostgresStore
-from core.users import UserZones
+from core.users import FollowUpPreferences, UserZones
 from tests.support.followups import store_execute, store_rows
 from tests.support.scripted_model import ScriptedModel
 from tests.support.store_helpers import (
@@ -98,6 +98,7 @@ class Harness:
         worker: str = WORKER,
         reminders: ReminderSource | None = None,
         zones: UserZones | None = None,
+        prefs: FollowUpPreferences | None = None,
     ) -> Scheduler:
         turn = HeartbeatTurn(
             store=self.heartbeat,
@@ -117,6 +118,7 @@ class Harness:
             platforms=lambda: self.platforms,
             session_locks=self.locks,
             zones=zones,
+            prefs=prefs,
         )
         sources: list[DueSource] = [followups] if reminders is None else [reminders, followups]
         return Scheduler(sources, clock=self.clock)

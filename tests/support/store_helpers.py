@@ -24,6 +24,7 @@ from core.store.sqlite import (
 from core.store.sqlite.driver import sqlite3
 from core.store.sqlite.fts import AGENT_SPAN, rowid_sql, session_filter
 from core.store.sqlite.search import INDEXED_SQL, ranked_sql
+from core.users import FollowUpPreferences
 from core.users.store import UserZoneStore
 from tests.support import pg_helpers
 
@@ -69,6 +70,14 @@ def user_zone_store_for(store: Store) -> UserZoneStore:
     if isinstance(store, PostgresStore):
         return SqlUserZoneStore(store.connection)
     return SqlUserZoneStore(_sqlite(store))
+
+
+def followup_prefs_for(store: Store) -> FollowUpPreferences:
+    from core.store.sql.followup_prefs import SqlFollowUpPreferenceStore
+
+    if isinstance(store, PostgresStore):
+        return FollowUpPreferences(SqlFollowUpPreferenceStore(store.connection))
+    return FollowUpPreferences(SqlFollowUpPreferenceStore(_sqlite(store)))
 
 
 def make_reminder_store(store: Store) -> ReminderStore:

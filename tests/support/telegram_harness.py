@@ -21,7 +21,7 @@ from core.commitments.model import Commitment, NewCommitment, Scope
 from core.config.model import KeptConfig
 from core.messages import ChatKind
 from core.store import Store
-from core.store.backends import sqlite_backend
+from core.store.backends import open_backend, sqlite_backend
 from core.store.sqlite import SqliteStore
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.support.access import OPEN_ACCESS
@@ -56,6 +56,8 @@ class TelegramHarness:
             pairing=self.services.pairing,
             parked=self.services.backend.parked,
             start_over=self.services.start_over,
+            privacy=self.services.privacy,
+            followup_prefs=self.services.followup_prefs,
         )
 
     def adapter(self, **options: Any) -> TelegramAdapter:
@@ -150,13 +152,21 @@ async def telegram_harness(
     telegram: dict[str, Any] | None = None,
     *,
     busy_timeout: float | None = None,
+    storage_url: str | None = None,
     **config: Any,
 ) -> AsyncIterator[TelegramHarness]:
+    """`storage_url`: the backend to run on (the storage_url fixture's);
+    default a SQLite file in `tmp_path`."""
     fake = await FakeTelegram().start()
-    store: SqliteStore = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
-    if busy_timeout is not None:
-        store = SqliteStore(tmp_path / "kept.sqlite", busy_timeout=busy_timeout)
-    await store.open()
+    if storage_url is not None:
+        backend = open_backend(storage_url)
+    else:
+        sqlite: SqliteStore = open_store(f"sqlite:///{tmp_path}/kept.sqlite")
+        if busy_timeout is not None:
+            sqlite = SqliteStore(tmp_path / "kept.sqlite", busy_timeout=busy_timeout)
+        backend = sqlite_backend(sqlite)
+    await backend.open()
+    store = backend.store
     clock = TestClock()
     model = ScriptedModel()
     router = AdapterRouter()
@@ -165,7 +175,7 @@ async def telegram_harness(
     }
     settings = KeptConfig.model_validate({"channels": channels, **config})
     services = build_services(
-        backend=sqlite_backend(store),
+        backend=backend,
         llm=model,  # type: ignore[arg-type]
         sender=router,
         config=lambda: harness.config,  # read on every use, like the runtime's
@@ -181,5 +191,5 @@ async def telegram_harness(
         for adapter in list(harness.adapters):
             await adapter.stop()
         await services.manager.drain()
-        await store.close()
+        await backend.close()
         await fake.close()

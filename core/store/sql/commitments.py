@@ -28,6 +28,7 @@ from core.commitments.model import (
 from core.commitments.store import Applied, CommitmentStore, Filter, MergeRule, ScopeResult
 from core.store.dialect import Dialect, placeholders
 from core.store.sql.database import Database, Params, Row, Transaction
+from core.store.sql.silenced import SILENCED_SCOPE
 
 # Names "a session's extraction results" among the locks writers take.
 EXTRACTION_NAMESPACE = 0x6B63  # "kc"
@@ -198,6 +199,10 @@ class SqlCommitmentStore(CommitmentStore):
             )
             applied.resolved.extend(sorted(r[0] for r in rows))
             closed_keys.update(r[1] for r in rows)
+        if result.new and await self._silenced(tx, scope):
+            # Switched off while the model read the exchange: nothing new
+            # about them is stored (closing what they settled still is).
+            return
         for n in result.new:
             if n.scope != scope or n.dedupe_key in closed_keys:
                 # Another scope's candidate cannot ride along; and the exchange
@@ -205,6 +210,10 @@ class SqlCommitmentStore(CommitmentStore):
                 continue
             record, created = await self._insert_or_merge(tx, n, at, merge)
             (applied.created if created else applied.merged).append(record)
+
+    async def _silenced(self, tx: Transaction, scope: Scope) -> bool:
+        params = (scope.agent_id, scope.platform, scope.sender_id or "", scope.session_key)
+        return await tx.fetchone(SILENCED_SCOPE, params) is not None
 
     async def _insert_or_merge(
         self, tx: Transaction, n: NewCommitment, at: Any, merge: MergeRule

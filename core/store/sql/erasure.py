@@ -18,6 +18,8 @@ from core.privacy.store import ErasedUser, ErasureCounts, ErasureStore
 from core.store.sql.database import Database, Params, Transaction
 from core.store.sql.user_rows import user_rows
 
+ERASURE_NAMESPACE = 0x6B65  # "ke"
+
 
 class Purge(Protocol):
     """What a backend does so that erased text is gone from its files, not
@@ -64,13 +66,21 @@ class SqlErasureStore(ErasureStore):
         return counts
 
     async def _session(self, tx: Transaction, key: str, *, delete: bool) -> ErasureCounts:
-        row = await tx.fetchone("SELECT id FROM sessions WHERE key = ?", (key,))
-        if row is None:
-            return ErasureCounts()
-
         async def counted(sql: str, params: Params) -> int:
             found = await tx.fetchone(sql, params)
             return int(found[0]) if found else 0
+
+        # A group's follow-up switch goes with its session: a chat kept
+        # forgets starts over with follow-ups on. It may exist before any
+        # message is stored (a command is no turn), so it is looked at alone.
+        switch = await counted(
+            "SELECT count(*) FROM chat_followup_preferences WHERE session_key = ?", (key,)
+        )
+        if delete and switch:
+            await tx.execute("DELETE FROM chat_followup_preferences WHERE session_key = ?", (key,))
+        row = await tx.fetchone("SELECT id FROM sessions WHERE key = ?", (key,))
+        if row is None:
+            return ErasureCounts(settings=switch)
 
         counts = ErasureCounts(
             chats=1,
@@ -82,6 +92,7 @@ class SqlErasureStore(ErasureStore):
             queued=await counted(
                 "SELECT count(*) FROM extraction_jobs WHERE session_key = ?", (key,)
             ),
+            settings=switch,
         )
         if delete:
             # Messages (with their index rows) by cascade; follow-ups,
@@ -92,6 +103,12 @@ class SqlErasureStore(ErasureStore):
         return counts
 
     async def _erase(self, tx: Transaction, user: ErasedUser, *, delete: bool) -> ErasureCounts:
+        if delete:
+            # Two erasures of one user at once (a double press): the second
+            # waits, then counts what the first left, so neither reports rows
+            # the other removed (PostgreSQL's READ COMMITTED would let both
+            # count the same rows).
+            await tx.serialize(ERASURE_NAMESPACE, f"{user.platform}:{user.user_id}")
         rows = await user_rows(tx, user)
         ids_in, ids = rows.private_ids()
         keys_in, keys = rows.private_keys()
@@ -157,6 +174,15 @@ class SqlErasureStore(ErasureStore):
                 f"DELETE FROM {table} {where}",
                 (user.platform, user.user_id),
             )
+        # Their own follow-up switch (a group's, set by an admin, is the
+        # chat's and stays with it).
+        agent, agent_params = rows.agent("followup_preferences")
+        where = f"WHERE platform = ? AND user_id = ?{agent}"
+        settings += await run(
+            f"SELECT count(*) FROM followup_preferences {where}",
+            f"DELETE FROM followup_preferences {where}",
+            (user.platform, user.user_id, *agent_params),
+        )
         messages = replies + own + in_private
         if delete and deletes:
             for sql, params in deletes:

@@ -97,6 +97,14 @@ class SqlExtractionJobStore(ExtractionJobStore):
             (self._d.time(lease_until), worker, *ids),
         )
 
+    async def existing(self, ids: Sequence[int]) -> set[int]:
+        if not ids:
+            return set()
+        rows = await self._db.query(
+            f"SELECT id FROM extraction_jobs WHERE id IN ({placeholders(len(ids))})", tuple(ids)
+        )
+        return {int(r[0]) for r in rows}
+
     async def complete(self, ids: Sequence[int], *, worker: str) -> None:
         if not ids:
             return

@@ -30,6 +30,7 @@ from core.store.sql.commitments import (
     scope_params,
 )
 from core.store.sql.database import Database, Params, Row, Transaction
+from core.store.sql.silenced import SILENCED
 
 _UNKNOWN_AFTER_RESTART = "delivery outcome unknown (process stopped mid-send); not resent"
 _EXPIRED_BEFORE_SEND = "claim expired before sending (process stopped); released, nothing sent"
@@ -175,7 +176,9 @@ class SqlHeartbeatStore(HeartbeatStore):
         sql = (
             "UPDATE commitments SET claim_phase = 'sending', lease_until = ?, updated_at = ? "
             f"WHERE {fence} AND claim_phase = 'claimed' AND lease_until > ? "
-            f"AND {ACTIVE} AND due_earliest <= ?"
+            f"AND {ACTIVE} AND due_earliest <= ? "
+            # Switched off while the model wrote: not sent, by any worker.
+            f"AND NOT {SILENCED}"
         )
         params = (d.time(lease_until), at, *fenced, at, at)
         wanted = len({c.id for c in claimed})
@@ -310,5 +313,20 @@ class SqlHeartbeatStore(HeartbeatStore):
             "SELECT m.text FROM sessions s JOIN messages m ON m.session_id = s.id "
             f"WHERE s.key = ? AND m.kind = 'checkin' AND m.ts >= ? AND m.active = {self._d.true}",
             (session_key, self._d.time(since)),
+        )
+        return [r[0] for r in rows]
+
+    async def dismiss_silenced(
+        self, ids: Sequence[str], *, now: datetime, reason: str
+    ) -> list[str]:
+        if not ids:
+            return []
+        listed, params = self._d.in_list(list(dict.fromkeys(ids)))
+        at = self._d.time(now)
+        rows = await self._db.execute(
+            "UPDATE commitments SET status = 'dismissed', dismissed_at = ?, updated_at = ?, "
+            f"last_error = ? WHERE id {listed} AND {ACTIVE} AND claimed_at IS NULL "
+            f"AND {SILENCED} RETURNING id",
+            (at, at, reason, *params),
         )
         return [r[0] for r in rows]

@@ -7,6 +7,7 @@ from core.privacy.export import (
     ExportedChat,
     ExportedExchange,
     ExportedFollowUp,
+    ExportedFollowUpSwitch,
     ExportedMessage,
     ExportedReminder,
     UserExport,
@@ -113,7 +114,16 @@ class SqlUserExportStore(UserExportStore):
             "SELECT 1 FROM paired_users WHERE platform = ? AND user_id = ?",
             (user.platform, user.user_id),
         )
+        agent, agent_params = rows.agent("followup_preferences")
+        switches = [
+            ExportedFollowUpSwitch(r[0], bool(r[1]), d.from_time(r[2]))
+            for r in await tx.fetchall(
+                "SELECT agent_id, enabled, updated_at FROM followup_preferences "
+                f"WHERE platform = ? AND user_id = ?{agent} ORDER BY agent_id",
+                (user.platform, user.user_id, *agent_params),
+            )
+        ]
         return UserExport(
             user.platform, user.user_id, chats, follow_ups, reminders, queued,
-            zone[0] if zone else None, paired is not None,
+            zone[0] if zone else None, paired is not None, switches,
         )  # fmt: skip

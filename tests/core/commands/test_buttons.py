@@ -23,6 +23,7 @@ from core.messages import (
     REMINDER_SNOOZE_MINUTES,
     Action,
     ButtonAction,
+    ForgetChoice,
     ItemAction,
     PageAction,
     ReminderSnooze,
@@ -58,6 +59,8 @@ LONGEST: list[ButtonAction] = [
     *(ReminderSnooze(RM, 999_999_999, m) for m in REMINDER_SNOOZE_MINUTES),
     ZoneChoice(LONGEST_USER, LONGEST_ZONE, True),
     ZoneChoice(LONGEST_USER, LONGEST_ZONE, False),
+    ForgetChoice(LONGEST_USER, 999_999_999_999, True),
+    ForgetChoice(LONGEST_USER, 999_999_999_999, False),
 ]
 
 
@@ -75,6 +78,7 @@ def test_every_action_has_one_payload_class() -> None:
         PageAction,
         ReminderSnooze,
         ZoneChoice,
+        ForgetChoice,
     }
 
 
@@ -91,6 +95,8 @@ ROUND_TRIPS: list[ButtonAction] = [
     ZoneChoice("42", "Europe/Paris", True),
     ZoneChoice("1234567890123", LONGEST_ZONE, False),
     ZoneChoice("42", "Etc/GMT+5", True),
+    ForgetChoice("42", 1_796_000_000, True),
+    ForgetChoice("1234567890123", 1_796_000_000, False),
 ]
 
 
@@ -108,6 +114,10 @@ def test_the_format_is_what_telegrams_buttons_in_chats_carry() -> None:
     assert pack(PageAction("reminders", 1, "7")) == "pr:1:7"
     assert pack(ReminderSnooze(RM, 4, 60)) == f"z:{RM[3:]}:4:60"
     assert pack(ZoneChoice("42", "Asia/Tokyo", False)) == "t:n:42:Asia/Tokyo"
+    assert pack(ForgetChoice("42", 1_796_000_000, True)) == "f:y:42:1796000000"
+    # Only a user id and a time that could have been issued is carried.
+    assert pack(ForgetChoice("ann", 1_796_000_000, True)) is None
+    assert unpack("f:y:42:01796000000") is None
 
 
 # Discord's buttons sent before the one format: they still work.

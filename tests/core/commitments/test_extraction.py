@@ -38,8 +38,9 @@ from core.llm import LLMClient
 from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
 from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
 from core.store.sqlite import SqliteStore
+from core.users import FollowUpPreferences
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, error, hang, reply
-from tests.support.store_helpers import commitment_store_for, open_store
+from tests.support.store_helpers import commitment_store_for, followup_prefs_for, open_store
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday, 10:00 in Paris
 PARIS = ZoneInfo("Europe/Paris")
@@ -90,6 +91,8 @@ class Harness:
     sender: StampingSender
     config: list[KeptConfig]
     extraction: list[Any] = field(default_factory=list)  # scripted answers, in order
+    # Follow-up preferences on the same database (`make_harness(prefs=True)`).
+    prefs: FollowUpPreferences | None = None
 
     @property
     def commitments(self):  # type: ignore[no-untyped-def]
@@ -152,7 +155,9 @@ def make_config(base_url: str, *, enabled: bool, every: str) -> KeptConfig:
 async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     stack: list[tuple[Harness, LLMClient]] = []
 
-    async def build(*, enabled: bool = True, every: str = "30m", **worker_args: Any) -> Harness:
+    async def build(
+        *, enabled: bool = True, every: str = "30m", prefs: bool = False, **worker_args: Any
+    ) -> Harness:
         fake = FakeOpenAI()
         await fake.start()
         clock = TestClock(START)
@@ -164,6 +169,8 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         sender = StampingSender()
         worker_args.setdefault("batch_seconds", 0)
         worker_args.setdefault("worker", "w1")
+        preferences = followup_prefs_for(store) if prefs else None
+        worker_args.setdefault("prefs", preferences)
         worker = ExtractionWorker(
             store=commitment_store_for(store),
             jobs=SqlExtractionJobStore(store.connection),
@@ -182,7 +189,7 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             reply_hooks=[worker.on_reply],
         )
         worker.start()
-        h = Harness(fake, clock, store, manager, worker, sender, config)
+        h = Harness(fake, clock, store, manager, worker, sender, config, prefs=preferences)
 
         def respond(body: Any) -> Any:
             if body.get("model") != "extract-model":

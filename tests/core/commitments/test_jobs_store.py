@@ -105,3 +105,12 @@ async def test_deleting_the_session_deletes_its_jobs(backend: Backend) -> None:
     assert await jobs.next_orphan_at(T0) is not None  # there, until the session goes
     await backend.store.delete_session(KEY)
     assert await jobs.next_orphan_at(T0) is None
+
+
+async def test_existing_names_the_jobs_still_stored(backend: Backend) -> None:
+    jobs = backend.extraction_jobs
+    first, second = await enqueue(jobs, "one"), await enqueue(jobs, "two")
+    assert await jobs.existing([first.id, second.id, 10**9]) == {first.id, second.id}
+    await jobs.complete([first.id], worker="w1")
+    assert await jobs.existing([first.id, second.id]) == {second.id}
+    assert await jobs.existing([]) == set()

@@ -39,7 +39,7 @@ async def test_an_export_holds_all_of_theirs_and_nothing_of_anyone_elses(
     assert {f["reason"] for f in doc["followUps"]} == {"the interview", "the match", "elsewhere"}
     assert {r["text"] for r in doc["reminders"]} == {"stretch", "ann's group reminder"}
     assert [q["userText"] for q in doc["queuedForExtraction"]] == ["queued words"]
-    assert doc["settings"] == {"timezone": "Europe/Paris", "paired": True}
+    assert doc["settings"] == {"timezone": "Europe/Paris", "paired": True, "followUps": []}
     text = json.dumps(doc)
     assert "ben" not in text.lower() and BEN not in text  # no other member's word or id
     counts = await backend.erasure.count(ann)
@@ -53,4 +53,4 @@ async def test_one_agents_export_and_a_stranger_s_empty_one(backend: Backend) ->
     assert {c.key for c in main_only.chats} == {PRIVATE, GROUP}
     nobody = document(await backend.exports.export(ErasedUser("discord", "5")), at=NOW)
     assert (nobody["chats"], nobody["followUps"], nobody["reminders"]) == ([], [], [])
-    assert nobody["settings"] == {"timezone": None, "paired": False}
+    assert nobody["settings"] == {"timezone": None, "paired": False, "followUps": []}

@@ -24,11 +24,7 @@ def test_both_backends_follow_the_shared_steps() -> None:
 
 @pytest.mark.parametrize(
     ("backend", "only_elsewhere"),
-    [
-        # "placeholder": step 18, another branch's, until that branch is merged.
-        (sqlite, {"update_queue", "search_scope", "placeholder"}),
-        (postgres, {"agent_ranges", "placeholder"}),
-    ],
+    [(sqlite, {"update_queue", "search_scope"}), (postgres, {"agent_ranges"})],
 )
 def test_a_step_of_the_other_backend_is_a_no_op(backend: object, only_elsewhere: set[str]) -> None:
     loaded = backend.load_migrations()  # type: ignore[attr-defined]
