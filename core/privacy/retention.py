@@ -12,8 +12,8 @@ Each kind goes in batches, one short transaction each, with a yield between
 them, so a turn's write waits behind one batch at most; a batch's rows are
 sized by how long the last one took (`next_size`).
 The database keeps it right (core/store/sql/retention.py): two workers'
-passes take disjoint rows, and a crash loses at most the batch in flight,
-which rolls back whole. After a pass that erased something, the backend's
+passes take disjoint rows, and a crash mid-batch rolls that batch back
+whole (its rows wait for the next pass). After a pass that erased something, the backend's
 erasure purge runs once (a WAL checkpoint, a VACUUM).
 """
 
