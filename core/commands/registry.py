@@ -351,6 +351,7 @@ async def _mydata(call: Invocation, arguments: Arguments) -> Result:
         await lists.page("reminders"),
         lists.viewer,
         followup_preference=preference,
+        retention=call.config().storage.retention,
     )
 
 

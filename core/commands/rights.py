@@ -19,6 +19,7 @@ from enum import StrEnum
 from core.clock import Clock
 from core.commands.results import Page
 from core.commands.timezone import ZoneAnswer
+from core.config.model import RetentionConfig
 from core.messages import ForgetChoice
 from core.privacy.export import document_text
 from core.privacy.store import ChatSummary, ErasedUser, ErasureCounts, PrivacyStores
@@ -72,9 +73,9 @@ class DataShown:
     # The user's follow-up preference ("on" / "off"), from /followups; None:
     # not known here, and not shown.
     followup_preference: str | None = None
-    # How long messages are kept (storage.retention.messages, e.g. "365d");
-    # None: not known here, and not shown.
-    retention: str | None = None
+    # How long kept keeps what it holds (storage.retention); None: not
+    # known here, and not shown.
+    retention: RetentionConfig | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from core.clock import iso_utc
 from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome, Page
 from core.commands.rights import FORGET_LAPSE, DataShown, ForgetAnswer, ForgetOutcome
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
+from core.config.model import RetentionConfig
 from core.messages import ListName
 from core.privacy.store import ErasureCounts
 from core.users.store import FollowUpState, Switched
@@ -303,11 +304,26 @@ def my_data(shown: DataShown, style: Style = CHAT) -> str:
     if shown.followup_preference is not None:
         lines.append(f"- follow-ups: {shown.followup_preference}")
     if shown.retention is not None:
-        lines.append(f"- messages are kept for {shown.retention}")
+        lines.append(f"- {retention(shown.retention)}")
     lines.append(
         f"{style.command('export')} sends it all as a file; {style.command('forget')} erases it."
     )
     return "\n".join(lines)
+
+
+def retention(policy: RetentionConfig) -> str:
+    """How long kept keeps things, as /mydata says it."""
+    messages = (
+        f"messages are erased after {policy.messages}"
+        if policy.messages
+        else "messages are kept until you erase them"
+    )
+    closed = (
+        f"ended follow-ups and reminders after {policy.closed}"
+        if policy.closed
+        else "ended follow-ups and reminders until you erase them"
+    )
+    return f"{messages}; {closed}"
 
 
 def listed(shown: DataShown) -> bool:

@@ -187,6 +187,7 @@ async def test_mydata_in_the_dm_shows_it_and_in_a_server_points_to_the_dm(
         "- 1 follow-up and 0 reminders in every chat (this chat's open ones are listed below)",
     ]
     assert "- time zone: Europe/Paris (none of your own, so the default)" in summary["content"]
+    assert "- messages are kept until you erase them" in summary["content"]
     assert "How did the interview go?" in listing["content"]
     assert [unpack(i).verb for i in button_ids(listing)] == ["dismiss", "snooze"]  # type: ignore[union-attr]
 

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from bot.cli import main as cli
 from channels.telegram import commands as telegram_commands
 from core.commands.buttons import unpack
+from core.config.model import RetentionConfig
 from core.messages import ForgetChoice
 from core.privacy.store import ErasedUser, ErasureCounts
 from tests.fakes.telegram_server import Sent
@@ -160,6 +161,7 @@ async def test_mydata_shows_what_is_held_in_private_and_nothing_in_a_group(
         "- 1 exchange waiting to be read for follow-ups",
         "- time zone: Europe/Paris (your own)",
         "- follow-ups: on (/followups off stops them)",
+        "- messages are kept until you erase them; ended follow-ups and reminders after 90d",
         "/export sends it all as a file; /forget erases it.",
     ]
     # This chat's lists, with their buttons, as /commitments and /reminders show them.
@@ -171,6 +173,16 @@ async def test_mydata_shows_what_is_held_in_private_and_nothing_in_a_group(
     [line] = await command(tg, "/mydata", **IN_GROUP)
     assert line.text == "/mydata works in a private chat with me: send it there."
     assert not button_data(line)
+
+    # The operator's retention, as the config says it now.
+    retention = RetentionConfig(messages="365d", closed="30d")
+    storage = tg.config.storage.model_copy(update={"retention": retention})
+    tg.config = tg.config.model_copy(update={"storage": storage})
+    summary, *_ = await command(tg, "/mydata")
+    assert (
+        "- messages are erased after 365d; ended follow-ups and reminders after 30d"
+        in summary.text.replace("⦁ ", "- ").splitlines()
+    )
 
 
 async def test_export_sends_the_document_as_a_file(tg: TelegramHarness) -> None:
