@@ -99,18 +99,26 @@ class RawSqlite:
                 ).fetchall()
             )
         except sqlite3.DatabaseError:
-            sizes = {}
+            # No dbstat in this SQLite build (pysqlite3-binary has none):
+            # the total only.
+            sizes = None
         path = self.path
         total = sum(
             p.stat().st_size for p in path.parent.glob(path.name + "*") if p.suffix != ".json"
         )
+        if sizes is None:
+            return _sizes(total, None, None)
         return _sizes(total, sizes.get("fts", 0), sizes.get("messages", 0))
 
     def close(self) -> None:
         self.conn.close()
 
 
-def _sizes(total: int, fts: int, messages: int) -> dict[str, Any]:
+def _sizes(total: int, fts: int | None, messages: int | None) -> dict[str, Any]:
+    """The database's size, and its parts when they are known (None: not)."""
+    if fts is None or messages is None:
+        return {"bytes": total, "mb": round(total / 1e6, 1), "fts_mb": None,
+                "messages_mb": None, "other_mb": None}  # fmt: skip
     return {
         "bytes": total,
         "mb": round(total / 1e6, 1),
