@@ -313,7 +313,8 @@ async def test_a_batch_is_sized_to_take_about_batch_seconds(
 ) -> None:
     clock = TestClock(NOW)
     store = SlowRows(clock, 20_000, per_row)
-    loop = Retention(store, lambda: POLICY, clock, batch=300, batch_seconds=0.02)
+    # No rest: the test clock would hold the pass until a test moved it.
+    loop = Retention(store, lambda: POLICY, clock, batch=300, batch_seconds=0.02, rest=0)
     await loop.run_once()
     # Starts small, doubles at most, never past the configured batch, and
     # settles where a batch takes 20 ms (at least 10 rows, however slow).
@@ -321,3 +322,32 @@ async def test_a_batch_is_sized_to_take_about_batch_seconds(
     assert all(b <= 2 * a for a, b in zip(store.limits, store.limits[1:], strict=False))
     assert max(store.limits) <= 300
     assert store.limits[-3:-1] == [settles_at, settles_at]
+
+
+async def test_after_each_batch_the_pass_rests_as_long_as_the_batch_took() -> None:
+    clock = TestClock(NOW)
+    store = SlowRows(clock, 25, 0.001)  # a 10-row batch takes 10 ms
+    loop = Retention(store, lambda: POLICY, clock, batch=300, batch_seconds=0.02)
+    task = asyncio.create_task(loop.run_once())
+    try:
+        for _ in range(100):
+            if clock.sleepers:
+                break
+            await asyncio.sleep(0.01)
+        # One batch, then the pass waits on the clock before the next.
+        assert store.limits == [10] and clock.sleepers == 1
+        await clock.advance(0.009)
+        assert store.limits == [10]
+        await clock.advance(0.001)
+        for _ in range(100):
+            if len(store.limits) > 1:
+                break
+            await asyncio.sleep(0.01)
+        assert store.limits == [10, 20]  # the rest (15 rows) in a second batch
+        while not task.done():
+            await clock.advance(0.1)
+        assert (await task).erased == {"messages": 25}
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
