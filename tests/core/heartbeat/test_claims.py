@@ -22,6 +22,7 @@ from core.heartbeat.source import SCOPE_CONCURRENCY
 from core.llm import Completion
 from core.messages import Outbound, SendResult
 from core.store.dialect import to_ms
+from core.store.sql.commitments import SqlCommitmentStore
 from core.store.sqlite import SqliteStore
 from core.store.sqlite.migrations import load_migrations
 from tests.support.heartbeat_harness import SCOPE, WORKER, Harness, make_harness
@@ -309,12 +310,20 @@ async def test_the_lease_outlasts_the_model_call_and_the_send() -> None:
     assert turn_lease(llm) > timedelta(seconds=3 * 121 + 4 * 60)
 
 
-async def test_a_claim_written_before_the_upgrade_is_failed_not_resent(tmp_path: Path) -> None:
+async def test_a_claim_written_before_the_upgrade_is_failed_not_resent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Older code claimed before the model call and may have been mid-send:
     migration 0007 keeps such a claim as an expired `sending` one."""
+
+    async def no_switches_yet(self: SqlCommitmentStore, tx: Any, scope: Any) -> bool:
+        return False  # schema 6 predates the follow-up switches (step 18)
+
     async with SqliteStore(tmp_path / "kept.sqlite", migrations=load_migrations()[:6]) as v6:
         old = await make_harness_on(v6, tmp_path)
-        c = await old.seed()
+        with monkeypatch.context() as patched:
+            patched.setattr(SqlCommitmentStore, "_silenced", no_switches_yet)
+            c = await old.seed()
         sql = "UPDATE commitments SET claimed_at = ? WHERE id = ?"
         params = (to_ms(old.clock.now()), c.id)
         await v6.connection.run_write(lambda db: db.execute(sql, params))

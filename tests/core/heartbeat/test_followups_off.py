@@ -8,7 +8,8 @@ Another user's is sent; reminders still fire."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from core.commitments.model import Scope
 from core.llm import Completion
 from core.messages import Target
 from core.reminders import parse_schedule
+from core.store.sql.commitments import SqlCommitmentStore
 from core.users.followup_prefs import DISMISSED_REASON
 from tests.support.heartbeat_harness import OTHER, SCOPE, Harness, make_harness
 from tests.support.scripted_model import text
@@ -39,7 +41,23 @@ def checkin(hb: Harness, *texts: str) -> None:
     hb.model.steps.extend(text(t) for t in texts)
 
 
-async def test_no_checkin_for_an_opted_out_user_even_when_due(hb: Harness) -> None:
+@contextlib.contextmanager
+def switch_read_before_it_committed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Rows stored as by an extraction whose transaction read the switch just
+    before the switch committed (PostgreSQL's READ COMMITTED allows it): the
+    store's own check lets them through, so the heartbeat's must stop them."""
+
+    async def not_yet(self: SqlCommitmentStore, tx: Any, scope: Any) -> bool:
+        return False
+
+    with monkeypatch.context() as patched:
+        patched.setattr(SqlCommitmentStore, "_silenced", not_yet)
+        yield
+
+
+async def test_no_checkin_for_an_opted_out_user_even_when_due(
+    hb: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     prefs = followup_prefs_for(hb.store)
     theirs = await hb.seed(SCOPE, text="How did the interview go?")
     others = await hb.seed(OTHER, text="How was the match?", reason="the match")
@@ -47,7 +65,8 @@ async def test_no_checkin_for_an_opted_out_user_even_when_due(hb: Harness) -> No
     # switching off dismissed what was pending then, not this one.
     await prefs.set_user("main", "telegram", "42", False, now=hb.clock.now())
     assert (await hb.status(theirs.id)).status == "dismissed"
-    late = await hb.seed(SCOPE, text="Did you sleep better?", reason="slept badly")
+    with switch_read_before_it_committed(monkeypatch):
+        late = await hb.seed(SCOPE, text="Did you sleep better?", reason="slept badly")
     assert (await hb.status(late.id)).status == "pending"
 
     checkin(hb, "How was the match?")
@@ -119,7 +138,9 @@ async def test_the_send_itself_reads_the_preference(hb: Harness) -> None:
     assert hb.sender.attempts == []
 
 
-async def test_a_group_switched_off_gets_no_checkin_a_member_only_theirs(hb: Harness) -> None:
+async def test_a_group_switched_off_gets_no_checkin_a_member_only_theirs(
+    hb: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     prefs = followup_prefs_for(hb.store)
     ann = await hb.seed(ANN_IN_GROUP, text="Ann, how was it?", reason="ann")
     ben = await hb.seed(BEN_IN_GROUP, text="Ben, how was it?", reason="ben")
@@ -136,7 +157,8 @@ async def test_a_group_switched_off_gets_no_checkin_a_member_only_theirs(hb: Har
     late_ben = await hb.seed(BEN_IN_GROUP, text="Ben, again?", reason="ben again")
     await prefs.set_chat("main", GROUP_KEY, False, now=hb.clock.now())
     assert (await hb.status(late_ben.id)).status == "dismissed"
-    after = await hb.seed(BEN_IN_GROUP, text="Ben, third?", reason="ben third")
+    with switch_read_before_it_committed(monkeypatch):
+        after = await hb.seed(BEN_IN_GROUP, text="Ben, third?", reason="ben third")
     mine = await hb.seed(OTHER, text="How was the match?")
     checkin(hb, "How was the match?")
     await hb.scheduler(prefs=prefs).tick()
