@@ -15,8 +15,8 @@ from typing import Any
 
 import discord
 
-from channels.discord.pressable import Pressable
-from channels.discord.scope import NOT_ALLOWED, PLATFORM, Gate, interaction_chat
+from channels.discord.pressable import Pressable, close_under, ephemeral, pressed_in
+from channels.discord.scope import PLATFORM, Gate
 from core.clock import Clock
 from core.commands import wording
 from core.commands.buttons import ForgetPayload
@@ -27,8 +27,6 @@ from core.messages import ForgetChoice
 from core.privacy.store import PrivacyStores
 
 log = logging.getLogger("kept.discord")
-
-MESSAGE_LIMIT = 2000
 
 
 class ForgetButton(
@@ -64,14 +62,11 @@ class ForgetActions:
         self._gate = gate
 
     async def handle(self, interaction: discord.Interaction, choice: ForgetChoice) -> None:
-        ref = interaction_chat(interaction)
-        if ref is None or not await self._gate.allowed(
-            interaction.user, interaction.guild_id, interaction.client
-        ):
-            await _ephemeral(interaction, NOT_ALLOWED)
+        ref = await pressed_in(interaction, self._gate)
+        if ref is None:
             return
         if self._privacy is None:
-            await _ephemeral(interaction, wording.NO_LONGER_WORKS)
+            await ephemeral(interaction, wording.NO_LONGER_WORKS)
             return
         rights = RightsCommands(
             self._privacy, self._clock, platform=PLATFORM, user_id=str(interaction.user.id)
@@ -90,15 +85,7 @@ class ForgetActions:
         )
         # /forget is typed alike on Discord (a top-level command).
         note = wording.forget_answer(answer)
-        message = interaction.message
-        if answer.outcome is ForgetOutcome.NOT_YOURS or message is None:
-            await _ephemeral(interaction, note)
+        if answer.outcome is ForgetOutcome.NOT_YOURS:
+            await ephemeral(interaction, note)
             return
-        # The answer replaces the buttons, so nobody presses them again.
-        suffix = f"\n\n-# {note}"
-        content = message.content[: MESSAGE_LIMIT - len(suffix)].rstrip() + suffix
-        await interaction.response.edit_message(content=content, view=None)
-
-
-async def _ephemeral(interaction: discord.Interaction, text: str) -> None:
-    await interaction.response.send_message(text, ephemeral=True)
+        await close_under(interaction, note)

@@ -9,9 +9,11 @@ from typing import Any, ClassVar
 
 import discord
 
+from channels.discord.scope import NOT_ALLOWED, ChatRef, Gate, interaction_chat
 from core.commands.buttons import unpack
 
 NOT_AVAILABLE = "This button is not available."
+MESSAGE_LIMIT = 2000
 
 
 class Pressable:
@@ -40,3 +42,32 @@ class Pressable:
             await interaction.response.send_message(NOT_AVAILABLE, ephemeral=True)
             return
         await getattr(acts, self.method)(interaction, self.action)
+
+
+async def pressed_in(interaction: discord.Interaction, gate: Gate) -> ChatRef | None:
+    """The chat a press came from, or None (and the presser told so) when
+    they may not use the bot there."""
+    ref = interaction_chat(interaction)
+    if ref is None or not await gate.allowed(
+        interaction.user, interaction.guild_id, interaction.client
+    ):
+        await ephemeral(interaction, NOT_ALLOWED)
+        return None
+    return ref
+
+
+async def close_under(interaction: discord.Interaction, note: str) -> None:
+    """Say under the pressed message what its button did; the answer
+    replaces the buttons, so nobody presses them again (a press on a message
+    Discord no longer hands over is answered to the presser alone)."""
+    message = interaction.message
+    if message is None:
+        await ephemeral(interaction, note)
+        return
+    suffix = f"\n\n-# {note}"
+    content = message.content[: MESSAGE_LIMIT - len(suffix)].rstrip() + suffix
+    await interaction.response.edit_message(content=content, view=None)
+
+
+async def ephemeral(interaction: discord.Interaction, text: str) -> None:
+    await interaction.response.send_message(text, ephemeral=True)

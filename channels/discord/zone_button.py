@@ -14,8 +14,8 @@ from typing import Any
 
 import discord
 
-from channels.discord.pressable import Pressable
-from channels.discord.scope import NOT_ALLOWED, Gate, interaction_chat
+from channels.discord.pressable import Pressable, close_under, ephemeral, pressed_in
+from channels.discord.scope import Gate
 from core.clock import Clock
 from core.commands import wording
 from core.commands.buttons import ZoneChoicePayload
@@ -26,8 +26,6 @@ from core.messages import ZoneChoice
 from core.users import UserZones
 
 log = logging.getLogger("kept.discord")
-
-MESSAGE_LIMIT = 2000
 
 
 def zone_label(choice: ZoneChoice) -> str:
@@ -65,14 +63,11 @@ class ZoneActions:
         self._gate = gate
 
     async def handle(self, interaction: discord.Interaction, choice: ZoneChoice) -> None:
-        ref = interaction_chat(interaction)
-        if ref is None or not await self._gate.allowed(
-            interaction.user, interaction.guild_id, interaction.client
-        ):
-            await _ephemeral(interaction, NOT_ALLOWED)
+        ref = await pressed_in(interaction, self._gate)
+        if ref is None:
             return
         if self._users is None:
-            await _ephemeral(interaction, wording.NO_LONGER_WORKS)
+            await ephemeral(interaction, wording.NO_LONGER_WORKS)
             return
         agent_id = self._config().channels.discord.agent
         commands = TimezoneCommands(
@@ -93,15 +88,7 @@ class ZoneActions:
             outcome=answer.outcome.value,
         )
         note = wording.zone(answer)
-        message = interaction.message
-        if answer.outcome in (ZoneOutcome.NOT_YOURS, ZoneOutcome.INVALID) or message is None:
-            await _ephemeral(interaction, note)
+        if answer.outcome in (ZoneOutcome.NOT_YOURS, ZoneOutcome.INVALID):
+            await ephemeral(interaction, note)
             return
-        # The answer replaces the buttons, so nobody presses them again.
-        suffix = f"\n\n-# {note}"
-        content = message.content[: MESSAGE_LIMIT - len(suffix)].rstrip() + suffix
-        await interaction.response.edit_message(content=content, view=None)
-
-
-async def _ephemeral(interaction: discord.Interaction, text: str) -> None:
-    await interaction.response.send_message(text, ephemeral=True)
+        await close_under(interaction, note)
