@@ -231,12 +231,7 @@ class TelegramCommands:
         call = self._call(origin)
         pressed = await call.followups().press(action)
         note = wording.pressed(pressed, origin.user_name, await self._style(call))
-        if not pressed.changed:
-            # Toasts hold 200 characters.
-            await _answer(query, note[:190], alert=True)
-            return
-        await _answer(query, note)
-        await _close(message, note)
+        await _settle(query, message, note, refused=not pressed.changed)
 
     async def _list_press(
         self,
@@ -272,11 +267,7 @@ class TelegramCommands:
         call = self._call(origin)
         change = await call.reminder_commands().snooze_fired(action)
         note = wording.snoozed_by(change, origin.user_name, await self._style(call))
-        if not change.done or change.item is None:
-            await _answer(query, note[:190], alert=True)
-            return
-        await _answer(query, note)
-        await _close(message, note)
+        await _settle(query, message, note, refused=not change.done or change.item is None)
 
     async def _on_zone_choice(
         self, query: CallbackQuery, message: Message, origin: CommandOrigin, choice: ZoneChoice
@@ -297,12 +288,8 @@ class TelegramCommands:
             user=origin.user_id,
             outcome=answer.outcome.value,
         )
-        text = wording.zone(answer)
-        if answer.outcome in (ZoneOutcome.NOT_YOURS, ZoneOutcome.INVALID):
-            await _answer(query, text[:190], alert=True)
-            return
-        await _answer(query, text[:190])
-        await _close(message, text)
+        refused = answer.outcome in (ZoneOutcome.NOT_YOURS, ZoneOutcome.INVALID)
+        await _settle(query, message, wording.zone(answer), refused=refused)
 
     async def _forget_press(
         self, query: CallbackQuery, message: Message, origin: CommandOrigin, choice: ForgetChoice
@@ -324,12 +311,8 @@ class TelegramCommands:
             outcome=answer.outcome.value,
             erased=answer.counts.total,
         )
-        text = wording.forget_answer(answer)
-        if answer.outcome is ForgetOutcome.NOT_YOURS:
-            await _answer(query, text[:190], alert=True)
-            return
-        await _answer(query, text[:190])
-        await _close(message, text)
+        refused = answer.outcome is ForgetOutcome.NOT_YOURS
+        await _settle(query, message, wording.forget_answer(answer), refused=refused)
 
     # --- scope and permission ------------------------------------------------
 
@@ -352,6 +335,16 @@ class TelegramCommands:
             privacy=ctx.privacy,
             followup_prefs=ctx.followup_prefs,
         )
+
+
+async def _settle(query: CallbackQuery, message: Message, note: str, *, refused: bool) -> None:
+    """A press's answer: refused, a toast the presser must dismiss (the
+    buttons stay for whoever may press them); done, a toast and the note
+    under the message in place of its buttons."""
+    # Toasts hold 200 characters.
+    await _answer(query, note[:190], alert=refused)
+    if not refused:
+        await _close(message, note)
 
 
 async def _close(message: Message, note: str) -> None:
