@@ -17,8 +17,9 @@ from datetime import datetime
 
 import discord
 
+from channels.discord.pressable import MESSAGE_LIMIT
 from channels.discord.scope import NOT_ALLOWED, PLATFORM, Gate, chat_access, interaction_chat
-from channels.discord.views import MESSAGE_LIMIT, buttons_view
+from channels.discord.views import buttons_view
 from core.clock import Clock
 from core.commands import Change, Item, wording
 from core.commands.lists import ListCommands, list_actions, list_name

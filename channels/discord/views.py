@@ -25,8 +25,8 @@ from typing import Any
 import discord
 
 from channels.discord.forget_button import ForgetButton
-from channels.discord.pressable import Pressable
-from channels.discord.scope import NOT_ALLOWED, Gate, chat_access, interaction_chat
+from channels.discord.pressable import Pressable, close_under, ephemeral, pressed_in
+from channels.discord.scope import Gate, chat_access
 from channels.discord.zone_button import ZoneButton
 from core.commands import FollowUpButtonResult, FollowUpCommands, wording
 from core.commands.buttons import (
@@ -56,7 +56,6 @@ from core.users import UserZones
 
 log = logging.getLogger("kept.discord")
 
-MESSAGE_LIMIT = 2000
 _LABELS: dict[FollowUpVerb, tuple[str, discord.ButtonStyle]] = {
     "dismiss": ("Dismiss", discord.ButtonStyle.secondary),
     "snooze": ("Snooze 1 day", discord.ButtonStyle.primary),
@@ -205,31 +204,28 @@ class FollowUpActions:
         self._done: OrderedDict[int, str] = OrderedDict()
 
     async def handle(self, interaction: discord.Interaction, action: Action) -> None:
-        ref = interaction_chat(interaction)
-        if ref is None or not await self._gate.allowed(
-            interaction.user, interaction.guild_id, interaction.client
-        ):
-            await _ephemeral(interaction, NOT_ALLOWED)
+        ref = await pressed_in(interaction, self._gate)
+        if ref is None:
             return
         agent_id = self._config().channels.discord.agent
         commands = FollowUpCommands(self._commitments, chat_access(interaction, ref, agent_id))
         found = await commands.pressable(action)
         if found is None:
-            await _ephemeral(interaction, NOT_FOUND)
+            await ephemeral(interaction, NOT_FOUND)
             return
         message_id = interaction.message.id if interaction.message is not None else 0
         if message_id in self._done:
-            await _ephemeral(interaction, self._done[message_id])
+            await ephemeral(interaction, self._done[message_id])
             return
         if message_id in self._busy:
-            await _ephemeral(interaction, "One moment: this follow-up is being updated.")
+            await ephemeral(interaction, "One moment: this follow-up is being updated.")
             return
         self._busy.add(message_id)
         try:
             pressed = await commands.apply(action.verb, found)
             note = await self._note(pressed, interaction, agent_id)
             if not pressed.changed:
-                await _ephemeral(interaction, note)
+                await ephemeral(interaction, note)
                 return
             self._remember(message_id, note)
         finally:
@@ -243,7 +239,7 @@ class FollowUpActions:
             commitments=",".join(item.id for item in pressed.changed),
             user=interaction.user.id,
         )
-        await _show(interaction, note)
+        await close_under(interaction, note)
 
     async def _note(
         self, pressed: FollowUpButtonResult, interaction: discord.Interaction, agent_id: str
@@ -262,21 +258,6 @@ class FollowUpActions:
         self._done[message_id] = note
         while len(self._done) > 1000:
             self._done.popitem(last=False)
-
-
-async def _show(interaction: discord.Interaction, note: str) -> None:
-    """Edit the follow-up to say what happened, and drop its buttons."""
-    message = interaction.message
-    if message is None:
-        await _ephemeral(interaction, note)
-        return
-    suffix = f"\n\n-# {note}"
-    content = message.content[: MESSAGE_LIMIT - len(suffix)].rstrip() + suffix
-    await interaction.response.edit_message(content=content, view=None)
-
-
-async def _ephemeral(interaction: discord.Interaction, text: str) -> None:
-    await interaction.response.send_message(text, ephemeral=True)
 
 
 def _name(interaction: discord.Interaction) -> str:
