@@ -99,8 +99,6 @@ class ExtractionWorker:
         prefs: FollowUpPreferences | None = None,
     ) -> None:
         self._jobs = jobs
-        # Who switched follow-ups off; None: nobody can (tests without one).
-        self._prefs = prefs
         self._worker = worker
         self._config = config
         self._clock = clock
@@ -163,8 +161,6 @@ class ExtractionWorker:
         if await self._pauses.paused(agent_id):
             return  # the pause was logged once when it began
         scope = scope_of(ev)
-        if not await self._followups_on(scope, ev.user_message.id):
-            return
         if self._held >= self._max_queue:
             self._drop(agent_id, ev.session.key)
             return
@@ -192,42 +188,20 @@ class ExtractionWorker:
                 action=storage_action(exc),
             )
             return
-        self._queue(job)
-
-    async def _followups_on(self, scope: Scope, message_id: int) -> bool:
-        """Whether the member (and the chat) want follow-ups: an exchange of
-        someone who switched them off is never queued, so its text never
-        reaches the extraction model. Read from the database on every turn
-        (a switch on another worker or the CLI counts at once); unreadable,
-        nothing is queued: a follow-up missed is better than one unwanted."""
-        if self._prefs is None:
-            return True
-        try:
-            silenced = await self._prefs.silenced([scope.subject])
-        except Exception as exc:
-            event(
-                log,
-                logging.WARNING,
-                "extraction_preference_unread",
-                agent=scope.agent_id,
-                session=scope.session_key,
-                message=message_id,
-                error=repr(exc),
-                action=storage_action(exc),
-            )
-            return False
-        if silenced:
+        if job is None:
+            # Their exchange never reaches the extraction model.
+            self._release_count(1)
             event(
                 log,
                 logging.INFO,
                 "extraction_skipped",
-                agent=scope.agent_id,
-                session=scope.session_key,
-                message=message_id,
+                agent=agent_id,
+                session=ev.session.key,
+                message=ev.user_message.id,
                 reason="follow-ups switched off",
             )
-            return False
-        return True
+            return
+        self._queue(job)
 
     def _queue(self, job: ExtractionJob) -> None:
         """Hand a claimed job (already counted in `_held`) to its agent's queue."""

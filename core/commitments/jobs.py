@@ -36,8 +36,10 @@ class ExtractionJobStore(abc.ABC):
     @abc.abstractmethod
     async def enqueue(
         self, job: NewJob, *, worker: str, now: datetime, lease_until: datetime
-    ) -> ExtractionJob:
-        """Store the job, claimed by `worker` until `lease_until`."""
+    ) -> ExtractionJob | None:
+        """Store the job, claimed by `worker` until `lease_until`; None, and
+        nothing stored, when its member or its chat switched follow-ups off
+        (read in the same transaction)."""
 
     @abc.abstractmethod
     async def claim_orphans(

@@ -15,6 +15,7 @@ from core.commitments.model import Scope
 from core.commitments.pause import PauseResult, PauseStore
 from core.store.dialect import Dialect, placeholders
 from core.store.sql.database import Database, Row, Transaction
+from core.store.sql.silenced import SILENCED_SCOPE
 
 _COLUMNS = (
     "id, agent_id, session_key, platform, chat_id, thread_id, sender_id, chat_kind, "
@@ -53,15 +54,20 @@ class SqlExtractionJobStore(ExtractionJobStore):
 
     async def enqueue(
         self, job: NewJob, *, worker: str, now: datetime, lease_until: datetime
-    ) -> ExtractionJob:
+    ) -> ExtractionJob | None:
         s, e, d = job.scope, job.exchange, self._d
+        silenced = (s.agent_id, s.platform, s.sender_id or "", s.session_key)
         params = (
             s.agent_id, s.session_key, s.platform, s.chat_id, s.thread_id, s.sender_id,
             s.chat_kind, e.user_message_id, e.user_text, e.assistant_text,
             d.time(now), worker, d.time(lease_until),
         )  # fmt: skip
 
-        async def work(tx: Transaction) -> int:
+        async def work(tx: Transaction) -> int | None:
+            # In the writing transaction: a switch made on another worker or
+            # by the CLI counts at once, and the turn pays no extra trip.
+            if await tx.fetchone(SILENCED_SCOPE, silenced) is not None:
+                return None
             row = await tx.fetchone(
                 "INSERT INTO extraction_jobs (agent_id, session_key, platform, chat_id, "
                 "thread_id, sender_id, chat_kind, user_message_id, user_text, assistant_text, "
@@ -74,7 +80,7 @@ class SqlExtractionJobStore(ExtractionJobStore):
         # Not durable: losing the last queued exchanges to a power loss costs
         # a follow-up at most, like the transcript write it comes from.
         job_id = await self._db.transact(work, durable=False)
-        return ExtractionJob(job_id, job.scope, job.exchange)
+        return None if job_id is None else ExtractionJob(job_id, job.scope, job.exchange)
 
     async def claim_orphans(
         self, *, worker: str, now: datetime, lease_until: datetime, limit: int

@@ -175,3 +175,22 @@ async def test_an_extraction_answered_after_the_switch_stores_nothing_about_them
     reasons = {c.reason for c in await backend.commitments.list(Filter(statuses=("pending",)))}
     assert "ben's late topic" in reasons
     assert "ann's late topic" not in reasons
+
+
+async def test_an_exchange_of_someone_switched_off_is_never_queued(backend: Backend) -> None:
+    """The queue's own write reads the switch: their exchange is not stored
+    for the extraction model at all, another member's in the same chat is."""
+    await prefs(backend).set_user("main", "telegram", ANN, False, now=NOW)
+    theirs = NewJob(scope(GROUP, "-500", ANN, "group"), Exchange(7, "ann's words", "ok"))
+    others = NewJob(scope(GROUP, "-500", BEN, "group"), Exchange(8, "ben's words", "ok"))
+    assert (
+        await backend.extraction_jobs.enqueue(theirs, worker="w", now=NOW, lease_until=NOW) is None
+    )
+    assert await backend.extraction_jobs.enqueue(others, worker="w", now=NOW, lease_until=NOW)
+    # The group's own switch (its admin's) stops everyone's there.
+    await prefs(backend).set_chat("main", GROUP, False, now=NOW)
+    assert (
+        await backend.extraction_jobs.enqueue(others, worker="w", now=NOW, lease_until=NOW) is None
+    )
+    jobs = await store_rows(backend.store, "SELECT user_text FROM extraction_jobs")
+    assert jobs == []  # ben's queued one went with the group's switch
