@@ -283,16 +283,19 @@ async def slash(
     options: dict[str, str] | None = None,
     permissions: discord.Permissions | None = None,
     focused: str | None = None,
+    files_up_to: int = 0,
 ) -> None:
-    """Run `/group sub` through the real CommandTree; with `focused`, as the
-    autocomplete request for that option."""
-    group, sub = command.split()
+    """Run `/group sub` or a top-level `/name` through the real CommandTree
+    (dpytest does not dispatch interactions); with `focused`, as the
+    autocomplete request for that option; `files_up_to`: the attachment size
+    limit the interaction names, when not the default."""
+    group, _, sub = command.partition(" ")
     opts = [_option(k, v, k == focused) for k, v in (options or {}).items()]
-    data = {
+    data: dict[str, Any] = {
         "id": "1",
         "name": group,
         "type": 1,
-        "options": [{"name": sub, "type": 1, "options": opts}],
+        "options": [{"name": sub, "type": 1, "options": opts}] if sub else opts,
     }
     if getattr(channel, "guild", None) is not None:
         data["guild_id"] = str(channel.guild.id)
@@ -300,8 +303,20 @@ async def slash(
     payload = interaction_payload(
         bot, kind=kind, data=data, channel=channel, user=user, permissions=permissions
     )
+    if files_up_to:
+        payload["attachment_size_limit"] = files_up_to
     interaction = discord.Interaction(data=payload, state=bot._connection)  # type: ignore[arg-type]
     await bot.tree._call(interaction)
+
+
+EPHEMERAL = 64
+
+
+def said_privately(answers: Responses) -> str:
+    """The last interaction answer's text, which only the asker sees."""
+    kind, data = answers.calls[-1]
+    assert kind == 4 and data.get("flags", 0) & EPHEMERAL
+    return str(data["content"])
 
 
 async def click(

@@ -10,9 +10,8 @@ import discord
 
 from core.commitments.model import Commitment
 from core.users.followup_prefs import DISMISSED_REASON
-from tests.support.discord_dpytest import Responses, Rig, interaction_payload
+from tests.support.discord_dpytest import Responses, Rig, said_privately, slash
 
-EPHEMERAL = 64
 MODERATOR = discord.Permissions(manage_messages=True)
 
 
@@ -24,21 +23,13 @@ async def followups(
     *,
     permissions: discord.Permissions | None = None,
 ) -> None:
-    options = [] if state is None else [{"name": "state", "type": 3, "value": state}]
-    data: dict[str, Any] = {"id": "1", "name": "followups", "type": 1, "options": options}
-    if getattr(channel, "guild", None) is not None:
-        data["guild_id"] = str(channel.guild.id)
-    payload = interaction_payload(
-        rig.bot, kind=2, data=data, channel=channel, user=user, permissions=permissions
+    options = None if state is None else {"state": state}
+    await slash(
+        rig.bot, "followups", channel=channel, user=user, options=options, permissions=permissions
     )
-    interaction = discord.Interaction(data=payload, state=rig.bot._connection)  # type: ignore[arg-type]
-    await rig.bot.tree._call(interaction)
 
 
-def said(answers: Responses) -> str:
-    kind, data = answers.calls[-1]
-    assert kind == 4 and data.get("flags", 0) & EPHEMERAL
-    return str(data["content"])
+said = said_privately
 
 
 async def status(rig: Rig, commitment_id: str) -> Commitment:

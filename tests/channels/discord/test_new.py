@@ -10,27 +10,14 @@ import discord
 import discord.ext.test as dpytest
 
 from core.commands import wording
-from tests.support.discord_dpytest import Responses, Rig, interaction_payload
-
-EPHEMERAL = 64
+from tests.support.discord_dpytest import Responses, Rig, said_privately, slash
 
 
 async def new(rig: Rig, user: Any, channel: Any, permissions: Any = None) -> None:
-    """`/new` as the gateway delivers it (dpytest does not dispatch interactions)."""
-    data: dict[str, Any] = {"id": "1", "name": "new", "type": 1, "options": []}
-    if getattr(channel, "guild", None) is not None:
-        data["guild_id"] = str(channel.guild.id)
-    payload = interaction_payload(
-        rig.bot, kind=2, data=data, channel=channel, user=user, permissions=permissions
-    )
-    interaction = discord.Interaction(data=payload, state=rig.bot._connection)  # type: ignore[arg-type]
-    await rig.bot.tree._call(interaction)
+    await slash(rig.bot, "new", channel=channel, user=user, permissions=permissions)
 
 
-def said(answers: Responses) -> str:
-    kind, data = answers.calls[-1]
-    assert kind == 4 and data.get("flags", 0) & EPHEMERAL
-    return str(data["content"])
+said = said_privately
 
 
 def last_context(rig: Rig) -> list[str]:

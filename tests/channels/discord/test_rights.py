@@ -20,16 +20,15 @@ from core.commands.registry import COMMANDS
 from core.messages import ForgetChoice
 from core.privacy.store import ErasedUser, ErasureCounts
 from tests.support.discord_dpytest import (
+    EPHEMERAL,
     Responses,
     Rig,
     build_rig,
     click,
-    interaction_payload,
     sent_messages,
+    slash,
 )
 from tests.support.scripted_model import text
-
-EPHEMERAL = 64
 
 
 @pytest.fixture
@@ -42,14 +41,7 @@ async def rig(tmp_path: Path, storage_url: str) -> AsyncIterator[Rig]:
 async def run(rig: Rig, name: str, user: Any, channel: Any, *, files_up_to: int = 0) -> None:
     """A top-level slash command, as Discord sends it (`files_up_to`: the
     attachment size limit it names, when not the default)."""
-    data: dict[str, Any] = {"id": "1", "name": name, "type": 1, "options": []}
-    if getattr(channel, "guild", None) is not None:
-        data["guild_id"] = str(channel.guild.id)
-    payload = interaction_payload(rig.bot, kind=2, data=data, channel=channel, user=user)
-    if files_up_to:
-        payload["attachment_size_limit"] = files_up_to
-    interaction = discord.Interaction(data=payload, state=rig.bot._connection)  # type: ignore[arg-type]
-    await rig.bot.tree._call(interaction)
+    await slash(rig.bot, name, channel=channel, user=user, files_up_to=files_up_to)
 
 
 def said(answers: Responses, back: int = 1) -> dict[str, Any]:
