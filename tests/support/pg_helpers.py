@@ -3,8 +3,11 @@ tables. None of this is part of a production interface."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+from core.store.backends import Backend, open_backend
 from core.store.postgres import PostgresStore
 from core.store.postgres.lexemes import tsvector_literal
 from core.store.sql.transcript import INDEXED_SQL
@@ -81,3 +84,18 @@ async def execute(store: PostgresStore, sql: str, params: Any = ()) -> None:
     """Run one statement in its own transaction."""
     async with store.connection.transaction() as conn:
         await conn.execute(sql, params)
+
+
+@asynccontextmanager
+async def opened_backends(url: str, count: int) -> AsyncIterator[list[Backend]]:
+    """`count` workers' backends on one database, each with its own pool."""
+    opened: list[Backend] = []
+    try:
+        for _ in range(count):
+            backend = open_backend(url)
+            await backend.open()
+            opened.append(backend)
+        yield opened
+    finally:
+        for backend in opened:
+            await backend.close()

@@ -14,8 +14,9 @@ from core.conversation.manager import ConversationManager
 from core.conversation.start_over import StartOver
 from core.locks import SessionLocks
 from core.messages import Inbound, Target
-from core.store.backends import Backend, open_backend
+from core.store.backends import Backend
 from tests.conftest import RecordingSender
+from tests.support.pg_helpers import opened_backends
 from tests.support.scripted_model import ScriptedModel
 
 KEY = "agent:main:telegram:private:42"
@@ -23,16 +24,8 @@ KEY = "agent:main:telegram:private:42"
 
 @pytest.fixture
 async def backends(postgres_url: str) -> AsyncIterator[list[Backend]]:
-    opened: list[Backend] = []
-    try:
-        for _ in range(2):
-            backend = open_backend(postgres_url)
-            await backend.open()
-            opened.append(backend)
+    async with opened_backends(postgres_url, 2) as opened:
         yield opened
-    finally:
-        for backend in opened:
-            await backend.close()
 
 
 def worker(backend: Backend, model: ScriptedModel, clock: TestClock) -> ConversationManager:

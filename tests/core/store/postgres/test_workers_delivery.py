@@ -21,9 +21,10 @@ from core.heartbeat.turn import HeartbeatTurn
 from core.llm import Completion
 from core.locks import SessionLocks
 from core.scheduler import Scheduler
-from core.store.backends import Backend, open_backend
+from core.store.backends import Backend
 from core.store.postgres.locks import CLAIM_NAMESPACE, session_lock_id
 from tests.support.heartbeat_harness import ScriptedSender
+from tests.support.pg_helpers import opened_backends
 
 CHATS, FOLLOW_UPS = 300, 1000
 TAG = re.compile(r"tag (c\d+@\d+)")
@@ -53,16 +54,8 @@ def scope(chat: int) -> Scope:
 
 @pytest.fixture
 async def backends(postgres_url: str) -> AsyncIterator[list[Backend]]:
-    opened: list[Backend] = []
-    try:
-        for _ in range(3):
-            backend = open_backend(postgres_url)
-            await backend.open()
-            opened.append(backend)
+    async with opened_backends(postgres_url, 3) as opened:
         yield opened
-    finally:
-        for backend in opened:
-            await backend.close()
 
 
 async def seed_one(backend: Backend, clock: TestClock) -> None:
