@@ -24,7 +24,7 @@ from prometheus_client import (
 from core.commitments.model import STATUSES
 from core.logs import event
 from core.messages import Outbound, Sender, SendResult
-from core.metrics import CheckinOutcome, recorder
+from core.metrics import CheckinOutcome, Limit, TokenDirection, recorder
 
 log = logging.getLogger("kept.metrics")
 
@@ -105,6 +105,16 @@ class PrometheusMetrics:
             "kept_retention_erased", "Rows erased by retention (storage.retention), by kind",
             ["kind"], registry=r,
         )  # fmt: skip
+        self._tokens = Counter(
+            "kept_model_tokens", "Model tokens by role and direction (in: prompt, out: "
+            "completion; estimated where the endpoint gave no usage)", ["role", "direction"],
+            registry=r,
+        )  # fmt: skip
+        self._over = Counter(
+            "kept_limited", "Messages not answered and model calls not made, by the limit "
+            "that stopped them (see `kept doctor`, `limits` in the config)", ["limit"],
+            registry=r,
+        )  # fmt: skip
 
     # --- core.metrics.Metrics ------------------------------------------------
 
@@ -145,6 +155,12 @@ class PrometheusMetrics:
 
     def retention_erased(self, kind: str, rows: int) -> None:
         self._retention.labels(kind).inc(rows)
+
+    def model_tokens(self, role: str, direction: TokenDirection, tokens: int) -> None:
+        self._tokens.labels(role, direction).inc(tokens)
+
+    def over_limit(self, limit: Limit) -> None:
+        self._over.labels(limit).inc()
 
     # --- scrape time -----------------------------------------------------------
 

@@ -37,4 +37,5 @@ def counts_json(counts: ErasureCounts) -> dict[str, int]:
         "queuedExchanges": counts.queued,
         "platformUpdates": counts.updates,
         "settings": counts.settings,
+        "usage": counts.usage,
     }

@@ -17,6 +17,10 @@ from __future__ import annotations
 from typing import Literal, Protocol
 
 CheckinOutcome = Literal["sent", "failed"]
+TokenDirection = Literal["in", "out"]
+# What stopped a message or a model call (core/limits/): a rate per minute or
+# a token budget per day, of a user, a shared chat or the whole bot.
+Limit = Literal["user_rate", "chat_rate", "user_tokens", "chat_tokens", "bot_tokens"]
 
 
 class Metrics(Protocol):
@@ -56,6 +60,12 @@ class Metrics(Protocol):
     def retention_erased(self, kind: str, rows: int) -> None:
         """A retention batch erased `rows` rows of `kind` (core/privacy/retention.py)."""
 
+    def model_tokens(self, role: str, direction: TokenDirection, tokens: int) -> None:
+        """A model call of `role` used `tokens` in (prompt) or out (completion)."""
+
+    def over_limit(self, limit: Limit) -> None:
+        """A message was not answered, or a model call not made, because of `limit`."""
+
 
 class NoMetrics:
     """The default: records nothing."""
@@ -94,6 +104,12 @@ class NoMetrics:
         pass
 
     def retention_erased(self, kind: str, rows: int) -> None:
+        pass
+
+    def model_tokens(self, role: str, direction: TokenDirection, tokens: int) -> None:
+        pass
+
+    def over_limit(self, limit: Limit) -> None:
         pass
 
 

@@ -186,6 +186,7 @@ _ERASED_PARTS = (
     ("queued", "exchange waiting for extraction", "exchanges waiting for extraction"),
     ("updates", "platform update", "platform updates"),
     ("settings", "setting", "settings"),
+    ("usage", "usage record", "usage records"),
 )
 
 

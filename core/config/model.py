@@ -157,12 +157,41 @@ class ModelsConfig(Model):
     heartbeat: NonEmpty | None = None
 
 
+# An output cap below this leaves no room for a sentence, let alone JSON.
+MIN_OUTPUT_TOKENS = 16
+OutputCap = Annotated[int, Field(ge=MIN_OUTPUT_TOKENS, le=1_000_000)]
+
+
+class OutputCapsConfig(Model):
+    """The most tokens a call of each role may write (sent with every call
+    as `max_tokens`, or `max_completion_tokens` where the endpoint wants
+    it: core/llm.py). A reply cut there says so; an extraction answer cut
+    there is an invalid answer."""
+
+    chat: OutputCap = 1024
+    extraction: OutputCap = 512
+    heartbeat: OutputCap = 256
+
+
+class PriceConfig(Model):
+    """What one model costs, in USD per 1 M tokens (for `kept usage`)."""
+
+    input: Annotated[float, Field(ge=0)]
+    output: Annotated[float, Field(ge=0)]
+
+
 class LlmConfig(Model):
     base_url: HttpUrl = None
     api_key_env: EnvName = "OPENAI_API_KEY"
     timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 60
     max_retries: Annotated[int, Field(ge=0, le=10)] = 2
     models: ModelsConfig = ModelsConfig()
+    max_output_tokens: OutputCapsConfig = OutputCapsConfig()
+    # Model name -> price; a model without one is counted in tokens only.
+    prices: dict[NonEmpty, PriceConfig] = {}
+
+    def output_cap(self, role: Literal["chat", "extraction", "heartbeat"]) -> int:
+        return int(getattr(self.max_output_tokens, role))
 
     def model_for(self, role: Literal["chat", "extraction", "heartbeat"]) -> str:
         if role == "extraction" and self.models.extraction:
@@ -408,6 +437,61 @@ def _check_regex(pattern: str) -> str:
     return pattern
 
 
+PerMinute = Annotated[int, Field(ge=1, le=100_000)]
+TokensPerDay = Annotated[int, Field(ge=1)]
+
+
+class PerUserLimits(Model):
+    """What one user may do (a user is a platform account: the same cap in
+    every chat and under every agent). null: no limit."""
+
+    # Up to this many at once, then one every 60/N seconds (core/limits/rates.py).
+    messages_per_minute: PerMinute | None = 20
+    # Tokens in + out of every model call made for the user in a UTC day.
+    tokens_per_day: TokensPerDay | None = None
+    # Reminders waiting to fire (one-off and repeating) the user set.
+    active_reminders: Annotated[int, Field(ge=1, le=100_000)] | None = 50
+
+
+class PerChatLimits(Model):
+    """What one group (a shared chat) may do, all its members together.
+    A private chat is its user's: only `perUser` applies there."""
+
+    messages_per_minute: PerMinute | None = 60
+    tokens_per_day: TokensPerDay | None = None
+
+
+class LimitsConfig(Model):
+    """Rates and token budgets (core/limits/), kept in the database so every
+    worker counts against the same numbers; read on every message and call."""
+
+    per_user: PerUserLimits = PerUserLimits()
+    per_chat: PerChatLimits = PerChatLimits()
+    # The whole bot's tokens in a UTC day, every user and role together.
+    tokens_per_day: TokensPerDay | None = None
+
+
+# A repeating reminder more often than this is refused (a cron that fires
+# every minute is a flood the user set up once).
+MIN_REPEAT_SECONDS = 60
+
+
+def _check_min_interval(value: str) -> str:
+    seconds = parse_duration(value)
+    if seconds < MIN_REPEAT_SECONDS:
+        raise ValueError(f"{value!r} is shorter than a minute (use forms like '5m', '1h')")
+    return value
+
+
+class RemindersConfig(Model):
+    # The shortest gap between two firings of a repeating reminder.
+    min_interval: Annotated[str, AfterValidator(_check_min_interval)] = "5m"
+
+    @property
+    def min_interval_seconds(self) -> float:
+        return parse_duration(self.min_interval)
+
+
 class SearchConfig(Model):
     visibility: Literal["self", "agent", "all"] = "self"
     # Extra secret patterns masked in search snippets, on top of the built-in list.
@@ -467,6 +551,8 @@ class KeptConfig(Model):
     agents: Annotated[list[AgentConfig], Field(min_length=1)] = [AgentConfig()]
     channels: ChannelsConfig = ChannelsConfig()
     commitments: CommitmentsConfig = CommitmentsConfig()
+    reminders: RemindersConfig = RemindersConfig()
+    limits: LimitsConfig = LimitsConfig()
     sessions: SessionsConfig = SessionsConfig()
     shutdown: ShutdownConfig = ShutdownConfig()
     logging: LoggingConfig = LoggingConfig()

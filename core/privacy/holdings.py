@@ -7,10 +7,11 @@ tests/core/privacy/test_holdings.py compares the list with a fresh database's
 tables on each backend and fails until the new table is here.
 
 How a table reaches a user (`Reach`) decides how a user's rows in it are
-found. `erased` says whether erasing a user removes them. The two tables
-that stay (the pairing approval and the operator's block) stay on purpose:
-the user can go on talking, and a block is the operator's decision, not
-the user's data to take back.
+found. `erased` says whether erasing a user removes them. The tables that
+stay stay on purpose: the pairing approval (the user can go on talking),
+the operator's block (the operator's decision, not the user's data to take
+back), and the limits' counters (a time and a number, no words, gone within
+a day or two: erasing them would let an erasure reset a rate or a cap).
 """
 
 from __future__ import annotations
@@ -144,6 +145,26 @@ HOLDINGS: tuple[Holding, ...] = (
         "pairing_blocks",
         Reach.USER,
         "the operator's block and the username; kept: the operator's decision",
+        erased=False,
+    ),
+    Holding(
+        "model_usage",
+        Reach.USER,
+        "each model call made for a user (role, model, tokens; the chat it was for)",
+        erased=True,
+    ),
+    Holding(
+        "rate_windows",
+        Reach.USER,
+        "when a user (or a group) may next write within its rate: a time, kept "
+        "until it lapses (a minute or so), so an erasure cannot reset a limit",
+        erased=False,
+    ),
+    Holding(
+        "token_budgets",
+        Reach.USER,
+        "a user's (or a group's) tokens spent per UTC day, a number; kept until "
+        "retention drops past days, so an erasure cannot reset a cap",
         erased=False,
     ),
     Holding(

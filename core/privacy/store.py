@@ -34,6 +34,7 @@ class ErasureCounts:
     queued: int = 0  # exchanges waiting for the extraction model
     updates: int = 0  # raw platform updates parked or queued from their private chats
     settings: int = 0  # their time zone, follow-up switch, a pending pairing request
+    usage: int = 0  # records of the model calls made for them (tokens, role, model)
 
     @property
     def total(self) -> int:

@@ -23,11 +23,21 @@ Role = Literal["user", "assistant", "tool", "system"]
 
 # Kinds of message rows. Only the INDEXED_KINDS of user/assistant rows get a
 # full-text row: tool calls, tool results, reasoning and images never do.
+# `limited`: a user's message kept over a rate limit (core/limits/rates.py):
+# searchable and erasable like any, never answered, never in the model's history.
 MessageKind = Literal[
-    "text", "tool_call", "tool_result", "reasoning", "image", "error", "checkin", "reminder"
+    "text",
+    "tool_call",
+    "tool_result",
+    "reasoning",
+    "image",
+    "error",
+    "checkin",
+    "reminder",
+    "limited",
 ]
 INDEXED_ROLES: frozenset[str] = frozenset({"user", "assistant"})
-INDEXED_KINDS: frozenset[str] = frozenset({"text", "checkin", "reminder"})
+INDEXED_KINDS: frozenset[str] = frozenset({"text", "checkin", "reminder", "limited"})
 
 
 # A turn's reply: `stored` with the transcript, `sending` just before its

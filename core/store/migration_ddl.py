@@ -337,3 +337,59 @@ CREATE INDEX commitments_ended ON commitments(updated_at)
     WHERE status NOT IN ('pending', 'snoozed');
 CREATE INDEX reminders_ended ON reminders(updated_at) WHERE status <> 'active';
 """
+
+# Step 21. Limits (core/limits/): each rate's state, each day's token
+# budget, and one row per model call for `kept usage`.
+# rate_windows: a user's or a shared chat's rate as GCRA keeps it, the
+# "theoretical arrival time" of its next message; the message is refused
+# while that lies more than the burst ahead. `noticed_until`: the window
+# the sender was told about, so a flood gets one notice, not one a message.
+# token_budgets: per subject (a user, a shared chat, the whole bot: kind
+# 'bot' with empty platform and id) and UTC day, the tokens spent and the
+# tokens held by calls under way; a call is made only while spent + held
+# is below the cap, in the same transaction that adds its hold, so every
+# worker counts against the same row. `noticed`: the subject was told.
+# model_usage: what each call used, by whom (user, chat) and why (role).
+LIMITS = """
+CREATE TABLE rate_windows (
+    kind           {text} NOT NULL CHECK (kind IN ('user', 'chat')),
+    platform       {text} NOT NULL,
+    subject_id     {text} NOT NULL,
+    tat            {time} NOT NULL,
+    noticed_until  {time},
+    PRIMARY KEY (kind, platform, subject_id)
+){without_rowid};
+
+CREATE INDEX rate_windows_tat ON rate_windows(tat);
+
+CREATE TABLE token_budgets (
+    kind        {text} NOT NULL CHECK (kind IN ('user', 'chat', 'bot')),
+    platform    {text} NOT NULL,
+    subject_id  {text} NOT NULL,
+    day         {text} NOT NULL,
+    spent       {bigint} NOT NULL DEFAULT 0,
+    held        {bigint} NOT NULL DEFAULT 0,
+    noticed     {integer} NOT NULL DEFAULT 0 CHECK (noticed IN (0, 1)),
+    PRIMARY KEY (kind, platform, subject_id, day)
+){without_rowid};
+
+CREATE INDEX token_budgets_day ON token_budgets(day);
+
+CREATE TABLE model_usage (
+    id          {generated_id},
+    at          {time} NOT NULL,
+    agent_id    {text} NOT NULL,
+    role        {text} NOT NULL,
+    model       {text} NOT NULL,
+    platform    {text},
+    user_id     {text},
+    chat_id     {text},
+    shared      {integer} NOT NULL CHECK (shared IN (0, 1)),
+    tokens_in   {bigint} NOT NULL,
+    tokens_out  {bigint} NOT NULL,
+    estimated   {integer} NOT NULL CHECK (estimated IN (0, 1))
+);
+
+CREATE INDEX model_usage_at ON model_usage(at);
+CREATE INDEX model_usage_user ON model_usage(platform, user_id);
+"""

@@ -62,6 +62,7 @@ STEPS: tuple[Step, ...] = tuple(
             "followup_preferences",
             "conversation_starts",
             "retention_indexes",
+            "limits",
         ),
         start=1,
     )

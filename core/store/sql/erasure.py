@@ -183,6 +183,14 @@ class SqlErasureStore(ErasureStore):
             f"DELETE FROM followup_preferences {where}",
             (user.platform, user.user_id, *agent_params),
         )
+        # What their model calls used: the operator's totals lose them.
+        agent, agent_params = rows.agent("model_usage")
+        where = f"WHERE platform = ? AND user_id = ?{agent}"
+        usage = await run(
+            f"SELECT count(*) FROM model_usage {where}",
+            f"DELETE FROM model_usage {where}",
+            (user.platform, user.user_id, *agent_params),
+        )
         messages = replies + own + in_private
         if delete and deletes:
             for sql, params in deletes:
@@ -198,4 +206,5 @@ class SqlErasureStore(ErasureStore):
             queued=queued,
             updates=updates,
             settings=settings,
+            usage=usage,
         )

@@ -55,11 +55,13 @@ async def test_a_new_table_is_named_until_it_is_listed(store: Store) -> None:
     assert dropped.absent == ("reminders",) and "reminders" in str(dropped)
 
 
-def test_the_list_names_each_table_once_and_keeps_only_the_pairing_decisions() -> None:
+def test_the_list_names_each_table_once_and_keeps_only_decisions_and_counters() -> None:
     names = [h.table for h in HOLDINGS]
     assert len(names) == len(set(names))
     kept = {h.table for h in HOLDINGS if h.reach is not Reach.NONE and not h.erased}
-    assert kept == {"paired_users", "pairing_blocks"}
+    # The operator's pairing decisions, and the limits' counters (a time and
+    # a number a subject: erasing them would reset a rate or a cap).
+    assert kept == {"paired_users", "pairing_blocks", "rate_windows", "token_budgets"}
     assert {h.table for h in holdings("sqlite")} ^ {h.table for h in holdings("postgres")} == {
         "messages_fts",
         "message_search",

@@ -16,7 +16,7 @@ from core.store import ImportRow, SearchScope
 from core.store.base import INDEXED_KINDS, INDEXED_ROLES
 from core.store.postgres import PostgresStore
 from core.store.postgres.lexemes import document_lexemes, query_tsquery, tsvector_literal
-from core.store.postgres.migrations import m0002_search
+from core.store.postgres.migrations import m0021_limits
 from core.store.postgres.search import RANK_WINDOW, ranked_sql
 from tests.core.store.test_contract import KEY, OTHER, T0, add, add_session, ids, search
 from tests.support import pg_helpers
@@ -103,8 +103,8 @@ def test_the_migration_indexes_what_the_store_indexes() -> None:
     def listed(sql: str) -> set[str]:
         return {part.strip(" '") for part in sql.strip("()").split(",")}
 
-    assert listed(m0002_search.ROLES_SQL) == INDEXED_ROLES
-    assert listed(m0002_search.KINDS_SQL) == INDEXED_KINDS
+    assert listed(m0021_limits.ROLES_SQL) == INDEXED_ROLES
+    assert listed(m0021_limits.KINDS_SQL) == INDEXED_KINDS
 
 
 # --- plans ------------------------------------------------------------------------

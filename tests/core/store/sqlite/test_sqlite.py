@@ -20,7 +20,12 @@ from core.store.sql.transcript import BY_PLATFORM_ID, DELETE_BY_PLATFORM_ID, tra
 from core.store.sqlite import SqliteStore
 from core.store.sqlite import index as sqlite_index
 from core.store.sqlite.driver import sqlite3
-from core.store.sqlite.migrations import Migration, load_migrations, m0002_search, split_sql
+from core.store.sqlite.migrations import (
+    Migration,
+    load_migrations,
+    m0021_limits,
+    split_sql,
+)
 from tests.core.store.test_contract import KEY, OTHER, add, add_session, ids, search
 from tests.support.store_helpers import count_index_rows, index_consistency, open_store
 
@@ -161,8 +166,8 @@ async def test_platform_id_lookups_use_an_index(sqlite_store: SqliteStore, sql: 
 
 def test_migration_sql_names_the_indexed_roles_and_kinds() -> None:
     # 0002 spells them out so it never changes meaning; they must agree.
-    assert set(ast.literal_eval(m0002_search.ROLES_SQL)) == INDEXED_ROLES
-    assert set(ast.literal_eval(m0002_search.KINDS_SQL)) == INDEXED_KINDS
+    assert set(ast.literal_eval(m0021_limits.ROLES_SQL)) == INDEXED_ROLES
+    assert set(ast.literal_eval(m0021_limits.KINDS_SQL)) == INDEXED_KINDS
 
 
 async def test_pragmas_in_force(sqlite_store: SqliteStore) -> None:

@@ -1,0 +1,258 @@
+"""The limits' stores in SQL written once: rates (`rate_windows`), token
+budgets (`token_budgets`) and the record of each call (`model_usage`).
+
+Every decision is one write transaction whose first statement on a
+subject's row is an upsert: on PostgreSQL it locks the row, so two workers
+deciding about one user take turns and the second sees the first's count;
+SQLite's writers exclude each other anyway. A decision that refuses
+changes nothing (the transaction is rolled back), so a refused message or
+call counts against no rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from core.limits.store import (
+    ALLOWED,
+    BudgetStore,
+    CallUsage,
+    Cap,
+    Hold,
+    RateRule,
+    RateStore,
+    RateVerdict,
+    Spent,
+    Subject,
+    UsageGrouping,
+    UsageLine,
+    UsageStore,
+)
+from core.store.sql.database import Database, Transaction
+
+# A sender told they are over a rate is not told again for this long,
+# however the window moves: a flood gets about one notice a minute.
+NOTICE_GAP = timedelta(minutes=1)
+
+_SUBJECT = "kind = ? AND platform = ? AND subject_id = ?"
+_CONFLICT = "ON CONFLICT (kind, platform, subject_id)"
+
+
+def _key(subject: Subject) -> tuple[str, str, str]:
+    return subject.kind, subject.platform, subject.subject_id
+
+
+class _Refused(Exception):
+    """Raised inside a transaction to roll it back with its verdict."""
+
+    def __init__(self, outcome: object) -> None:
+        self.outcome = outcome
+
+
+class SqlRateStore(RateStore):
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._d = db.dialect
+
+    async def take(self, rules: Sequence[RateRule], now: datetime) -> RateVerdict:
+        if not rules:
+            return ALLOWED
+        d = self._d
+        at = d.time(now)
+
+        async def work(tx: Transaction) -> RateVerdict:
+            updates: list[tuple[object, ...]] = []
+            for rule in rules:
+                # The upsert changes nothing on a known subject but locks its row.
+                row = await tx.fetchone(
+                    "INSERT INTO rate_windows (kind, platform, subject_id, tat) "
+                    f"VALUES (?, ?, ?, ?) {_CONFLICT} DO UPDATE SET tat = rate_windows.tat "
+                    "RETURNING tat, noticed_until",
+                    (*_key(rule.subject), at),
+                )
+                assert row is not None
+                interval = timedelta(seconds=60 / rule.per_minute)
+                burst = timedelta(seconds=60) - interval
+                tat = max(d.from_time(row[0]), now)
+                if tat - now > burst:
+                    retry_at = tat - burst
+                    noticed = None if row[1] is None else d.from_time(row[1])
+                    notify = noticed is None or noticed <= now
+                    raise _Refused((rule, retry_at, notify))
+                updates.append((d.time(tat + interval), *_key(rule.subject)))
+            for values in updates:
+                await tx.execute(f"UPDATE rate_windows SET tat = ? WHERE {_SUBJECT}", values)
+            return ALLOWED
+
+        try:
+            return await self._db.transact(work, durable=False)
+        except _Refused as refused:
+            rule, retry_at, notify = refused.outcome  # type: ignore[misc]
+            if notify:
+                await self._noticed(rule.subject, max(retry_at, now + NOTICE_GAP))
+            limit = "user_rate" if rule.subject.kind == "user" else "chat_rate"
+            return RateVerdict(False, limit, retry_at, notify)
+
+    async def _noticed(self, subject: Subject, until: datetime) -> None:
+        async def work(tx: Transaction) -> None:
+            await tx.execute(
+                f"UPDATE rate_windows SET noticed_until = ? WHERE {_SUBJECT}",
+                (self._d.time(until), *_key(subject)),
+            )
+
+        await self._db.transact(work, durable=False)
+
+
+class SqlBudgetStore(BudgetStore):
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._d = db.dialect
+
+    async def hold(self, caps: Sequence[Cap], day: str, tokens: int) -> Hold | Spent:
+        async def work(tx: Transaction) -> Hold:
+            for cap in caps:
+                row = await tx.fetchone(
+                    "INSERT INTO token_budgets (kind, platform, subject_id, day, held) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, platform, subject_id, day) "
+                    "DO UPDATE SET held = token_budgets.held + excluded.held "
+                    "WHERE token_budgets.spent + token_budgets.held < ? RETURNING spent",
+                    (*_key(cap.subject), day, tokens, cap.tokens),
+                )
+                if row is None:
+                    spent = await tx.fetchone(
+                        f"SELECT spent FROM token_budgets WHERE {_SUBJECT} AND day = ?",
+                        (*_key(cap.subject), day),
+                    )
+                    raise _Refused(Spent(cap, int(spent[0]) if spent else 0))
+            return Hold(tuple(c.subject for c in caps), day, tokens)
+
+        try:
+            return await self._db.transact(work, durable=False)
+        except _Refused as refused:
+            assert isinstance(refused.outcome, Spent)
+            return refused.outcome
+
+    async def release(self, hold: Hold) -> None:
+        async def work(tx: Transaction) -> None:
+            for subject in hold.subjects:
+                await tx.execute(
+                    f"UPDATE token_budgets SET held = {self._less_held('held')} "
+                    f"WHERE {_SUBJECT} AND day = ?",
+                    (hold.tokens, hold.tokens, *_key(subject), hold.day),
+                )
+
+        await self._db.transact(work, durable=False)
+
+    @staticmethod
+    def _less_held(column: str) -> str:
+        # Never below zero: a hold is given back once, but a day's row may
+        # have been pruned and made again meanwhile.
+        return f"CASE WHEN {column} > ? THEN {column} - ? ELSE 0 END"
+
+    async def record(
+        self, usage: CallUsage, subjects: Sequence[Subject], day: str, hold: Hold | None
+    ) -> None:
+        u = usage
+        tokens = u.tokens_in + u.tokens_out
+        held = set(hold.subjects) if hold is not None else set()
+        give_back = hold.tokens if hold is not None else 0
+
+        async def work(tx: Transaction) -> None:
+            await tx.execute(
+                "INSERT INTO model_usage (at, agent_id, role, model, platform, user_id, "
+                "chat_id, shared, tokens_in, tokens_out, estimated) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    self._d.time(u.at), u.agent_id, u.role, u.model, u.platform, u.user_id,
+                    u.chat_id, int(u.shared), u.tokens_in, u.tokens_out, int(u.estimated),
+                ),
+            )  # fmt: skip
+            for subject in subjects:
+                back = give_back if subject in held else 0
+                less = self._less_held("token_budgets.held")
+                await tx.execute(
+                    "INSERT INTO token_budgets (kind, platform, subject_id, day, spent) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, platform, subject_id, day) "
+                    f"DO UPDATE SET spent = token_budgets.spent + excluded.spent, held = {less}",
+                    (*_key(subject), day, tokens, back, back),
+                )
+
+        await self._db.transact(work, durable=False)
+
+    async def first_notice(self, subject: Subject, day: str) -> bool:
+        async def work(tx: Transaction) -> bool:
+            row = await tx.fetchone(
+                f"UPDATE token_budgets SET noticed = 1 WHERE {_SUBJECT} AND day = ? "
+                "AND noticed = 0 RETURNING 1",
+                (*_key(subject), day),
+            )
+            return row is not None
+
+        return await self._db.transact(work, durable=False)
+
+    async def spent(self, subjects: Sequence[Subject], day: str) -> dict[Subject, int]:
+        found: dict[Subject, int] = {}
+        for subject in dict.fromkeys(subjects):
+            rows = await self._db.query(
+                f"SELECT spent FROM token_budgets WHERE {_SUBJECT} AND day = ?",
+                (*_key(subject), day),
+            )
+            if rows:
+                found[subject] = int(rows[0][0])
+        return found
+
+
+_GROUP_KEYS: dict[UsageGrouping, str] = {
+    "user": "coalesce(platform || ':' || user_id, '(no user)')",
+    "chat": "coalesce(platform || ':' || chat_id, '(no chat)')",
+    "agent": "agent_id",
+    "role": "role",
+    "model": "model",
+}
+
+
+class SqlUsageStore(UsageStore):
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._d = db.dialect
+
+    async def usage(self, since: datetime, by: UsageGrouping) -> list[UsageLine]:
+        key = _GROUP_KEYS[by]
+        rows = await self._db.query(
+            f"SELECT {key}, model, count(*), sum(tokens_in), sum(tokens_out), sum(estimated) "
+            f"FROM model_usage WHERE at >= ? GROUP BY {key}, model",
+            (self._d.time(since),),
+        )
+        lines = _lines(rows)
+        return sorted(lines, key=lambda x: (-(x.tokens_in + x.tokens_out), x.key))
+
+    async def user_usage(self, platform: str, user_id: str, since: datetime) -> UsageLine:
+        rows = await self._db.query(
+            "SELECT platform || ':' || user_id, model, count(*), sum(tokens_in), "
+            "sum(tokens_out), sum(estimated) FROM model_usage "
+            "WHERE platform = ? AND user_id = ? AND at >= ? GROUP BY platform, user_id, model",
+            (platform, user_id, self._d.time(since)),
+        )
+        lines = _lines(rows)
+        return lines[0] if lines else UsageLine(f"{platform}:{user_id}", 0, 0, 0, 0)
+
+
+def _lines(rows: Sequence[Sequence[object]]) -> list[UsageLine]:
+    grouped: dict[str, list[Sequence[object]]] = {}
+    for row in rows:
+        grouped.setdefault(str(row[0]), []).append(row)
+    lines = []
+    for key, parts in grouped.items():
+        by_model = tuple(sorted((str(p[1]), int(p[3]), int(p[4])) for p in parts))  # type: ignore[call-overload]
+        lines.append(
+            UsageLine(
+                key,
+                calls=sum(int(p[2]) for p in parts),  # type: ignore[call-overload]
+                tokens_in=sum(m[1] for m in by_model),
+                tokens_out=sum(m[2] for m in by_model),
+                estimated_calls=sum(int(p[5]) for p in parts),  # type: ignore[call-overload]
+                by_model=by_model,
+            )
+        )
+    return lines
