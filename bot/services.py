@@ -25,6 +25,7 @@ from core.conversation.start_over import StartOver
 from core.delivery.send import AccessCheck
 from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
+from core.limits import Meter, RateLimiter
 from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
@@ -144,6 +145,8 @@ def build_services(
     register_reminder_tools(tools, reminders, zones=users)
     register_user_tools(tools, users)
     commitment_store = backend.commitments
+    # Every model call charged and checked against the token budgets.
+    meter = Meter(llm, config=config, clock=clock, budgets=backend.budgets)
     extraction = ExtractionWorker(
         store=commitment_store,
         jobs=backend.extraction_jobs,
@@ -156,6 +159,7 @@ def build_services(
         zones=users,
         starts=store,
         prefs=followup_prefs,
+        meter=meter,
     )
     manager = ConversationManager(
         store=store,
@@ -168,6 +172,8 @@ def build_services(
         reply_hooks=[extraction.on_reply],
         zones=users,
         admins=admins,
+        meter=meter,
+        rates=RateLimiter(backend.rates, config),
     )
 
     heartbeat_store = backend.heartbeat
@@ -183,6 +189,7 @@ def build_services(
             clock=clock,
             worker=worker,
             access=access,
+            meter=meter,
         ),
         clock=clock,
         platforms=platforms,

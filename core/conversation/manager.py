@@ -32,6 +32,9 @@ from core.conversation.events import ReplyEvent, ReplyHook
 from core.conversation.prompt import TurnPlace, chat_messages
 from core.conversation.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.errors import MessageNotStored
+from core.limits import BudgetSpent, Meter, Payer, RateLimiter
+from core.limits.notices import CUT_SHORT, budget_notice, rate_notice
+from core.limits.store import ALLOWED, RateVerdict
 from core.llm import Completion, LLMError, Model
 from core.locks import SessionLocks
 from core.logs import event
@@ -76,9 +79,15 @@ class ConversationManager:
         session_cache_size: int = SESSION_CACHE_SIZE,
         zones: UserZones | None = None,
         admins: ChatAdmins | None = None,
+        meter: Meter | None = None,
+        rates: RateLimiter | None = None,
     ) -> None:
         self._store = store
-        self._llm = llm
+        # Every call goes through the meter (core/limits/meter.py): without
+        # one given, calls are counted in the metrics only.
+        self._meter = meter or Meter(llm, config=config, clock=clock)
+        # None: no rates (tests, benchmarks that measure without them).
+        self._rates = rates
         self._sender = sender
         self._config = config
         self._clock = clock
@@ -121,16 +130,19 @@ class ConversationManager:
         if not inbound.text.strip():
             return None
         key = inbound.session_key
-        message = NewMessage(
-            session_key=key,
-            role="user",
-            text=inbound.text,
-            ts=inbound.ts,
-            sender_id=inbound.sender_id,
-            platform_message_id=inbound.platform_message_id,
-        )
         try:
             session = await self._ensure_session(inbound)
+            verdict = await self._rate(inbound)
+            message = NewMessage(
+                session_key=key,
+                role="user",
+                text=inbound.text,
+                ts=inbound.ts,
+                sender_id=inbound.sender_id,
+                platform_message_id=inbound.platform_message_id,
+                # Over a rate: kept (searchable, erasable), never answered.
+                kind="text" if verdict.allowed else "limited",
+            )
             try:
                 user = await self._store.add_message(message)
             except UnknownSession:
@@ -156,6 +168,9 @@ class ConversationManager:
         if on_stored is not None:
             on_stored()
         recorder().message_in(inbound.target.platform)
+        if not verdict.allowed:
+            await self._limited(inbound, user, verdict)
+            return None
         if user.session_id != session.id:
             # The cached record is of a session deleted and started again
             # elsewhere (another worker, an import): the store has the live one.
@@ -163,6 +178,39 @@ class ConversationManager:
             session = await self._ensure_session(inbound, fresh=True)
         async with self._locks.hold(key):
             return await self._answer_in_order(session, user, during_model)
+
+    async def _rate(self, inbound: Inbound) -> RateVerdict:
+        if self._rates is None:
+            return ALLOWED
+        return await self._rates.take(inbound, self._clock.now())
+
+    async def _limited(self, inbound: Inbound, user: MessageRecord, verdict: RateVerdict) -> None:
+        """A message over a rate is stored and not answered; its sender is
+        told when they may write again, once a window (the store says
+        whether this is the first refusal of it, for every worker)."""
+        event(
+            log,
+            logging.INFO,
+            "message_limited",
+            agent=inbound.agent_id,
+            session=inbound.session_key,
+            message=user.id,
+            limit=verdict.limit,
+            retry_at=verdict.retry_at,
+            told=verdict.notify,
+            action="none needed; raise limits.perUser/perChat.messagesPerMinute if real "
+            "users hit it",
+        )
+        if not verdict.notify or verdict.retry_at is None:
+            return
+        shared = inbound.chat_kind != "private"
+        await self._sender.send(
+            Outbound(
+                target=inbound.target,
+                text=rate_notice(verdict.retry_at, self._clock.now(), shared=shared),
+                reply_to_platform_id=inbound.platform_message_id if shared else None,
+            )
+        )
 
     async def _answer_in_order(
         self, session: SessionRecord, user: MessageRecord, during_model: DuringModel | None = None
@@ -411,10 +459,19 @@ class ConversationManager:
             now=self._clock.now(),
             is_admin=self._admin_check(target, user.sender_id),
         )
+        payer = Payer(
+            agent_id=session.agent_id,
+            platform=session.platform,
+            user_id=user.sender_id,
+            chat_id=session.chat_id,
+            shared=session.chat_kind != "private",
+        )
         try:
             async with during_model() if during_model else contextlib.nullcontext():
-                text = await self._agent_turn(agent, session, user, ctx)
+                text = await self._agent_turn(agent, session, user, ctx, payer)
             kind = "text"
+        except BudgetSpent as spent:
+            return await self._over_budget(session, user, spent)
         except LLMError as exc:
             event(
                 log,
@@ -448,13 +505,62 @@ class ConversationManager:
         recorder().turn_seconds(session.platform, time.perf_counter() - started)
         return reply
 
+    async def _over_budget(
+        self, session: SessionRecord, user: MessageRecord, spent: BudgetSpent
+    ) -> MessageRecord:
+        """A token budget is spent: the message is answered by a notice the
+        first time this subject meets it today (whichever worker), by a
+        silent marker after that, so a spent budget never answers a flood
+        message by message. Either row marks the message answered (kind
+        `error`: never in the model's history), so recovery leaves it."""
+        try:
+            tell = await self._meter.first_notice(spent)
+        except Exception as exc:
+            event(
+                log, logging.WARNING, "budget_notice_unknown", session=session.key, error=repr(exc)
+            )
+            tell = False
+        event(
+            log,
+            logging.INFO,
+            "budget_spent",
+            agent=session.agent_id,
+            session=session.key,
+            message=user.id,
+            budget=spent.subject.kind,
+            resets_at=spent.resets_at,
+            told=tell,
+            action="raise limits.*tokensPerDay, or see `kept usage --by user`",
+        )
+        now = self._clock.now()
+        text = budget_notice(spent, now) if tell else "(not answered: the token budget is spent)"
+        reply = await self._store.add_message(
+            NewMessage(
+                session_key=session.key,
+                role="assistant",
+                text=text,
+                ts=now,
+                kind="error",
+                in_reply_to=user.id,
+                send_state="stored" if tell else None,
+            )
+        )
+        if tell:
+            await self._send_reply(session, user, reply, ())
+        return reply
+
     async def _agent_turn(
-        self, agent: AgentConfig, session: SessionRecord, user: MessageRecord, ctx: ToolContext
+        self,
+        agent: AgentConfig,
+        session: SessionRecord,
+        user: MessageRecord,
+        ctx: ToolContext,
+        payer: Payer,
     ) -> str:
         messages = await self._prompt(agent, session, user)
         specs = self._tools.specs() or None
         for _ in range(agent.max_tool_rounds):
-            completion = await self._llm.complete("chat", messages, tools=specs)
+            completion = await self._meter.complete(payer, "chat", messages, tools=specs)
             if not completion.tool_calls:
                 return _require_text(completion)
             messages.append(_assistant_tool_message(completion))
@@ -465,7 +571,7 @@ class ConversationManager:
                 messages.append(tool_message)
                 await self._store_tool_row(session, user, "tool", "tool_result", tool_message)
         # Out of tool rounds: one last call without tools forces a text answer.
-        return _require_text(await self._llm.complete("chat", messages, tools=None))
+        return _require_text(await self._meter.complete(payer, "chat", messages, tools=None))
 
     async def _prompt(
         self, agent: AgentConfig, session: SessionRecord, user: MessageRecord
@@ -527,6 +633,10 @@ class ConversationManager:
 def _require_text(completion: Completion) -> str:
     if not completion.text.strip():
         raise LLMError("the model answered with no text", kind="malformed")
+    if completion.finish_reason == "length":
+        # Cut at the output cap (llm.maxOutputTokens.chat): say so rather
+        # than let a half sentence pass for the whole answer.
+        return f"{completion.text.rstrip()}\n\n{CUT_SHORT}"
     return completion.text
 
 

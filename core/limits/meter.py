@@ -244,9 +244,41 @@ class Meter:
                 note="the failed call's hold counts until the day ends",
             )
 
+    def charged_to(self, payer: Payer) -> Model:
+        """The model as a caller that takes any Model sees it (extraction,
+        the heartbeat), every call charged to `payer`."""
+        return _Charged(self, payer)
+
     async def first_notice(self, spent: BudgetSpent) -> bool:
         """Whether the payer is to be told their budget is spent: once per
         subject and day, whichever worker asks first."""
         if self._budgets is None:
             return True
         return await self._budgets.first_notice(spent.subject, spent.day)
+
+
+class _Charged:
+    def __init__(self, meter: Meter, payer: Payer) -> None:
+        self._meter = meter
+        self._payer = payer
+
+    async def complete(
+        self,
+        role: Role,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        return await self._meter.complete(
+            self._payer, role, messages, tools=tools, temperature=temperature
+        )
+
+
+def scope_payer(
+    agent_id: str, platform: str, chat_id: str, member: str | None, *, shared: bool
+) -> Payer:
+    """Whom a call about a follow-up scope is charged to: its member (in a
+    private chat, the chat's user) and, in a group, the group."""
+    user = member if member is not None else (None if shared else chat_id)
+    return Payer(agent_id, platform, user, chat_id, shared)
