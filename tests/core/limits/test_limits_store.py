@@ -186,3 +186,16 @@ async def test_a_second_worker_sees_the_first_workers_hold(
     finally:
         await conn.close()
     assert isinstance(outcome, Spent)
+
+
+async def test_retention_drops_the_counters_no_rule_reads_any_more(backend: Backend) -> None:
+    await backend.budgets.record(usage(10, 0), [ALICE], "2026-12-02", None)
+    await backend.budgets.record(usage(10, 0), [ALICE], "2026-12-03", None)
+    await backend.rates.take([RateRule(ALICE, 1)], NOW - timedelta(hours=2))
+    await backend.rates.take([RateRule(GROUP, 1)], NOW)
+    assert await backend.retention.prune_counters(NOW) == 2
+    assert await backend.budgets.spent([ALICE], "2026-12-03") == {ALICE: 10}
+    assert await backend.budgets.spent([ALICE], "2026-12-02") == {}
+    # The group's window is live: still one message a minute.
+    assert not (await backend.rates.take([RateRule(GROUP, 1)], NOW)).allowed
+    assert (await backend.rates.take([RateRule(ALICE, 1)], NOW)).allowed
