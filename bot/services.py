@@ -25,7 +25,7 @@ from core.conversation.start_over import StartOver
 from core.delivery.send import AccessCheck
 from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
-from core.limits import Meter, RateLimiter
+from core.limits import Admissions, Meter
 from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
@@ -173,7 +173,7 @@ def build_services(
         zones=users,
         admins=admins,
         meter=meter,
-        rates=RateLimiter(backend.rates, config),
+        admissions=Admissions(config),
     )
 
     heartbeat_store = backend.heartbeat

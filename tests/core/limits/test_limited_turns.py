@@ -10,7 +10,7 @@ import pytest
 from core.clock import TestClock
 from core.config.model import KeptConfig
 from core.conversation.manager import ConversationManager
-from core.limits import Meter, RateLimiter
+from core.limits import Admissions, Meter
 from core.limits.notices import CUT_SHORT
 from core.llm import Completion, Usage
 from core.messages import ChatKind, Inbound, Target
@@ -48,7 +48,7 @@ class Rig:
             meter=Meter(
                 self.model, config=lambda: self.config, clock=self.clock, budgets=backend.budgets
             ),
-            rates=RateLimiter(backend.rates, lambda: self.config),
+            admissions=Admissions(lambda: self.config),
         )
         self.n = 0
 
