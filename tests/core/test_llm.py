@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from core import metrics as core_metrics
 from core.clock import TestClock
 from core.config.model import LlmConfig, ModelsConfig, OutputCapsConfig
 from core.llm import (
@@ -499,6 +500,34 @@ async def test_a_model_refusing_max_tokens_is_asked_again_with_max_completion_to
     assert (fake.last.model, fake.last.max_tokens) == ("gpt-4.1-mini", 512)
     assert len(fake.completions) == 4
     assert caplog.text.count(SWITCHED) == 1
+
+
+class CallCounter(core_metrics.NoMetrics):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None]] = []
+
+    def model_call(self, role: str, error: str | None = None) -> None:
+        self.calls.append((role, error))
+
+
+async def test_a_switched_call_counts_as_one_call(
+    fake: FakeOpenAI, make_client: MakeClient
+) -> None:
+    counter = CallCounter()
+    core_metrics.install(counter)
+    try:
+        fake.refuse_max_tokens = {"gpt-4.1-mini"}
+        await make_client().complete("chat", HELLO)
+        assert len(fake.completions) == 2
+        assert counter.calls == [("chat", None)]  # the refusal is not a failed call
+        fake.refuse_max_tokens.clear()
+        fake.push(refuse_max_tokens(), refuse_max_tokens())  # refuses both names
+        with pytest.raises(LLMError):
+            await make_client().complete("chat", HELLO)
+        assert len(fake.completions) == 4 and not fake.responders
+        assert counter.calls == [("chat", None), ("chat", "bad_request")]
+    finally:
+        core_metrics.uninstall(counter)
 
 
 async def test_the_switch_is_tried_once_per_call(fake: FakeOpenAI, make_client: MakeClient) -> None:
