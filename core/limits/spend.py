@@ -65,6 +65,8 @@ class UsageShown:
     spent: int
     resets_at: datetime
     now: datetime
+    # Asked in a shared chat: the answer says it is the asker's own.
+    shared: bool = False
 
     @property
     def left(self) -> int | None:
@@ -79,7 +81,13 @@ class SpendStores:
     budgets: BudgetStore
 
     async def today(
-        self, config: KeptConfig, platform: str, user_id: str, now: datetime
+        self,
+        config: KeptConfig,
+        platform: str,
+        user_id: str,
+        now: datetime,
+        *,
+        shared: bool = False,
     ) -> UsageShown:
         day = budget_day(now)
         midnight = datetime.combine(now.astimezone(UTC).date(), time(0), tzinfo=UTC)
@@ -87,4 +95,4 @@ class SpendStores:
         subject = Subject("user", platform, user_id)
         spent = (await self.budgets.spent([subject], day)).get(subject, 0)
         cap = config.limits.per_user.tokens_per_day
-        return UsageShown(day, line, cap, spent, next_reset(now), now)
+        return UsageShown(day, line, cap, spent, next_reset(now), now, shared)
