@@ -64,7 +64,8 @@ class SqlRateStore(RateStore):
         async def work(tx: Transaction) -> RateVerdict:
             updates: list[tuple[object, ...]] = []
             for rule in rules:
-                # The upsert changes nothing on a known subject but locks its row.
+                # The upsert changes nothing on a known subject but locks its
+                # row until the end: the next decision about it waits for this one.
                 row = await tx.fetchone(
                     "INSERT INTO rate_windows (kind, platform, subject_id, tat) "
                     f"VALUES (?, ?, ?, ?) {_CONFLICT} DO UPDATE SET tat = rate_windows.tat "
@@ -76,32 +77,27 @@ class SqlRateStore(RateStore):
                 burst = timedelta(seconds=60) - interval
                 tat = max(d.from_time(row[0]), now)
                 if tat - now > burst:
-                    retry_at = tat - burst
-                    noticed = None if row[1] is None else d.from_time(row[1])
-                    notify = noticed is None or noticed <= now
-                    raise _Refused((rule, retry_at, notify))
+                    # Refused before any rule counted it: nothing to undo.
+                    return await self._refuse(tx, rule, tat - burst, row[1], now)
                 updates.append((d.time(tat + interval), *_key(rule.subject)))
             for values in updates:
                 await tx.execute(f"UPDATE rate_windows SET tat = ? WHERE {_SUBJECT}", values)
             return ALLOWED
 
-        try:
-            return await self._db.transact(work, durable=False)
-        except _Refused as refused:
-            rule, retry_at, notify = refused.outcome  # type: ignore[misc]
-            if notify:
-                await self._noticed(rule.subject, max(retry_at, now + NOTICE_GAP))
-            limit = "user_rate" if rule.subject.kind == "user" else "chat_rate"
-            return RateVerdict(False, limit, retry_at, notify)
+        return await self._db.transact(work, durable=False)
 
-    async def _noticed(self, subject: Subject, until: datetime) -> None:
-        async def work(tx: Transaction) -> None:
+    async def _refuse(
+        self, tx: Transaction, rule: RateRule, retry_at: datetime, noticed: object, now: datetime
+    ) -> RateVerdict:
+        # Told under the row's lock: of two workers refusing at once, one tells.
+        notify = noticed is None or self._d.from_time(noticed) <= now
+        if notify:
             await tx.execute(
                 f"UPDATE rate_windows SET noticed_until = ? WHERE {_SUBJECT}",
-                (self._d.time(until), *_key(subject)),
+                (self._d.time(max(retry_at, now + NOTICE_GAP)), *_key(rule.subject)),
             )
-
-        await self._db.transact(work, durable=False)
+        limit = "user_rate" if rule.subject.kind == "user" else "chat_rate"
+        return RateVerdict(False, limit, retry_at, notify)
 
 
 class SqlBudgetStore(BudgetStore):
