@@ -18,6 +18,7 @@ from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome
 from core.commands.rights import FORGET_LAPSE, DataShown, ForgetAnswer, ForgetOutcome
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.config.model import RetentionConfig
+from core.limits.notices import wait_words
 from core.limits.spend import UsageShown
 from core.messages import ListName
 from core.privacy.store import ErasureCounts
@@ -461,12 +462,6 @@ def followups_brief(state: FollowUpState) -> str:
 USAGE_UNAVAILABLE = "Your model use cannot be shown here; the operator can (kept usage)."
 
 
-def _until(seconds: float) -> str:
-    minutes = max(1, round(seconds / 60))
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
-
-
 def usage_today(shown: UsageShown) -> str:
     """`/usage`: the asker's own UTC day of model calls and their allowance."""
     line = shown.line
@@ -478,19 +473,17 @@ def usage_today(shown: UsageShown) -> str:
     if line.estimated_calls:
         some = _count(line.estimated_calls, "call", "calls")
         lines.append(f"({some} estimated from their length: the model did not say.)")
-    resets = f"midnight UTC, in {_until((shown.resets_at - shown.now).total_seconds())}"
+    resets = f"00:00 UTC, in {wait_words(shown.resets_at - shown.now)}"
     left = shown.left
     if shown.cap is None or left is None:
         lines.append("No daily allowance is set for you.")
     elif left:
         lines.append(
-            f"Your daily allowance: {shown.cap:,} tokens, {left:,} left. "
-            f"It starts again at {resets}."
+            f"Your daily allowance: {shown.cap:,} tokens, {left:,} left. It resets at {resets}."
         )
     else:
         lines.append(
-            f"Your daily allowance of {shown.cap:,} tokens is used up: I answer again "
-            f"after {resets}."
+            f"Your daily allowance of {shown.cap:,} tokens is used up: it resets at {resets}."
         )
     if shown.shared:
         lines.append("This is your own use, in every chat with me; nobody else's is shown.")

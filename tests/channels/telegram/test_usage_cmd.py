@@ -54,8 +54,7 @@ async def test_a_user_sees_their_own_day_and_what_is_left(tg: TelegramHarness) -
         "Your use of the model today (the UTC day 2026-11-30): 2 calls, 1,600 tokens in, "
         "400 tokens out.",
         "(1 call estimated from their length: the model did not say.)",
-        "Your daily allowance: 10,000 tokens, 8,000 left. It starts again at midnight UTC, "
-        "in 15 h 0 min.",
+        "Your daily allowance: 10,000 tokens, 8,000 left. It resets at 00:00 UTC, in 15 h.",
     ]
     assert tg.model.requests == []  # a command is no turn
 
@@ -66,7 +65,7 @@ async def test_a_spent_allowance_says_when_it_starts_again(tg: TelegramHarness) 
     await tg.clock.advance(14 * 3600 + 30 * 60)  # 23:30 UTC
     answer = await command(tg, "/usage", chat_id=42)
     assert "Your daily allowance of 10,000 tokens is used up" in answer
-    assert "after midnight UTC, in 30 min" in answer
+    assert "it resets at 00:00 UTC, in 30 minutes" in answer
     await tg.clock.advance(3600)  # a new UTC day
     assert "10,000 tokens, 10,000 left" in await command(tg, "/usage", chat_id=42)
 
