@@ -95,3 +95,20 @@ async def test_usage_is_in_the_help_and_the_command_menu(tg: TelegramHarness) ->
     menu = tg.fake.calls_to("setMyCommands")[-1].params["commands"]
     names = [c["command"] for c in (json.loads(menu) if isinstance(menu, str) else menu)]
     assert "usage" in names
+
+
+async def test_an_admin_posting_as_the_group_is_told_to_post_as_themselves(
+    tg: TelegramHarness,
+) -> None:
+    anonymous = 1087968824  # Telegram's GroupAnonymousBot
+    await record_call(tg.services.backend, "telegram", str(anonymous), 10, 10, tg.clock.now())
+    await tg.start()
+    message = tg.fake.message("/usage", **IN_GROUP, user_id=anonymous)  # type: ignore[arg-type]
+    message["from"].update(is_bot=True, first_name="Group")
+    message["sender_chat"] = message["chat"]
+    before = len(tg.fake.sent)
+    await tg.fake.push({"message": message})
+    await tg.fake.wait_for(lambda: len(tg.fake.sent) > before)
+    assert tg.fake.sent[before].text.startswith("You are posting as the group, so I cannot")
+    # As themselves, the same admin sees their own day.
+    assert "0 calls" in await command(tg, "/usage", **IN_GROUP, user_id=8)
