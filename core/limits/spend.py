@@ -2,11 +2,16 @@
 out, per model), and a user's own day of them (`/usage`).
 
 A group's cost is given only when every model in it has a price: a sum
-that silently left a model out would read as the whole cost.
+that silently left a model out would read as the whole cost. The model a
+call records is the one the endpoint says answered, often a dated snapshot
+(`gpt-4.1-mini-2025-04-14` for `gpt-4.1-mini`): without a price of its own
+it takes its undated name's. Nothing looser (a prefix would price
+`gpt-4.1-mini` as `gpt-4.1`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
@@ -16,6 +21,16 @@ from core.limits.meter import budget_day, next_reset
 from core.limits.store import BudgetStore, Subject, UsageLine, UsageStore
 
 PER_TOKENS = 1_000_000
+# A snapshot's date at the end of a model's name: -2025-04-14 or -20241022.
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+def price_for(model: str, prices: Mapping[str, PriceConfig]) -> PriceConfig | None:
+    """The model's own price, else its undated name's; None: no price."""
+    found = prices.get(model)
+    if found is None:
+        found = prices.get(_SNAPSHOT.sub("", model))
+    return found
 
 
 def model_cost(price: PriceConfig, tokens_in: int, tokens_out: int) -> float:
@@ -24,14 +39,19 @@ def model_cost(price: PriceConfig, tokens_in: int, tokens_out: int) -> float:
 
 def line_cost(line: UsageLine, prices: Mapping[str, PriceConfig]) -> float | None:
     """The group's cost in USD; None when a model in it has no price."""
-    if any(model not in prices for model, _, _ in line.by_model):
-        return None
-    return sum(model_cost(prices[m], tin, tout) for m, tin, tout in line.by_model)
+    cost = 0.0
+    for model, tokens_in, tokens_out in line.by_model:
+        price = price_for(model, prices)
+        if price is None:
+            return None
+        cost += model_cost(price, tokens_in, tokens_out)
+    return cost
 
 
 def unpriced(lines: Sequence[UsageLine], prices: Mapping[str, PriceConfig]) -> list[str]:
     """The models used in `lines` that `llm.prices` does not price."""
-    return sorted({m for line in lines for m, _, _ in line.by_model if m not in prices})
+    used = {m for line in lines for m, _, _ in line.by_model}
+    return sorted(m for m in used if price_for(m, prices) is None)
 
 
 def total(lines: Sequence[UsageLine], key: str = "total") -> UsageLine:
