@@ -112,3 +112,15 @@ async def test_an_admin_posting_as_the_group_is_told_to_post_as_themselves(
     assert tg.fake.sent[before].text.startswith("You are posting as the group, so I cannot")
     # As themselves, the same admin sees their own day.
     assert "0 calls" in await command(tg, "/usage", **IN_GROUP, user_id=8)
+
+
+async def test_a_chat_turn_the_meter_counted_is_in_usage(tg: TelegramHarness) -> None:
+    """As `kept run` composes it (bot/services.py): the call a message made
+    is the one /usage shows, estimated here (the scripted model gives no
+    usage), and charged against the allowance."""
+    await tg.start()
+    await command(tg, "hello there", chat_id=42)
+    answer = await command(tg, "/usage", chat_id=42)
+    assert "1 call, " in answer and "(1 call estimated from their length" in answer
+    assert "10,000 left" not in answer and "left. It resets at 00:00 UTC" in answer
+    assert "0 calls" in await command(tg, "/usage", chat_id=43)
