@@ -91,15 +91,17 @@ def _cost_cell(cost: float | None) -> str:
 @click.option(
     "--by",
     "by",
-    type=click.Choice(GROUPINGS),
     default="user",
     show_default=True,
+    metavar="|".join(GROUPINGS),
     help="What each line is.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @config_option
 def usage_command(since: str, by: str, as_json: bool, config_path: Path | None) -> None:
     """Model calls and their tokens (and cost, with llm.prices), grouped."""
+    if by not in GROUPINGS:
+        fail(f"--by {by!r} is none of {', '.join(GROUPINGS)}")
     now = datetime.now(UTC)
     start = parse_since(since, now)
     config = load_or_fail(resolve_config_path(config_path))
