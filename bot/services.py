@@ -26,6 +26,7 @@ from core.delivery.send import AccessCheck
 from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
 from core.limits import Admissions, Meter
+from core.limits.spend import SpendStores
 from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
@@ -80,6 +81,8 @@ class Services:
     retention: Retention
     # What the chat's /forget, /mydata and /export act through.
     privacy: PrivacyStores | None = None
+    # What /usage reads: the model calls' records and the budgets' counters.
+    spend: SpendStores | None = None
 
 
 def new_worker_id() -> str:
@@ -221,6 +224,7 @@ def build_services(
         retention=Retention(backend.retention, lambda: config().storage.retention, clock),
         privacy=PrivacyStores(backend.erasure, backend.exports, backend.chats),
         followup_prefs=followup_prefs,
+        spend=SpendStores(backend.usage, backend.budgets),
     )
 
 

@@ -88,6 +88,7 @@ async def chat(tmp_path: Path, storage_url: str) -> AsyncIterator[Chat]:
         environ={},
         users=services.users,
         privacy=services.privacy,
+        spend=services.spend,
     )
     stdin, out = Pipe(), io.StringIO()
     exports = tmp_path / "exports"

@@ -61,9 +61,7 @@ def _rate_upsert(d: Dialect) -> str:
     )
 
 
-async def take_rates(
-    tx: Transaction, rules: Sequence[RateRule], now: datetime
-) -> RateVerdict:
+async def take_rates(tx: Transaction, rules: Sequence[RateRule], now: datetime) -> RateVerdict:
     """One message against every rule, in `tx`: counted by every rule when
     each allows it, by none when one refuses."""
     d = tx.dialect
