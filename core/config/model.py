@@ -108,8 +108,9 @@ class RetentionConfig(Model):
     """How long rows stay before the background pass erases them
     (core/privacy/retention.py); read at every pass."""
 
-    # Messages older than this (by their time), with their index rows and
-    # the exchanges queued from them; None keeps them forever.
+    # Messages older than this (by their time), with their index rows, the
+    # exchanges queued from them and the usage records of the model calls
+    # of that age (`kept usage` looks back no further); None keeps them forever.
     messages: Retention = None
     # Follow-ups and reminders that ended (sent, dismissed, resolved,
     # expired, failed; done, cancelled), this long after they ended.

@@ -51,7 +51,8 @@ REST = 1.0
 # How often the pass runs (the first right after start).
 EVERY_SECONDS = 600.0
 
-_BY_MESSAGES: frozenset[RetainedKind] = frozenset(("messages", "queued", "updates"))
+# A model call's usage record goes with the messages it was made for.
+_BY_MESSAGES: frozenset[RetainedKind] = frozenset(("messages", "queued", "updates", "usage"))
 
 
 @dataclass(frozen=True, slots=True)

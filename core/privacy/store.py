@@ -106,7 +106,7 @@ class PrivacyStores:
 # What a retention pass erases, each kind by its own age: the time of a
 # message, of a queued exchange or a parked update (messages retention);
 # when a follow-up or a reminder ended (closed retention).
-RetainedKind = Literal["messages", "queued", "updates", "follow_ups", "reminders"]
+RetainedKind = Literal["messages", "queued", "updates", "follow_ups", "reminders", "usage"]
 RETAINED_KINDS: tuple[RetainedKind, ...] = get_args(RetainedKind)
 
 

@@ -392,5 +392,5 @@ CREATE TABLE model_usage (
 );
 
 CREATE INDEX model_usage_at ON model_usage(at);
-CREATE INDEX model_usage_user ON model_usage(platform, user_id);
+CREATE INDEX model_usage_user ON model_usage(platform, user_id, at);
 """

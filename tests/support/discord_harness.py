@@ -46,12 +46,21 @@ class StorageSwitch:
                 raise sqlite3.OperationalError("database is locked")
             return await add(message)
 
+        admit = store.admit_message
+
+        async def admit_message(message: NewMessage, admission: Any) -> Any:
+            if self.down and message.role == "user":
+                self.refused += 1
+                raise sqlite3.OperationalError("database is locked")
+            return await admit(message, admission)
+
         async def sessions_with_last_platform_id(platform: str) -> Any:
             if self.listing is not None:
                 await self.listing.wait()
             return await sessions(platform)
 
         store.add_message = add_message  # type: ignore[method-assign]
+        store.admit_message = admit_message  # type: ignore[method-assign]
         store.sessions_with_last_platform_id = sessions_with_last_platform_id  # type: ignore[method-assign]
 
 

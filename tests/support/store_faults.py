@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from core.limits.store import Admission, Admitted
 from core.store import MessageRecord, NewMessage, Store
 from core.store.sqlite.driver import sqlite3
 
@@ -28,6 +29,17 @@ class DiskFull:
                 raise sqlite3.OperationalError(DISK_FULL)
             return await real(message)
 
+        real_admit = store.admit_message
+
+        async def admit_message(
+            message: NewMessage, admission: Admission
+        ) -> tuple[MessageRecord, Admitted]:
+            # The same message, stored with its limits decided (core/limits/).
+            if self.active and message.role == "user" and self._matches(message.session_key):
+                self.failures += 1
+                raise sqlite3.OperationalError(DISK_FULL)
+            return await real_admit(message, admission)
+
         real_edit = store.edit_message
 
         async def edit_message(**fields: Any) -> MessageRecord | None:
@@ -37,6 +49,7 @@ class DiskFull:
             return await real_edit(**fields)
 
         store.add_message = add_message  # type: ignore[method-assign]
+        store.admit_message = admit_message  # type: ignore[method-assign]
         store.edit_message = edit_message  # type: ignore[method-assign]
 
     def _matches(self, session_key: str) -> bool:
@@ -60,4 +73,15 @@ class Unstorable:
                 object.__setattr__(message, "text", message.text + poison)
             return await real(message)
 
+        real_admit = store.admit_message
+
+        async def admit_message(
+            message: NewMessage, admission: Admission
+        ) -> tuple[MessageRecord, Admitted]:
+            if message.role == "user" and message.session_key in sessions:
+                self.attempts += 1
+                object.__setattr__(message, "text", message.text + poison)
+            return await real_admit(message, admission)
+
         store.add_message = add_message  # type: ignore[method-assign]
+        store.admit_message = admit_message  # type: ignore[method-assign]

@@ -39,6 +39,7 @@ _KINDS: dict[RetainedKind, tuple[str, str, str, str | None]] = {
     "queued": ("extraction_jobs", "id", "created_at", None),
     "follow_ups": ("commitments", "id", "updated_at", _ENDED_FOLLOW_UP),
     "reminders": ("reminders", "id", "updated_at", _ENDED_REMINDER),
+    "usage": ("model_usage", "id", "at", None),
 }
 
 

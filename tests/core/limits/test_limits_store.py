@@ -199,3 +199,16 @@ async def test_retention_drops_the_counters_no_rule_reads_any_more(backend: Back
     # The group's window is live: still one message a minute.
     assert not (await backend.rates.take([RateRule(GROUP, 1)], NOW)).allowed
     assert (await backend.rates.take([RateRule(ALICE, 1)], NOW)).allowed
+
+
+async def test_usage_records_go_with_the_messages_retention(backend: Backend) -> None:
+    old = CallUsage(
+        at=NOW - timedelta(days=400), agent_id="main", role="chat", model="m",
+        platform="telegram", user_id="alice", chat_id="alice", shared=False, tokens_in=5,
+        tokens_out=5, estimated=False,
+    )  # fmt: skip
+    await backend.budgets.record(old, [BOT], "2025-10-30", None)
+    await backend.budgets.record(usage(1, 1), [BOT], DAY, None)
+    assert await backend.retention.erase_batch("usage", NOW - timedelta(days=365), limit=10) == 1
+    lines = await backend.usage.usage(NOW - timedelta(days=1000), "role")
+    assert [(x.key, x.calls) for x in lines] == [("chat", 1)]
