@@ -37,6 +37,7 @@ from core.reminders import (
     ReminderSource,
     register_reminder_tools,
 )
+from core.reminders.limits import ReminderLimits
 from core.scheduler import Scheduler
 from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
@@ -126,7 +127,10 @@ def build_services(
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
 
-    reminders = ReminderService(backend.reminders, clock, on_stored=wake)
+    # The live config's limits, read at each creation.
+    reminders = ReminderService(
+        backend.reminders, clock, on_stored=wake, limits=lambda: ReminderLimits.of(config())
+    )
     reminder_source = ReminderSource(
         store=backend.reminders,
         firing=ReminderFiring(

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.commitments.visibility import Asker, ChatAccess
+from core.reminders.limits import ReminderRefused
 from core.reminders.model import Reminder
 from core.reminders.schedule import ScheduleError, local_iso, parse_schedule, zone
 from core.reminders.service import ReminderService
@@ -133,14 +134,22 @@ class _ReminderTools:
             )
         except ScheduleError as exc:
             raise ToolError(str(exc)) from exc
-        reminder = await self._service.schedule(
-            agent_id=ctx.agent_id,
-            session_key=ctx.session_key,
-            target=ctx.target,
-            created_by=ctx.sender_id,
-            text=text,
-            schedule=schedule,
-        )
+        try:
+            reminder = await self._service.schedule(
+                agent_id=ctx.agent_id,
+                session_key=ctx.session_key,
+                target=ctx.target,
+                created_by=ctx.sender_id,
+                text=text,
+                schedule=schedule,
+            )
+        except ReminderRefused as exc:
+            # Here, not at the top: core.commands imports core.reminders (its
+            # results show reminders), so the top of this module is too early.
+            from core.commands.wording import reminder_refused
+
+            # Written for the user: the model relays it as it stands.
+            raise ToolError(reminder_refused(exc)) from exc
         return {"scheduled": True, **_describe(reminder)}
 
     async def list_(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
