@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from core.clock import Clock
 from core.commands.times import agent_timezone
+from core.commands.wording import reminder_refused
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.service import CommitmentService
 from core.config.model import KeptConfig
@@ -145,7 +146,7 @@ def build_services(
         clock=clock,
         platforms=platforms,
     )
-    register_reminder_tools(tools, reminders, zones=users)
+    register_reminder_tools(tools, reminders, refusal=reminder_refused, zones=users)
     register_user_tools(tools, users)
     commitment_store = backend.commitments
     extraction = ExtractionWorker(

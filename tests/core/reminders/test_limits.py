@@ -107,7 +107,9 @@ async def world(storage_url: str) -> AsyncIterator[World]:
             backend.reminders, clock, limits=lambda: ReminderLimits.of(live[0])
         )
         tools = ToolRegistry()
-        register_reminder_tools(tools, service, default_timezone=lambda _agent: PARIS)
+        register_reminder_tools(
+            tools, service, refusal=reminder_refused, default_timezone=lambda _agent: PARIS
+        )
         yield World(backend, clock, service, tools, live)
 
 
