@@ -16,13 +16,17 @@ import pytest
 from core.clock import TestClock
 from core.commands.wording import reminder_refused
 from core.config.model import KeptConfig, LimitsConfig, PerUserLimits, RemindersConfig
-from core.messages import Target
+from core.conversation.manager import ConversationManager
+from core.llm import ToolCall
+from core.messages import Inbound, Target
 from core.reminders import ReminderService, register_reminder_tools
 from core.reminders.limits import ReminderLimits, RepeatsTooOften, TooManyReminders
 from core.reminders.model import NewReminder
 from core.reminders.schedule import cron_firings, parse_schedule, shortest_cron_gap
 from core.store.backends import Backend, open_backend
 from core.tools import ToolContext, ToolRegistry
+from tests.conftest import RecordingSender
+from tests.support.scripted_model import ScriptedModel, calls, text
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # 10:00 in Paris
 PARIS = "Europe/Paris"
@@ -192,8 +196,8 @@ async def test_the_tool_refuses_one_more_than_the_limit_with_one_line(world: Wor
 
 
 async def test_the_limit_is_read_from_the_live_config_at_each_creation(world: World) -> None:
-    for text in ("a", "b"):
-        assert (await world.call({"text": text, "after": "1h"}))["scheduled"]
+    for words in ("a", "b"):
+        assert (await world.call({"text": words, "after": "1h"}))["scheduled"]
     assert "error" in await world.call({"text": "c", "after": "1h"})
     world.configure(active=3)
     assert (await world.call({"text": "c", "after": "1h"}))["scheduled"]
@@ -266,6 +270,35 @@ async def test_the_service_raises_a_typed_refusal(world: World) -> None:
     )
 
 
+async def test_a_chat_turn_relays_the_refusal(world: World) -> None:
+    """Through a whole turn: the model asks for a cron every minute, reads
+    the one line as the tool's result, and the user gets it."""
+    model = ScriptedModel()
+    sender = RecordingSender()
+    manager = ConversationManager(
+        store=world.backend.store, llm=model, sender=sender, config=lambda: world.live[0],
+        clock=world.clock, tools=world.tools,
+    )  # fmt: skip
+
+    async def relay(messages, tools):  # type: ignore[no-untyped-def]
+        return text(json.loads(messages[-1]["content"])["error"])
+
+    arguments = json.dumps({"text": "drink water", "cron": "* * * * *"})
+    model.steps = [calls(ToolCall("c1", "schedule_reminder", arguments)), relay]
+    await manager.handle(
+        Inbound(
+            agent_id="main", target=Target("telegram", "42"), chat_kind="private",
+            sender_id="u42", text="remind me every minute to drink water", ts=world.clock.now(),
+        )
+    )  # fmt: skip
+    _, prompt, _ = model.requests[-1]
+    assert prompt[-1]["role"] == "tool" and json.loads(prompt[-1]["content"]) == {
+        "error": EVERY_MINUTE
+    }
+    assert [o.text for o in sender.sent] == [EVERY_MINUTE]
+    assert await world.active() == 0
+
+
 # --- the gap itself (no store) ----------------------------------------------------
 
 
@@ -301,3 +334,12 @@ def test_the_gap_times_of_a_spring_forward_collapse_into_one_firing() -> None:
         "01:10",
     ]
     assert shortest_cron_gap("*/5 * * * *", PARIS, before, timedelta(minutes=5)) is None
+
+
+def test_the_lengths_are_said_in_words() -> None:
+    refusal = RepeatsTooOften(timedelta(minutes=90), timedelta(seconds=90))
+    assert reminder_refused(refusal) == (
+        "A repeating reminder may fire at most once every 1 hour 30 minutes, and this one "
+        "would fire 1 minute 30 seconds apart: choose a longer interval."
+    )
+    assert reminder_refused(TooManyReminders(1)).startswith("You already have 1 reminder waiting")
