@@ -393,3 +393,10 @@ CREATE TABLE model_usage (
 CREATE INDEX model_usage_at ON model_usage(at);
 CREATE INDEX model_usage_user ON model_usage(platform, user_id);
 """
+
+# Step 22. A user's active reminders, counted at each creation against
+# `limits.perUser.activeReminders` (core/store/sql/reminders.py): partial,
+# so it holds only the rows that count, and the count repeats its WHERE.
+REMINDER_CREATORS = """
+CREATE INDEX reminders_creator ON reminders(platform, created_by) WHERE status = 'active';
+"""

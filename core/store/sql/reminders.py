@@ -50,7 +50,7 @@ _INSERT = (
 # Names "reminders" among the locks writers take (Transaction.serialize).
 REMINDERS_NAMESPACE = 0x6B6D  # "km"
 # A user's reminders waiting to fire, whatever chat or agent they were set in.
-_COUNT_ACTIVE = (
+COUNT_ACTIVE_SQL = (
     "SELECT count(*) FROM reminders WHERE platform = ? AND created_by = ? AND status = 'active'"
 )
 # The ready-to-fire condition, written out the same way everywhere so the
@@ -186,7 +186,7 @@ class SqlReminderStore(ReminderStore):
             # Every creation by this user takes the same lock before counting,
             # so the count it reads is still true when its insert commits.
             await tx.serialize(REMINDERS_NAMESPACE, ":".join(creator))
-            counted = await tx.fetchone(_COUNT_ACTIVE, creator)
+            counted = await tx.fetchone(COUNT_ACTIVE_SQL, creator)
             if counted is not None and counted[0] >= max_active:
                 return None
             for _ in range(3):

@@ -24,6 +24,8 @@ from core.reminders.limits import ReminderLimits, RepeatsTooOften, TooManyRemind
 from core.reminders.model import NewReminder
 from core.reminders.schedule import cron_firings, parse_schedule, shortest_cron_gap
 from core.store.backends import Backend, open_backend
+from core.store.sql.database import Transaction
+from core.store.sql.reminders import COUNT_ACTIVE_SQL
 from core.tools import ToolContext, ToolRegistry
 from tests.conftest import RecordingSender
 from tests.support.scripted_model import ScriptedModel, calls, text
@@ -180,6 +182,19 @@ async def test_a_reminder_with_no_known_creator_is_not_counted(world: World) -> 
     await rs.add(new(), max_active=1)
     with pytest.raises(TooManyReminders):
         await rs.add(new(), max_active=1)
+
+
+async def test_the_count_reads_the_creators_index(world: World) -> None:
+    async def plan(tx: Transaction) -> str:
+        if tx.dialect.name == "postgres":
+            # A few rows make a scan the cheaper plan; the index must exist and serve.
+            await tx.execute("SET LOCAL enable_seqscan = off")
+            rows = await tx.fetchall("EXPLAIN " + COUNT_ACTIVE_SQL, ("telegram", "u42"))
+            return " | ".join(str(r[0]) for r in rows)
+        rows = await tx.fetchall("EXPLAIN QUERY PLAN " + COUNT_ACTIVE_SQL, ("telegram", "u42"))
+        return " | ".join(str(r[3]) for r in rows)
+
+    assert "reminders_creator" in await world.backend.database.snapshot(plan)
 
 
 # --- the tool: the refusal lines ---------------------------------------------------
