@@ -131,9 +131,12 @@ def _span(length: timedelta) -> str:
 def reminder_refused(refusal: ReminderRefused) -> str:
     """Why a reminder was not set: the tool's answer, which the model relays."""
     if isinstance(refusal, TooManyReminders):
+        # Above the limit when it was lowered after they were set.
+        over = refusal.active - refusal.limit + 1
         return (
-            f"You already have {_count(refusal.limit, 'reminder', 'reminders')} waiting, "
-            "the most one person may have: cancel one before setting another."
+            f"You have {_count(refusal.active, 'reminder', 'reminders')} waiting, and one "
+            f"person may have at most {refusal.limit}: cancel "
+            f"{'one' if over == 1 else over} before setting another."
         )
     if isinstance(refusal, RepeatsTooOften):
         return (

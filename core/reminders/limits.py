@@ -38,9 +38,11 @@ class ReminderRefused(KeptError):
 
 
 class TooManyReminders(ReminderRefused):
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"already {limit} active reminders, the most one user may have")
+    def __init__(self, limit: int, active: int) -> None:
+        super().__init__(f"{active} active reminders, and one user may have at most {limit}")
         self.limit = limit
+        # More than `limit` when the limit was lowered since they were set.
+        self.active = active
 
 
 class RepeatsTooOften(ReminderRefused):

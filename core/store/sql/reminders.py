@@ -182,13 +182,14 @@ class SqlReminderStore(ReminderStore):
             raise RuntimeError("three reminder id collisions in a row")
         creator = (new.target.platform, new.created_by)
 
-        async def work(tx: Transaction) -> Reminder | None:
+        async def work(tx: Transaction) -> Reminder | int:
             # Every creation by this user takes the same lock before counting,
             # so the count it reads is still true when its insert commits.
             await tx.serialize(REMINDERS_NAMESPACE, ":".join(creator))
             counted = await tx.fetchone(COUNT_ACTIVE_SQL, creator)
-            if counted is not None and counted[0] >= max_active:
-                return None
+            active = int(counted[0]) if counted is not None else 0
+            if active >= max_active:
+                return active
             for _ in range(3):
                 row = await tx.fetchone(_INSERT, self._values(new))
                 if row is not None:
@@ -196,8 +197,8 @@ class SqlReminderStore(ReminderStore):
             raise RuntimeError("three reminder id collisions in a row")
 
         added = await self._db.transact(work)
-        if added is None:
-            raise TooManyReminders(max_active)
+        if isinstance(added, int):
+            raise TooManyReminders(max_active, added)
         return added
 
     async def get(

@@ -33,7 +33,7 @@ from tests.support.scripted_model import ScriptedModel, calls, text
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # 10:00 in Paris
 PARIS = "Europe/Paris"
 FULL = (
-    "You already have 2 reminders waiting, the most one person may have: "
+    "You have 2 reminders waiting, and one person may have at most 2: "
     "cancel one before setting another."
 )
 EVERY_MINUTE = (
@@ -145,7 +145,7 @@ async def test_the_count_is_per_platform_user_across_chats_and_agents(world: Wor
     await rs.add(new(HELPER), max_active=3)
     with pytest.raises(TooManyReminders) as refused:
         await rs.add(new(PRIVATE), max_active=3)
-    assert refused.value.limit == 3
+    assert (refused.value.limit, refused.value.active) == (3, 3)
     assert await world.active() == 3
     # Someone else in the same group, and the same id on another platform,
     # are other users: each has room of their own.
@@ -218,9 +218,13 @@ async def test_the_limit_is_read_from_the_live_config_at_each_creation(world: Wo
     assert (await world.call({"text": "c", "after": "1h"}))["scheduled"]
     world.configure(active=None)
     assert (await world.call({"text": "d", "after": "1h"}))["scheduled"]
+    # Lowered below what the user has: nothing is cancelled, nothing added.
     world.configure(active=1)
     out = await world.call({"text": "e", "after": "1h"})
-    assert out["error"].startswith("You already have 1 reminder waiting,")
+    assert out["error"] == (
+        "You have 4 reminders waiting, and one person may have at most 1: "
+        "cancel 4 before setting another."
+    )
     assert await world.active() == 4
 
 
@@ -357,4 +361,7 @@ def test_the_lengths_are_said_in_words() -> None:
         "A repeating reminder may fire at most once every 1 hour 30 minutes, and this one "
         "would fire 1 minute 30 seconds apart: choose a longer interval."
     )
-    assert reminder_refused(TooManyReminders(1)).startswith("You already have 1 reminder waiting")
+    assert reminder_refused(TooManyReminders(1, 1)) == (
+        "You have 1 reminder waiting, and one person may have at most 1: "
+        "cancel one before setting another."
+    )
