@@ -40,10 +40,8 @@ class ReminderService:
         bot/services.py); None: the config's defaults."""
         self._store = store
         self._clock = clock
-        if limits is None:
-            defaults = ReminderLimits.of(KeptConfig())
-            limits = lambda: defaults  # noqa: E731
-        self._limits = limits
+        defaults = ReminderLimits.of(KeptConfig())
+        self._limits = limits if limits is not None else (lambda: defaults)
         # Called after a reminder is stored, so a sleeping scheduler can wake
         # before the time it computed without this reminder.
         self._on_stored = on_stored
