@@ -18,11 +18,19 @@ Scenarios:
   once half the replies went out, then started again: unanswered and
   duplicated messages once it is quiet.
 
+- `userflood`: one user sends `--flood` messages at once while `--chats`
+  other chats send `--messages` each: the other chats' p50/p99 answer
+  latency, and what the flooder got (answers within their rate, notices).
+  `--flood 0` is the same load without the flooder.
+
+`--limits on` runs with the example config's limits, `--limits off` with
+none (the CPU per message of the one against the other).
+
 `--code DIR` runs the `kept run` of another checkout (a before/after
 comparison); the fakes are always this checkout's.
 
     .venv/bin/python bench/burst.py [--scenario burst|flood|kill] [--chats 300]
-        [--messages 3] [--flood-limit 2] [--code DIR]
+        [--messages 3] [--flood-limit 2] [--limits on|off] [--flood 300] [--code DIR]
 """
 
 from __future__ import annotations
@@ -62,8 +70,23 @@ def said(log: Path) -> str:
     return log.read_text()[-3000:] if log.exists() else ""
 
 
-def write_config(tmp: Path, telegram: FakeTelegram, model: FakeOpenAI) -> Path:
-    doc = {
+# `--limits on`: the example config's limits; `off`: none at all.
+LIMITS_ON = {
+    "perUser": {"messagesPerMinute": 20, "tokensPerDay": 200000, "activeReminders": 50},
+    "perChat": {"messagesPerMinute": 60, "tokensPerDay": None},
+    "tokensPerDay": None,
+}
+LIMITS_OFF = {
+    "perUser": {"messagesPerMinute": None, "tokensPerDay": None, "activeReminders": None},
+    "perChat": {"messagesPerMinute": None, "tokensPerDay": None},
+    "tokensPerDay": None,
+}
+
+
+def write_config(
+    tmp: Path, telegram: FakeTelegram, model: FakeOpenAI, limits: str | None = None
+) -> Path:
+    doc: dict[str, Any] = {
         "storage": {"url": f"sqlite:///{tmp}/kept.sqlite"},
         "channels": {
             "telegram": {
@@ -77,6 +100,8 @@ def write_config(tmp: Path, telegram: FakeTelegram, model: FakeOpenAI) -> Path:
         "commitments": {"enabled": False},
         "shutdown": {"graceSeconds": 1},
     }
+    if limits is not None:  # an older checkout's config has no such key
+        doc["limits"] = LIMITS_ON if limits == "on" else LIMITS_OFF
     path = tmp / "kept.json"
     path.write_text(json.dumps(doc))
     return path
@@ -150,7 +175,7 @@ async def stop(process: asyncio.subprocess.Process) -> None:
 
 async def burst(args: argparse.Namespace, tmp: Path, log: Path) -> dict[str, Any]:
     async with FakeTelegram() as telegram, FakeOpenAI() as model:
-        process = await start(args.code, write_config(tmp, telegram, model), log)
+        process = await start(args.code, write_config(tmp, telegram, model, args.limits), log)
         try:
             await polling(telegram, process, log)
             calls_before = len(telegram.calls)
@@ -171,6 +196,7 @@ async def burst(args: argparse.Namespace, tmp: Path, log: Path) -> dict[str, Any
     )
     return {
         "bench": "burst",
+        "limits": args.limits,
         "chats": args.chats,
         "messages": total,
         "replies": len(telegram.sent),
@@ -258,21 +284,81 @@ async def kill(args: argparse.Namespace, tmp: Path, log: Path) -> dict[str, Any]
     }
 
 
+async def userflood(args: argparse.Namespace, tmp: Path, log: Path) -> dict[str, Any]:
+    """One user floods (`--flood` messages at once) while `--chats` other
+    chats send `--messages` each: the others' answer latency, the flooder's
+    answers and notices (`--flood 0`: the same without the flooder)."""
+    flooder = FIRST_CHAT - 1
+    async with FakeTelegram() as telegram, FakeOpenAI() as model:
+        process = await start(args.code, write_config(tmp, telegram, model, args.limits), log)
+        try:
+            await polling(telegram, process, log)
+            started = time.monotonic()
+            queued: dict[str, float] = {}
+            for k in range(max(args.flood, args.messages)):
+                if k < args.flood:
+                    await telegram.push_message(f"f{k}", chat_id=flooder)
+                if k < args.messages:
+                    for c in range(args.chats):
+                        text = f"m{FIRST_CHAT + c}-{k}"
+                        queued[text] = time.monotonic()
+                        await telegram.push_message(text, chat_id=FIRST_CHAT + c)
+            total = args.chats * args.messages
+
+            def others() -> int:
+                return sum(1 for s in telegram.sent if s.text.removeprefix("echo: ") in queued)
+
+            await until(lambda: others() >= total, args.timeout, "the other chats' replies", log)
+            seconds = time.monotonic() - started
+            await quiet(telegram, 1.0, 30)
+        finally:
+            await stop(process)
+    latencies = sorted(
+        s.at - queued[s.text.removeprefix("echo: ")]
+        for s in telegram.sent
+        if s.text.removeprefix("echo: ") in queued
+    )
+    to_flooder = [s.text for s in telegram.sent if s.chat_id == flooder]
+    return {
+        "bench": "userflood",
+        "limits": args.limits,
+        "flood": args.flood,
+        "other_chats": args.chats,
+        "other_messages": total,
+        "seconds": round(seconds, 2),
+        "others_p50_s": round(statistics.median(latencies), 3),
+        "others_p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
+        "flooder_answered": sum(1 for t in to_flooder if t.startswith("echo: ")),
+        "flooder_notices": sum(1 for t in to_flooder if "faster than I answer" in t),
+        "load": round(os.getloadavg()[0], 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", choices=("burst", "flood", "kill"), default="burst")
+    parser.add_argument(
+        "--scenario", choices=("burst", "flood", "kill", "userflood"), default="burst"
+    )
+    parser.add_argument(
+        "--limits",
+        choices=("on", "off"),
+        help="the example config's limits, or none (default: the checkout's defaults)",
+    )
+    parser.add_argument("--flood", type=int, default=300, help="userflood: the flooder's messages")
     parser.add_argument("--chats", type=int)
     parser.add_argument("--messages", type=int)
     parser.add_argument("--flood-limit", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose kept runs")
     args = parser.parse_args()
-    defaults = {"burst": (300, 3), "flood": (100, 1), "kill": (50, 2)}[args.scenario]
+    defaults = {"burst": (300, 3), "flood": (100, 1), "kill": (50, 2), "userflood": (50, 2)}[
+        args.scenario
+    ]
     args.chats = args.chats or defaults[0]
     args.messages = args.messages or defaults[1]
     if not (args.code / "bot" / "__main__.py").exists():
         raise SystemExit(f"bench: --code {args.code} is not a kept checkout (no bot/__main__.py)")
-    scenario = {"burst": burst, "flood": flood, "kill": kill}[args.scenario]
+    scenario = {"burst": burst, "flood": flood, "kill": kill, "userflood": userflood}[args.scenario]
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         result = asyncio.run(scenario(args, tmp, tmp / "kept.log"))

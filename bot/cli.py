@@ -27,6 +27,7 @@ from bot.search_cmd import import_command, reindex_command, search_command
 from bot.sessions_cmd import sessions_group
 from bot.store_access import check_storage_writable, load_or_fail
 from bot.updates_cmd import updates_group
+from bot.usage_cmd import usage_command
 from bot.users_cmd import users_group
 from channels.console import ConsoleAdapter
 from core.config.env import config_variables
@@ -59,6 +60,7 @@ main.add_command(restore_command, "restore")
 main.add_command(pairing_group, "pairing")
 main.add_command(eval_group, "eval")
 main.add_command(updates_group, "updates")
+main.add_command(usage_command, "usage")
 
 
 def _load(config_path: Path | None, *, create: bool = False) -> tuple[Path, KeptConfig]:

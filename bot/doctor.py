@@ -22,6 +22,8 @@ from bot.store_access import MISSING_HINT, probe_write
 from bot.updates_cmd import parked_check
 from core.config.file import ConfigError, config_source, load_config
 from core.config.model import KeptConfig
+from core.limits.meter import budget_day
+from core.limits.store import BOT, BudgetStore
 from core.llm import LLMClient, LLMError
 from core.privacy.store import RetentionStore
 from core.secrets import mask_secrets, masked_url, remember
@@ -59,6 +61,7 @@ async def run_doctor(
     checks.append(await check_discord(config.channels.discord, env))
     checks.append(_discord_intents(config))
     checks.extend(_posture(config))
+    checks.extend(limits_in_force(config))
     checks.extend(await _check_model(config, env, deep=deep))
     return _report(checks, as_json)
 
@@ -89,6 +92,7 @@ async def _check_database(config: KeptConfig) -> list[Check]:
             checks.append(Check(False, "database write", f"{exc}; {storage_action(exc)}"))
         checks.append(await parked_check(backend))
         checks.append(await _retention(backend.retention, config))
+        checks.append(await _spend_today(backend.budgets, config))
         return checks
     finally:
         await backend.close()
@@ -114,6 +118,64 @@ async def _retention(store: RetentionStore, config: KeptConfig) -> Check:
     if limit is not None and age.total_seconds() > limit:
         detail += " (past the retention: `kept run` erases it at its next pass)"
     return Check(True, "retention", detail)
+
+
+def _per(value: int | None, unit: str) -> str:
+    return f"{value:,} {unit}" if value is not None else "no limit"
+
+
+def limits_in_force(config: KeptConfig) -> list[Check]:
+    """The limits every message and model call is held to (core/limits/).
+    Informational: a limit is the operator's choice, never a fault."""
+    limits, llm = config.limits, config.llm
+    user, chat = limits.per_user, limits.per_chat
+    caps = llm.max_output_tokens
+    return [
+        Check(
+            True,
+            "rate limits",
+            f"per user {_per(user.messages_per_minute, 'messages/min')}; per group "
+            f"{_per(chat.messages_per_minute, 'messages/min')} (limits.*.messagesPerMinute)",
+        ),
+        Check(
+            True,
+            "token caps",
+            f"per user {_per(user.tokens_per_day, 'tokens/day')}; per group "
+            f"{_per(chat.tokens_per_day, 'tokens/day')}; whole bot "
+            f"{_per(limits.tokens_per_day, 'tokens/day')} (UTC days; limits.*.tokensPerDay)",
+        ),
+        Check(
+            True,
+            "output caps",
+            f"chat {caps.chat:,}, extraction {caps.extraction:,}, heartbeat "
+            f"{caps.heartbeat:,} tokens a call (llm.maxOutputTokens)",
+        ),
+        Check(
+            True,
+            "reminder limits",
+            f"{_per(user.active_reminders, 'active')} per user "
+            "(limits.perUser.activeReminders); a repeating one at most every "
+            f"{config.reminders.min_interval} (reminders.minInterval)",
+        ),
+    ]
+
+
+async def _spend_today(budgets: BudgetStore, config: KeptConfig) -> Check:
+    """The whole bot's tokens this UTC day, against limits.tokensPerDay."""
+    day = budget_day(datetime.now(UTC))
+    try:
+        spent = (await budgets.spent([BOT], day)).get(BOT, 0)
+    except Exception as exc:
+        return Check(False, "spend today", f"{exc}; {storage_action(exc)}")
+    cap = config.limits.tokens_per_day
+    if cap is None:
+        detail = f"{spent:,} tokens bot-wide on {day} (UTC); no cap (limits.tokensPerDay)"
+        return Check(True, "spend today", detail)
+    share = 100 * spent / cap
+    detail = f"{spent:,} of {cap:,} tokens bot-wide on {day} (UTC, {share:.1f} %)"
+    if spent >= cap:
+        detail += ": spent, no model call until the next UTC midnight (`kept usage` shows who)"
+    return Check(True, "spend today", detail)
 
 
 def _age(seconds: float) -> str:

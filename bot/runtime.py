@@ -79,6 +79,7 @@ def services_context(
         start_over=services.start_over,
         privacy=services.privacy,
         followup_prefs=services.followup_prefs,
+        spend=services.spend,
     )
 
 

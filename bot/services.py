@@ -26,6 +26,8 @@ from core.conversation.start_over import StartOver
 from core.delivery.send import AccessCheck
 from core.heartbeat.source import FollowUpSource
 from core.heartbeat.turn import HeartbeatTurn
+from core.limits import Admissions, Meter
+from core.limits.spend import SpendStores
 from core.llm import LLMClient
 from core.locks import SessionLocks
 from core.messages import Sender
@@ -81,6 +83,8 @@ class Services:
     retention: Retention
     # What the chat's /forget, /mydata and /export act through.
     privacy: PrivacyStores | None = None
+    # What /usage reads: the model calls' records and the budgets' counters.
+    spend: SpendStores | None = None
 
 
 def new_worker_id() -> str:
@@ -149,6 +153,8 @@ def build_services(
     register_reminder_tools(tools, reminders, refusal=reminder_refused, zones=users)
     register_user_tools(tools, users)
     commitment_store = backend.commitments
+    # Every model call charged and checked against the token budgets.
+    meter = Meter(llm, config=config, clock=clock, budgets=backend.budgets)
     extraction = ExtractionWorker(
         store=commitment_store,
         jobs=backend.extraction_jobs,
@@ -161,6 +167,7 @@ def build_services(
         zones=users,
         starts=store,
         prefs=followup_prefs,
+        meter=meter,
     )
     manager = ConversationManager(
         store=store,
@@ -173,6 +180,8 @@ def build_services(
         reply_hooks=[extraction.on_reply],
         zones=users,
         admins=admins,
+        meter=meter,
+        admissions=Admissions(config),
     )
 
     heartbeat_store = backend.heartbeat
@@ -188,6 +197,7 @@ def build_services(
             clock=clock,
             worker=worker,
             access=access,
+            meter=meter,
         ),
         clock=clock,
         platforms=platforms,
@@ -219,6 +229,7 @@ def build_services(
         retention=Retention(backend.retention, lambda: config().storage.retention, clock),
         privacy=PrivacyStores(backend.erasure, backend.exports, backend.chats),
         followup_prefs=followup_prefs,
+        spend=SpendStores(backend.usage, backend.budgets),
     )
 
 

@@ -55,6 +55,7 @@ from core.commitments.service import CommitmentService
 from core.config.model import KeptConfig
 from core.conversation.start_over import StartOver
 from core.errors import KeptError, MessageNotStored
+from core.limits.spend import SpendStores
 from core.locks import SessionGuard
 from core.logs import event
 from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target
@@ -210,6 +211,9 @@ class ChannelContext:
     # Who switched follow-ups off (`/followups`); None: the command says it
     # is not available (tests that build a context without one).
     followup_prefs: FollowUpPreferences | None = None
+    # What /usage reads (a user's own day of model calls); None: the command
+    # says it is not available (tests that build a context without one).
+    spend: SpendStores | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,10 @@ _STATUS_KINDS: dict[int, ErrorKind] = {
 
 _T = TypeVar("_T")
 
+# The output cap's parameter: `max_tokens` is what most OpenAI-compatible
+# servers read; OpenAI's reasoning models refuse it and want the newer name.
+CapParam = Literal["max_tokens", "max_completion_tokens"]
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -104,6 +108,11 @@ class Completion:
         # is stored (core.messages.storable).
         object.__setattr__(self, "text", storable(self.text))
 
+    @property
+    def truncated(self) -> bool:
+        """The model stopped at the output cap (llm.maxOutputTokens), mid-answer."""
+        return self.finish_reason == "length"
+
 
 class Model(Protocol):
     """What every caller needs from a model: one completion for a role.
@@ -131,11 +140,14 @@ class LLMError(KeptError):
         kind: ErrorKind,
         status: int | None = None,
         retry_after: float | None = None,
+        refused_cap_param: bool = False,
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
         self.status = status
         self.retry_after = retry_after  # seconds the server asked us to wait, if it did
+        # A 400 saying the model wants `max_completion_tokens` instead of `max_tokens`.
+        self.refused_cap_param = refused_cap_param
         # Timeouts are not retried: the request may still be running (and billed)
         # upstream, and the user has already waited a full timeout.
         self.retryable = kind in ("rate_limit", "server", "connection")
@@ -185,6 +197,9 @@ class LLMClient:
         # Clients replaced by a reload stay open until their in-flight calls end.
         self._retired: list[openai.AsyncOpenAI] = []
         self._leases: dict[int, int] = {}
+        # (endpoint, model) -> the cap parameter it was seen to want. Learnt
+        # from a refusal, so a lost cache (a restart) costs one refused call.
+        self._cap_params: dict[tuple[str, str], CapParam] = {}
 
     def update_config(self, config: LlmConfig) -> None:
         """Hot reload: the next call builds a fresh SDK client from `config`."""
@@ -210,14 +225,47 @@ class LLMClient:
     ) -> Completion:
         config = self._config  # one snapshot per call, even if a reload lands mid-retry
         model = config.model_for(role)
+        cap = config.output_cap(role)
+        where = (self._endpoint(config), model)
         body = _wire_body(messages, tools)
-        params: dict[str, Any] = {"model": model, "messages": [], "extra_body": body}
-        if temperature is not None:
-            params["temperature"] = temperature
+
+        def create(param: CapParam) -> Callable[[openai.AsyncOpenAI], Awaitable[object]]:
+            params: dict[str, Any] = {
+                "model": model,
+                "messages": [],
+                "extra_body": body,
+                # A named argument, not in extra_body: one int costs the SDK's
+                # walk nothing, and the bytes stay the SDK's own, keys in its order.
+                param: cap,
+            }
+            if temperature is not None:
+                params["temperature"] = temperature
+            return lambda sdk: sdk.chat.completions.create(**params)
+
+        what = f"{role} completion"
+        param = self._cap_params.get(where, "max_tokens")
         try:
-            response = await self._call(
-                config, lambda sdk: sdk.chat.completions.create(**params), f"{role} completion"
-            )
+            try:
+                response = await self._call(config, create(param), what)
+            except LLMError as exc:
+                if param != "max_tokens" or not exc.refused_cap_param:
+                    raise
+                # The same call again, once, under the name the model asked for.
+                param = "max_completion_tokens"
+                if self._cap_params.get(where) != param:
+                    self._cap_params[where] = param
+                    event(
+                        log,
+                        logging.INFO,
+                        "llm_cap_param_switched",
+                        model=model,
+                        role=role,
+                        endpoint=_redact_url(where[0]),
+                        parameter=param,
+                        instead_of="max_tokens",
+                        reason=str(exc),
+                    )
+                response = await self._call(config, create(param), what)
             completion = _parse_completion(response, model)
         except LLMError as exc:
             recorder().model_call(role, exc.kind)
@@ -228,7 +276,7 @@ class LLMClient:
     async def ping(self) -> str:
         """One line for `kept doctor`; raises LLMError when the endpoint is unusable."""
         config = self._config
-        where = _redact_url(config.base_url or self._environ.get("OPENAI_BASE_URL") or "")
+        where = _redact_url(self._endpoint(config))
         wanted = sorted({config.model_for(r) for r in ("chat", "extraction", "heartbeat")})
         listed: set[str] = set()
         reason = ""  # why the model list is unusable, if it is
@@ -256,6 +304,10 @@ class LLMClient:
         return {str(m.id) for m in page.data}
 
     # --- internals -----------------------------------------------------------
+
+    def _endpoint(self, config: LlmConfig) -> str:
+        """The base URL calls go to ("" for the SDK's default, the OpenAI API)."""
+        return config.base_url or self._environ.get("OPENAI_BASE_URL") or ""
 
     def _build(self, config: LlmConfig) -> openai.AsyncOpenAI:
         key = (self._environ.get(config.api_key_env) or "").strip()
@@ -367,7 +419,13 @@ class LLMClient:
             retry_after = _retry_after(exc.response.headers, self._clock) if status == 429 else None
             if status == 404 and (hint := self._no_api_path()) is not None:
                 return LLMError(self._scrub(f"{hint} ({detail})"), kind="no_api_path", status=404)
-            return LLMError(self._scrub(detail), kind=kind, status=status, retry_after=retry_after)
+            return LLMError(
+                self._scrub(detail),
+                kind=kind,
+                status=status,
+                retry_after=retry_after,
+                refused_cap_param=status == 400 and _refuses_max_tokens(exc),
+            )
         return LLMError(self._scrub(str(exc)), kind="bad_request")
 
     def _no_api_path(self) -> str | None:
@@ -413,6 +471,23 @@ def _wire_body(
     if tools:
         body["tools"] = tools
     return body
+
+
+def _refuses_max_tokens(exc: openai.APIStatusError) -> bool:
+    """OpenAI's reasoning models answer `max_tokens` with a 400: "Unsupported
+    parameter: 'max_tokens' is not supported with this model. Use
+    'max_completion_tokens' instead." (param "max_tokens", code
+    "unsupported_parameter"). Proxies and Azure pass the sentence on under
+    other codes, so the sentence counts too. A cap the model finds too large
+    also names param "max_tokens", but not the other name: that one is the
+    operator's to fix, not ours to retry."""
+    if exc.param == "max_tokens" and exc.code == "unsupported_parameter":
+        return True
+    # The SDK's message carries a JSON body's message; a text body stays in `body`.
+    text = f"{exc.message} {exc.body if isinstance(exc.body, str) else ''}"
+    return "max_completion_tokens" in text and "max_tokens" in text.replace(
+        "max_completion_tokens", ""
+    )
 
 
 def _retry_after(headers: Mapping[str, str], clock: Clock) -> float | None:

@@ -81,11 +81,13 @@ class Tool:
 class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._specs: list[dict[str, Any]] | None = None
 
     def register(self, tool: Tool) -> None:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} registered twice")
         self._tools[tool.name] = tool
+        self._specs = None
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -94,7 +96,11 @@ class ToolRegistry:
         return list(self._tools)
 
     def specs(self) -> list[dict[str, Any]]:
-        return [t.spec() for t in self._tools.values()]
+        """The tools as sent with a call: one list until a tool is added
+        (read-only: every turn sends the same one)."""
+        if self._specs is None:
+            self._specs = [t.spec() for t in self._tools.values()]
+        return self._specs
 
     async def call(self, name: str, arguments: str, ctx: ToolContext) -> str:
         """Run a tool and return its result as the text the model will read."""

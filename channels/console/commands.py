@@ -36,6 +36,7 @@ from core.commands.rights import DataShown, ExportMade, ForgetAsked
 from core.commands.times import local_time
 from core.commands.timezone import ZoneAnswer
 from core.commitments.visibility import Asker, ChatAccess
+from core.limits.spend import UsageShown
 from core.messages import ForgetChoice, ListName, ZoneChoice
 
 PLATFORM = "console"
@@ -108,6 +109,8 @@ class ConsoleCommands:
                 return await self._my_data(result, call)
             case ExportMade():
                 return Text(self._write_export(result))
+            case UsageShown():
+                return Text(wording.usage_today(result))
 
     @property
     def forget_asked(self) -> bool:
@@ -166,6 +169,7 @@ class ConsoleCommands:
             start_over=ctx.start_over,
             privacy=ctx.privacy,
             followup_prefs=ctx.followup_prefs,
+            spend=ctx.spend,
         )
 
 

@@ -213,6 +213,7 @@ class DiscordAdapter(ChannelAdapter[discord.ui.View]):
             start_over=ctx.start_over,
             privacy=ctx.privacy,
             followup_prefs=ctx.followup_prefs,
+            spend=ctx.spend,
         )
         for command in command_groups(support):
             self._bot.tree.add_command(command)

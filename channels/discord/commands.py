@@ -1,7 +1,8 @@
 """The slash commands: `/commitments list|dismiss|snooze`, `/reminders list|cancel`,
 `/timezone [zone]` (with autocomplete of IANA names), `/new`, `/forget`,
 `/mydata`, `/export` (what kept holds from the user: erased after an
-Erase press, shown, or sent as a file) and `/followups [on|off]`.
+Erase press, shown, or sent as a file), `/followups [on|off]` and `/usage`
+(the user's own day of model calls).
 
 Parse and render only: what a command does, and what the asker may see, is
 decided once for every platform in core/commands (the chat's session: the
@@ -50,6 +51,7 @@ from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
 from core.conversation.start_over import StartOver
+from core.limits.spend import SpendStores, UsageShown
 from core.logs import event
 from core.privacy.store import PrivacyStores
 from core.reminders import ReminderService
@@ -87,8 +89,10 @@ class CommandSupport:
         start_over: StartOver | None = None,
         privacy: PrivacyStores | None = None,
         followup_prefs: FollowUpPreferences | None = None,
+        spend: SpendStores | None = None,
     ) -> None:
         self.followup_prefs = followup_prefs
+        self.spend = spend
         self.commitments = commitments
         self.reminders = reminders
         self.config = config
@@ -140,6 +144,7 @@ class CommandSupport:
             start_over=self.start_over,
             privacy=self.privacy,
             followup_prefs=self.followup_prefs,
+            spend=self.spend,
         )
 
     async def answer(
@@ -173,6 +178,8 @@ class CommandSupport:
                 else:
                     upload = discord.File(io.BytesIO(data), filename=filename)
                     await reply(interaction, wording.export_sent(chats), file=upload)
+            case UsageShown():
+                await reply(interaction, wording.usage_today(result))
             case _:
                 await reply(interaction, wording.ZONES_UNAVAILABLE)
         return result
@@ -424,6 +431,26 @@ def followups_command(support: CommandSupport) -> app_commands.Command[Any, ...,
     return followups
 
 
+USAGE = COMMANDS.discord("usage")
+
+
+def usage_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
+    """`/usage`: the user's own day of model calls and what is left of
+    their allowance, wherever the bot may be used (ephemeral, like every
+    answer here, so a server sees none of it)."""
+
+    @app_commands.command(name=USAGE.name, description=USAGE.help)
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
+    @app_commands.guild_install()
+    async def usage(interaction: discord.Interaction) -> None:
+        origin = await support.origin(interaction)
+        if origin is None:
+            return await reply(interaction, NOT_ALLOWED)
+        await support.answer(interaction, origin, USAGE.name, {})
+
+    return usage
+
+
 def command_groups(
     support: CommandSupport,
 ) -> list[app_commands.Group | app_commands.Command[Any, ..., None]]:
@@ -434,6 +461,7 @@ def command_groups(
         new_command(support),
         *rights_commands(support),
         followups_command(support),
+        usage_command(support),
     ]
 
 

@@ -45,6 +45,7 @@ from core.commands.rights import (
 from core.commands.times import local_time
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.commitments.visibility import Asker, ChatAccess
+from core.limits.spend import UsageShown
 from core.logs import event
 from core.messages import (
     Action,
@@ -178,6 +179,8 @@ class TelegramCommands:
                 if len(data) > MAX_DOCUMENT:
                     return CommandReply(wording.export_too_large(len(data), MAX_DOCUMENT))
                 return CommandReply(wording.export_sent(chats), document=(filename, data))
+            case UsageShown():
+                return CommandReply(wording.usage_today(result))
 
     async def _shown(self, page: Page, name: ListName, call: Invocation) -> CommandReply:
         """A list page as a message: its text and its buttons, times in the
@@ -334,6 +337,7 @@ class TelegramCommands:
             start_over=ctx.start_over,
             privacy=ctx.privacy,
             followup_prefs=ctx.followup_prefs,
+            spend=ctx.spend,
         )
 
 

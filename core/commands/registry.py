@@ -26,6 +26,7 @@ from core.commitments.service import CommitmentService
 from core.commitments.visibility import ChatAccess
 from core.config.model import KeptConfig
 from core.conversation.start_over import StartOver
+from core.limits.spend import SpendStores, UsageShown
 from core.messages import ListName
 from core.privacy.store import PrivacyStores
 from core.reminders.service import ReminderService
@@ -73,6 +74,9 @@ class Invocation:
     privacy: PrivacyStores | None = None
     # Who switched follow-ups off (`/followups`); None: not available here.
     followup_prefs: FollowUpPreferences | None = None
+    # What /usage reads (the model calls' records, the budgets' counters);
+    # None: not available here.
+    spend: SpendStores | None = None
 
     @property
     def agent_id(self) -> str:
@@ -179,6 +183,7 @@ Result = (
     | ForgetAsked
     | DataShown
     | ExportMade
+    | UsageShown
 )
 Handler = Callable[[Invocation, Arguments], Awaitable[Result]]
 
@@ -395,6 +400,16 @@ async def _followups(call: Invocation, arguments: Arguments) -> Result:
     return Told(answer)
 
 
+async def _usage(call: Invocation, arguments: Arguments) -> Result:
+    """The asker's own UTC day, wherever they ask: in a group too it is
+    theirs alone (a platform user's, in every chat), never the group's."""
+    if call.spend is None:
+        return Told(wording.USAGE_UNAVAILABLE)
+    return await call.spend.today(
+        call.config(), call.platform, call.user_id, call.clock.now(), shared=call.access.shared
+    )
+
+
 _FOLLOWUP_ID = "The follow-up's id, e.g. cm_1a2b3c4d5e6f"
 
 COMMANDS = Registry(
@@ -508,6 +523,13 @@ COMMANDS = Registry(
                 ),
             ),
             discord=("followups",),
+        ),
+        Command(
+            "usage",
+            "What you used of the model today, and what is left",
+            Permission.OWN,
+            _usage,
+            discord=("usage",),
         ),
     ]
 )

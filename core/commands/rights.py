@@ -27,8 +27,9 @@ from core.privacy.store import ChatSummary, ErasedUser, ErasureCounts, PrivacySt
 # How long a /forget prompt's Erase button works.
 FORGET_LAPSE = timedelta(minutes=5)
 # The commands about the asker's own data: a surface that cannot tell who
-# asks (a Telegram admin posting as the group) refuses them.
-RIGHTS_COMMANDS = frozenset({"forget", "mydata", "export"})
+# asks (a Telegram admin posting as the group) refuses them. `/usage` too:
+# the group's stand-in account's day would be nobody's.
+RIGHTS_COMMANDS = frozenset({"forget", "mydata", "export", "usage"})
 
 
 class ForgetOutcome(StrEnum):

@@ -18,6 +18,8 @@ from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome
 from core.commands.rights import FORGET_LAPSE, DataShown, ForgetAnswer, ForgetOutcome
 from core.commands.timezone import ZoneAnswer, ZoneOutcome
 from core.config.model import RetentionConfig
+from core.limits.notices import wait_words
+from core.limits.spend import UsageShown
 from core.messages import ListName
 from core.privacy.store import ErasureCounts
 from core.reminders.limits import ReminderRefused, RepeatsTooOften, TooManyReminders
@@ -492,3 +494,35 @@ def followups_brief(state: FollowUpState) -> str:
     if state.own is False:
         return "off (/followups on switches them back on)"
     return "on (/followups off stops them)"
+
+
+# `/usage` (core/limits/spend.py).
+USAGE_UNAVAILABLE = "Your model use cannot be shown here; the operator can (kept usage)."
+
+
+def usage_today(shown: UsageShown) -> str:
+    """`/usage`: the asker's own UTC day of model calls and their allowance."""
+    line = shown.line
+    lines = [
+        f"Your use of the model today (the UTC day {shown.day}): "
+        f"{_count(line.calls, 'call', 'calls')}, {line.tokens_in:,} tokens in, "
+        f"{line.tokens_out:,} tokens out."
+    ]
+    if line.estimated_calls:
+        some = _count(line.estimated_calls, "call", "calls")
+        lines.append(f"({some} estimated from their length: the model did not say.)")
+    resets = f"00:00 UTC, in {wait_words(shown.resets_at - shown.now)}"
+    left = shown.left
+    if shown.cap is None or left is None:
+        lines.append("No daily allowance is set for you.")
+    elif left:
+        lines.append(
+            f"Your daily allowance: {shown.cap:,} tokens, {left:,} left. It resets at {resets}."
+        )
+    else:
+        lines.append(
+            f"Your daily allowance of {shown.cap:,} tokens is used up: it resets at {resets}."
+        )
+    if shown.shared:
+        lines.append("This is your own use, in every chat with me; nobody else's is shown.")
+    return "\n".join(lines)

@@ -23,6 +23,7 @@ from core.commitments.prefilter import worth_sending
 from core.commitments.rules import merge_fields
 from core.commitments.store import CommitmentStore, ScopeResult
 from core.config.model import KeptConfig
+from core.limits.meter import BudgetSpent, Meter, scope_payer
 from core.llm import LLMError, Model
 from core.logs import event
 from core.metrics import recorder
@@ -88,8 +89,12 @@ class BatchExtractor:
         zones: UserZones | None = None,
         starts: ConversationStarts | None = None,
         prefs: FollowUpPreferences | None = None,
+        meter: Meter | None = None,
     ) -> None:
         self._store = store
+        # Each call charged to its scope's member and chat (core/limits/);
+        # None: calls go to `llm` uncounted (tests, the benchmark).
+        self._meter = meter
         # Who switched follow-ups off since their exchanges were queued.
         self._prefs = prefs
         self._llm = llm
@@ -275,11 +280,17 @@ class BatchExtractor:
         now = self._clock.now()
         self.requests += 1
         deadline = agent.call_deadline
+        llm = self._llm
+        if self._meter is not None:
+            shared = scope.chat_kind != "private"
+            llm = self._meter.charged_to(
+                scope_payer(agent.id, scope.platform, scope.chat_id, scope.sender_id, shared=shared)
+            )
         try:
             async with asyncio.timeout(deadline):
                 # The window is worked out, and kept, in the zone of the member it is about.
                 outcome = await run_extraction(
-                    self._llm,
+                    llm,
                     scope=scope,
                     exchanges=chunk,
                     pending=pending,
@@ -288,6 +299,20 @@ class BatchExtractor:
                     heartbeat_seconds=agent.heartbeat_seconds,
                     created_at=self._clock.now,
                 )
+        except BudgetSpent as spent:
+            # Skipped, not paused: the endpoint is fine; the exchanges are not
+            # offered again (the metric kept_limited_total counts the call).
+            self.requests -= 1
+            event(
+                log,
+                logging.INFO,
+                "extraction_skipped",
+                agent=agent.id,
+                session=scope.session_key,
+                exchanges=len(chunk),
+                reason=f"token budget spent ({spent.subject.kind})",
+            )
+            return None
         except LLMError as exc:
             await self._pauses.failed(agent.id, scope.session_key, exc.kind, str(exc))
             return None

@@ -34,6 +34,7 @@ from core.commitments.pause import Pauses, PauseStore
 from core.commitments.store import CommitmentStore
 from core.config.model import KeptConfig
 from core.conversation.events import ReplyEvent
+from core.limits.meter import Meter
 from core.llm import Model
 from core.logs import event
 from core.store.errors import storage_action
@@ -97,6 +98,7 @@ class ExtractionWorker:
         zones: UserZones | None = None,
         starts: ConversationStarts | None = None,
         prefs: FollowUpPreferences | None = None,
+        meter: Meter | None = None,
     ) -> None:
         self._jobs = jobs
         self._worker = worker
@@ -124,6 +126,7 @@ class ExtractionWorker:
             zones=zones,
             starts=starts,
             prefs=prefs,
+            meter=meter,
         )
         self._queues: dict[str, AgentExtractionQueue] = {}
         self._adopter: asyncio.Task[None] | None = None

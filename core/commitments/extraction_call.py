@@ -20,6 +20,8 @@ from core.commitments.prompt import build_messages
 from core.commitments.rules import Rejection, evaluate
 from core.llm import Completion, Model
 
+TRUNCATED = "cut off at the output cap (finish_reason length; see llm.maxOutputTokens.extraction)"
+
 
 @dataclass(frozen=True, slots=True)
 class ExtractionOutcome:
@@ -55,7 +57,11 @@ async def run_extraction(
     try:
         answer = parse_answer(completion.text)
     except UnusableAnswer as exc:
-        return ExtractionOutcome(completion, None, str(exc))
+        # Unusable like any other (nothing of it is kept, it is counted and
+        # logged the same); the reason names the cap, the likelier fix.
+        # A cut answer that still parses was complete: JSON cannot be cut valid.
+        why = f"{TRUNCATED}: {exc}" if completion.truncated else str(exc)
+        return ExtractionOutcome(completion, None, why)
     accepted, rejected = evaluate(
         answer.candidates,
         scope=scope,

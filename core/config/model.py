@@ -445,7 +445,7 @@ class PerUserLimits(Model):
     """What one user may do (a user is a platform account: the same cap in
     every chat and under every agent). null: no limit."""
 
-    # Up to this many at once, then one every 60/N seconds (core/limits/rates.py).
+    # Up to this many at once, then one every 60/N seconds (core/limits/admission.py).
     messages_per_minute: PerMinute | None = 20
     # Tokens in + out of every model call made for the user in a UTC day.
     tokens_per_day: TokensPerDay | None = None

@@ -32,6 +32,9 @@ from core.conversation.events import ReplyEvent, ReplyHook
 from core.conversation.prompt import TurnPlace, chat_messages
 from core.conversation.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.errors import MessageNotStored
+from core.limits import Admissions, BudgetSpent, Meter, Payer
+from core.limits.notices import CUT_SHORT, budget_notice, rate_notice
+from core.limits.store import ALLOWED, Admitted, Hold, RateVerdict, Spent
 from core.llm import Completion, LLMError, Model
 from core.locks import SessionLocks
 from core.logs import event
@@ -76,9 +79,16 @@ class ConversationManager:
         session_cache_size: int = SESSION_CACHE_SIZE,
         zones: UserZones | None = None,
         admins: ChatAdmins | None = None,
+        meter: Meter | None = None,
+        admissions: Admissions | None = None,
     ) -> None:
         self._store = store
-        self._llm = llm
+        # Every call goes through the meter (core/limits/meter.py): without
+        # one given, calls are counted in the metrics only.
+        self._meter = meter or Meter(llm, config=config, clock=clock)
+        # Rates and the first call's hold, decided as each message is
+        # stored; None: no limits (tests, benchmarks that measure without).
+        self._admissions = admissions
         self._sender = sender
         self._config = config
         self._clock = clock
@@ -132,11 +142,11 @@ class ConversationManager:
         try:
             session = await self._ensure_session(inbound)
             try:
-                user = await self._store.add_message(message)
+                user, admitted = await self._store_user_message(inbound, message)
             except UnknownSession:
                 # Deleted since we last saw it: this message starts it anew.
                 session = await self._ensure_session(inbound, fresh=True)
-                user = await self._store.add_message(message)
+                user, admitted = await self._store_user_message(inbound, message)
         except DuplicateMessage:
             if on_stored is not None:
                 on_stored()
@@ -156,16 +166,72 @@ class ConversationManager:
         if on_stored is not None:
             on_stored()
         recorder().message_in(inbound.target.platform)
+        if not admitted.verdict.allowed:
+            await self._limited(inbound, user, admitted.verdict)
+            return None
         if user.session_id != session.id:
             # The cached record is of a session deleted and started again
             # elsewhere (another worker, an import): the store has the live one.
             # (Were the old id reused, only the times would differ: no turn reads them.)
             session = await self._ensure_session(inbound, fresh=True)
-        async with self._locks.hold(key):
-            return await self._answer_in_order(session, user, during_model)
+        first = _FirstHold(admitted.hold)
+        try:
+            async with self._locks.hold(key):
+                return await self._answer_in_order(session, user, during_model, first)
+        finally:
+            if (unused := first.take()) is not None:
+                # No call of this turn used it (answered elsewhere, failed first).
+                await self._meter.give_back(unused)
+
+    async def _store_user_message(
+        self, inbound: Inbound, message: NewMessage
+    ) -> tuple[MessageRecord, Admitted]:
+        """The message stored, its limits decided in the same transaction
+        (core/limits/admission.py): over a rate it is kept `limited`."""
+        admission = None
+        if self._admissions is not None:
+            agent = self._config().agent_or_default(inbound.agent_id)
+            specs = self._tools.specs()
+            tools_chars = self._meter.tools_chars(specs) if specs else 0
+            admission = self._admissions.admission(inbound, agent, tools_chars, self._clock.now())
+        if admission is None:
+            return await self._store.add_message(message), Admitted(ALLOWED)
+        return await self._store.admit_message(message, admission)
+
+    async def _limited(self, inbound: Inbound, user: MessageRecord, verdict: RateVerdict) -> None:
+        """A message over a rate is stored and not answered; its sender is
+        told when they may write again, once a window (the store says
+        whether this is the first refusal of it, for every worker)."""
+        event(
+            log,
+            logging.INFO,
+            "message_limited",
+            agent=inbound.agent_id,
+            session=inbound.session_key,
+            message=user.id,
+            limit=verdict.limit,
+            retry_at=verdict.retry_at,
+            told=verdict.notify,
+            action="none needed; raise limits.perUser/perChat.messagesPerMinute if real "
+            "users hit it",
+        )
+        if not verdict.notify or verdict.retry_at is None:
+            return
+        shared = inbound.chat_kind != "private"
+        await self._sender.send(
+            Outbound(
+                target=inbound.target,
+                text=rate_notice(verdict.retry_at, self._clock.now(), shared=shared),
+                reply_to_platform_id=inbound.platform_message_id if shared else None,
+            )
+        )
 
     async def _answer_in_order(
-        self, session: SessionRecord, user: MessageRecord, during_model: DuringModel | None = None
+        self,
+        session: SessionRecord,
+        user: MessageRecord,
+        during_model: DuringModel | None = None,
+        first: _FirstHold | None = None,
     ) -> MessageRecord | None:
         """Answer `user`, first answering what its session still owes from
         before it, and nothing twice. With several workers, an earlier message
@@ -177,7 +243,8 @@ class ConversationManager:
         owed = await self._store.unanswered_up_to(user, since=since)
         reply: MessageRecord | None = None
         for message in owed:
-            reply = await self._turn(session, message, during_model)
+            mine = first if first is not None and message.id == user.id else None
+            reply = await self._turn(session, message, during_model, mine)
         if owed and owed[-1].id == user.id:
             return reply
         return None
@@ -395,7 +462,11 @@ class ConversationManager:
         return is_admin
 
     async def _turn(
-        self, session: SessionRecord, user: MessageRecord, during_model: DuringModel | None = None
+        self,
+        session: SessionRecord,
+        user: MessageRecord,
+        during_model: DuringModel | None = None,
+        first: _FirstHold | None = None,
     ) -> MessageRecord:
         # Latency is measured, not scheduled: wall time, not the injected clock.
         started = time.perf_counter()
@@ -411,10 +482,19 @@ class ConversationManager:
             now=self._clock.now(),
             is_admin=self._admin_check(target, user.sender_id),
         )
+        payer = Payer(
+            agent_id=session.agent_id,
+            platform=session.platform,
+            user_id=user.sender_id,
+            chat_id=session.chat_id,
+            shared=session.chat_kind != "private",
+        )
         try:
             async with during_model() if during_model else contextlib.nullcontext():
-                text = await self._agent_turn(agent, session, user, ctx)
+                text = await self._agent_turn(agent, session, user, ctx, payer, first)
             kind = "text"
+        except BudgetSpent as spent:
+            return await self._over_budget(session, user, spent)
         except LLMError as exc:
             event(
                 log,
@@ -448,13 +528,64 @@ class ConversationManager:
         recorder().turn_seconds(session.platform, time.perf_counter() - started)
         return reply
 
+    async def _over_budget(
+        self, session: SessionRecord, user: MessageRecord, spent: BudgetSpent
+    ) -> MessageRecord:
+        """A token budget is spent: the message is answered by a notice the
+        first time this subject meets it today (whichever worker), by a
+        silent marker after that, so a spent budget never answers a flood
+        message by message. Either row marks the message answered (kind
+        `error`: never in the model's history), so recovery leaves it."""
+        try:
+            tell = await self._meter.first_notice(spent)
+        except Exception as exc:
+            event(
+                log, logging.WARNING, "budget_notice_unknown", session=session.key, error=repr(exc)
+            )
+            tell = False
+        event(
+            log,
+            logging.INFO,
+            "budget_spent",
+            agent=session.agent_id,
+            session=session.key,
+            message=user.id,
+            budget=spent.subject.kind,
+            resets_at=spent.resets_at,
+            told=tell,
+            action="raise limits.*tokensPerDay, or see `kept usage --by user`",
+        )
+        now = self._clock.now()
+        text = budget_notice(spent, now) if tell else "(not answered: the token budget is spent)"
+        reply = await self._store.add_message(
+            NewMessage(
+                session_key=session.key,
+                role="assistant",
+                text=text,
+                ts=now,
+                kind="error",
+                in_reply_to=user.id,
+                send_state="stored" if tell else None,
+            )
+        )
+        if tell:
+            await self._send_reply(session, user, reply, ())
+        return reply
+
     async def _agent_turn(
-        self, agent: AgentConfig, session: SessionRecord, user: MessageRecord, ctx: ToolContext
+        self,
+        agent: AgentConfig,
+        session: SessionRecord,
+        user: MessageRecord,
+        ctx: ToolContext,
+        payer: Payer,
+        first: _FirstHold | None = None,
     ) -> str:
         messages = await self._prompt(agent, session, user)
         specs = self._tools.specs() or None
         for _ in range(agent.max_tool_rounds):
-            completion = await self._llm.complete("chat", messages, tools=specs)
+            held = first.take() if first is not None else None
+            completion = await self._meter.complete(payer, "chat", messages, tools=specs, held=held)
             if not completion.tool_calls:
                 return _require_text(completion)
             messages.append(_assistant_tool_message(completion))
@@ -465,7 +596,9 @@ class ConversationManager:
                 messages.append(tool_message)
                 await self._store_tool_row(session, user, "tool", "tool_result", tool_message)
         # Out of tool rounds: one last call without tools forces a text answer.
-        return _require_text(await self._llm.complete("chat", messages, tools=None))
+        held = first.take() if first is not None else None
+        last = await self._meter.complete(payer, "chat", messages, tools=None, held=held)
+        return _require_text(last)
 
     async def _prompt(
         self, agent: AgentConfig, session: SessionRecord, user: MessageRecord
@@ -524,9 +657,27 @@ class ConversationManager:
             )
 
 
+class _FirstHold:
+    """The hold a message's admission took for its turn's first call, used
+    by that call only (later tool rounds hold their own)."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self, held: Hold | Spent | None) -> None:
+        self._held = held
+
+    def take(self) -> Hold | Spent | None:
+        held, self._held = self._held, None
+        return held
+
+
 def _require_text(completion: Completion) -> str:
     if not completion.text.strip():
         raise LLMError("the model answered with no text", kind="malformed")
+    if completion.finish_reason == "length":
+        # Cut at the output cap (llm.maxOutputTokens.chat): say so rather
+        # than let a half sentence pass for the whole answer.
+        return f"{completion.text.rstrip()}\n\n{CUT_SHORT}"
     return completion.text
 
 

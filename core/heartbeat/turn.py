@@ -26,6 +26,7 @@ from core.delivery.send import AccessCheck, ServeAll, deliver_once
 from core.heartbeat.claim import FollowUpClaim
 from core.heartbeat.prompt import build_messages, clean_checkin, same_text
 from core.heartbeat.store import HeartbeatStore
+from core.limits.meter import BudgetSpent, Meter, scope_payer
 from core.llm import LLMError, Model
 from core.messages import Outbound, Sender, Target, followup_actions
 from core.metrics import recorder
@@ -42,6 +43,7 @@ TurnOutcome = Literal[
     "lost_claim",
     "switched_off",
     "not_served",
+    "budget_spent",
 ]
 
 
@@ -65,10 +67,14 @@ class HeartbeatTurn:
         worker: str,
         on_sent: Callable[[Scope, str], None] | None = None,
         access: AccessCheck | None = None,
+        meter: Meter | None = None,
     ) -> None:
         self._store = store
         self._transcript = transcript
         self._llm = llm
+        # Each check-in's call charged to its scope's member and chat
+        # (core/limits/); None: calls go to `llm` uncounted (tests).
+        self._meter = meter
         self._sender = sender
         self._clock = clock
         self._worker = worker
@@ -141,15 +147,33 @@ class HeartbeatTurn:
             await claim.release(f"not served: {why}")
             return TurnResult("not_served", ids, error=why)
         now = self._clock.now()
+        llm = self._llm
+        if self._meter is not None:
+            shared = scope.chat_kind != "private"
+            llm = self._meter.charged_to(
+                scope_payer(
+                    scope.agent_id, scope.platform, scope.chat_id, scope.sender_id, shared=shared
+                )
+            )
         try:
-            completion = await self._llm.complete(
+            completion = await llm.complete(
                 "heartbeat", build_messages(claimed, now=now, timezone=timezone), tools=None
             )
+        except BudgetSpent as spent:
+            # Decided before any call: the follow-ups wait, active, for a day
+            # with budget (or their window's end), neither lost nor failed.
+            await claim.release(f"token budget spent ({spent.subject.kind})")
+            return TurnResult("budget_spent", ids, error=str(spent))
         except LLMError as exc:
             # Nothing was sent: the commitments stay active for a later turn.
             await claim.release(f"model: {exc.kind}")
             return TurnResult("model_failed", ids, error=f"{exc.kind}: {exc}")
 
+        if completion.finish_reason == "length":
+            # Cut at llm.maxOutputTokens.heartbeat: a check-in that stops
+            # mid-sentence is not sent; the follow-ups stay for a later turn.
+            await claim.release("model: answer cut at the output cap")
+            return TurnResult("model_failed", ids, error="answer cut at the output cap")
         text = clean_checkin(completion.text)
         if text is None:
             await claim.finish("dismissed", error="HEARTBEAT_OK")

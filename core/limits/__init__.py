@@ -2,7 +2,7 @@
 and bot (checked before a call, counted after, in the database), and the
 usage they are counted from."""
 
+from core.limits.admission import Admissions
 from core.limits.meter import BudgetSpent, Meter, Payer
-from core.limits.rates import RateLimiter
 
-__all__ = ["BudgetSpent", "Meter", "Payer", "RateLimiter"]
+__all__ = ["Admissions", "BudgetSpent", "Meter", "Payer"]

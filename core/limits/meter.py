@@ -104,7 +104,26 @@ def caps_for(config: KeptConfig, subjects: list[Subject]) -> list[Cap]:
     return caps
 
 
-def prompt_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+class ToolsChars:
+    """The length of a tools list as sent, measured once per list: the tool
+    registry hands out one list until a tool is added."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[int, int] | None = None
+
+    def __call__(self, tools: list[dict[str, Any]]) -> int:
+        if self._seen is not None and self._seen[0] == id(tools):
+            return self._seen[1]
+        chars = len(json.dumps(tools))
+        self._seen = (id(tools), chars)
+        return chars
+
+
+def prompt_chars(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    tools_chars: Callable[[list[dict[str, Any]]], int] = lambda t: len(json.dumps(t)),
+) -> int:
     """The characters a call sends the model: its messages' texts, its tool
     calls' arguments, and the tools' descriptions."""
     total = 0
@@ -115,7 +134,7 @@ def prompt_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | N
         for call in message.get("tool_calls") or ():
             total += len(call.get("function", {}).get("arguments", ""))
     if tools:
-        total += len(json.dumps(tools))
+        total += tools_chars(tools)
     return total
 
 
@@ -140,6 +159,7 @@ class Meter:
         self._config = config
         self._clock = clock
         self._budgets = budgets
+        self._tools_chars = ToolsChars()
 
     @property
     def model(self) -> Model:
@@ -153,20 +173,22 @@ class Meter:
         *,
         tools: list[dict[str, Any]] | None = None,
         temperature: float | None = None,
+        held: Hold | Spent | None = None,
     ) -> Completion:
-        """One call for `payer`; BudgetSpent (and no call) when a cap is reached."""
+        """One call for `payer`; BudgetSpent (and no call) when a cap is
+        reached. `held`: the call's hold (or its refusal), already decided
+        where the message was stored (core/limits/admission.py)."""
         config = self._config()
         subjects = payer.subjects()
-        chars = prompt_chars(messages, tools)
+        chars = prompt_chars(messages, tools, self._tools_chars)
         now = self._clock.now()
         day = budget_day(now)
-        hold: Hold | None = None
-        if self._budgets is not None and (caps := caps_for(config, subjects)):
+        if held is None and self._budgets is not None and (caps := caps_for(config, subjects)):
             held = await self._budgets.hold(caps, day, chars + config.llm.output_cap(role))
-            if isinstance(held, Spent):
-                recorder().over_limit(held.cap.subject.limit)
-                raise BudgetSpent(held, day, next_reset(now))
-            hold = held
+        if isinstance(held, Spent):
+            recorder().over_limit(held.cap.subject.limit)
+            raise BudgetSpent(held, day, next_reset(now))
+        hold = held
         try:
             completion = await self._model.complete(
                 role, messages, tools=tools, temperature=temperature
@@ -244,9 +266,50 @@ class Meter:
                 note="the failed call's hold counts until the day ends",
             )
 
+    def tools_chars(self, tools: list[dict[str, Any]]) -> int:
+        """The characters of a tools list as sent (measured once per list)."""
+        return self._tools_chars(tools)
+
+    async def give_back(self, hold: Hold | Spent) -> None:
+        """A hold taken for a call never made."""
+        if isinstance(hold, Hold) and self._budgets is not None:
+            await self._give_back(hold, Payer(""), "chat")
+
+    def charged_to(self, payer: Payer) -> Model:
+        """The model as a caller that takes any Model sees it (extraction,
+        the heartbeat), every call charged to `payer`."""
+        return _Charged(self, payer)
+
     async def first_notice(self, spent: BudgetSpent) -> bool:
         """Whether the payer is to be told their budget is spent: once per
         subject and day, whichever worker asks first."""
         if self._budgets is None:
             return True
         return await self._budgets.first_notice(spent.subject, spent.day)
+
+
+class _Charged:
+    def __init__(self, meter: Meter, payer: Payer) -> None:
+        self._meter = meter
+        self._payer = payer
+
+    async def complete(
+        self,
+        role: Role,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        return await self._meter.complete(
+            self._payer, role, messages, tools=tools, temperature=temperature
+        )
+
+
+def scope_payer(
+    agent_id: str, platform: str, chat_id: str, member: str | None, *, shared: bool
+) -> Payer:
+    """Whom a call about a follow-up scope is charged to: its member (in a
+    private chat, the chat's user) and, in a group, the group."""
+    user = member if member is not None else (None if shared else chat_id)
+    return Payer(agent_id, platform, user, chat_id, shared)

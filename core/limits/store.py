@@ -38,7 +38,7 @@ BOT = Subject("bot")
 @dataclass(frozen=True, slots=True)
 class RateRule:
     """A subject may send `per_minute` messages at once, then one every
-    60 / `per_minute` seconds (GCRA: core/limits/rates.py)."""
+    60 / `per_minute` seconds (GCRA: core/limits/admission.py)."""
 
     subject: Subject
     per_minute: int
@@ -117,6 +117,28 @@ class UsageLine:
     estimated_calls: int
     # Per model: (tokens in, tokens out), for prices that differ by model.
     by_model: tuple[tuple[str, int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What a user's message decides in its own insert's transaction
+    (Store.admit_message): its rates, and when its turn's first call is
+    capped, that call's hold (taken before the prompt is built, so it
+    holds the most such a prompt can be: core/limits/admission.py)."""
+
+    rules: tuple[RateRule, ...]
+    now: datetime
+    caps: tuple[Cap, ...] = ()
+    day: str = ""
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    verdict: RateVerdict
+    # The first call's hold (None: nothing capped, or the message was
+    # refused); Spent: a cap is reached, the turn makes no call.
+    hold: Hold | Spent | None = None
 
 
 class BudgetStore(abc.ABC):

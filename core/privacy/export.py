@@ -1,7 +1,8 @@
 """What kept holds from or about one user, as one JSON document (the
 schema is in the README): their private chats whole; in shared chats only
 their own messages and the bot's replies to them; their follow-ups,
-reminders, queued exchanges and settings. Nothing of anyone else's."""
+reminders, queued exchanges and settings; the record of each model call
+made for them (tokens, no words). Nothing of anyone else's."""
 
 from __future__ import annotations
 
@@ -87,6 +88,20 @@ class ExportedFollowUpSwitch:
 
 
 @dataclass(frozen=True, slots=True)
+class ExportedUsage:
+    """One model call made for the user: what `kept usage` counts."""
+
+    at: datetime
+    agent_id: str
+    role: str
+    model: str
+    chat_id: str | None
+    tokens_in: int
+    tokens_out: int
+    estimated: bool
+
+
+@dataclass(frozen=True, slots=True)
 class UserExport:
     platform: str
     user_id: str
@@ -98,6 +113,8 @@ class UserExport:
     paired: bool
     # Their own follow-up switch per agent that has one (none: on everywhere).
     followups: list[ExportedFollowUpSwitch] = field(default_factory=list)
+    # The model calls made for them (limits and `kept usage`), oldest first.
+    usage: list[ExportedUsage] = field(default_factory=list)
 
 
 def message_json(m: ExportedMessage | MessageRecord) -> dict[str, Any]:
@@ -177,6 +194,19 @@ def document(export: UserExport, *, at: datetime) -> dict[str, Any]:
                 "createdAt": iso_utc(q.created_at),
             }
             for q in export.queued
+        ],
+        "modelUsage": [
+            {
+                "at": iso_utc(u.at),
+                "agentId": u.agent_id,
+                "role": u.role,
+                "model": u.model,
+                "chatId": u.chat_id,
+                "tokensIn": u.tokens_in,
+                "tokensOut": u.tokens_out,
+                "estimated": u.estimated,
+            }
+            for u in export.usage
         ],
     }
 

@@ -117,6 +117,8 @@ class Retention:
                 before = cutoffs.of(kind)
                 if before is not None:
                     await self._drain(kind, before, done)
+            # Not the user's policy: counters that outlived their rule's day.
+            await self._store.prune_counters(self._clock.now())
         finally:
             erased = [kind for kind, rows in done.erased.items() if rows]
             if erased:

@@ -132,3 +132,9 @@ class RetentionStore(abc.ABC):
     @abc.abstractmethod
     async def oldest_message(self) -> datetime | None:
         """The time of the oldest stored message; None when there is none."""
+
+    async def prune_counters(self, now: datetime) -> int:
+        """Drop the limits' counters no rule reads any more (core/limits/):
+        token budgets of days before yesterday, rates idle for an hour.
+        They hold a number or a time each, never words; the rows dropped."""
+        return 0

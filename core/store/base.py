@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Self
 
 from core.errors import KeptError
+from core.limits.store import Admission, Admitted
 from core.messages import ChatKind, storable
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ Role = Literal["user", "assistant", "tool", "system"]
 
 # Kinds of message rows. Only the INDEXED_KINDS of user/assistant rows get a
 # full-text row: tool calls, tool results, reasoning and images never do.
-# `limited`: a user's message kept over a rate limit (core/limits/rates.py):
+# `limited`: a user's message kept over a rate limit (core/limits/admission.py):
 # searchable and erasable like any, never answered, never in the model's history.
 MessageKind = Literal[
     "text",
@@ -202,6 +203,14 @@ class Store(abc.ABC):
         The session must exist. Raises DuplicateMessage when a user message
         with the same platform, chat and platform message id is already stored.
         """
+
+    @abc.abstractmethod
+    async def admit_message(
+        self, message: NewMessage, admission: Admission
+    ) -> tuple[MessageRecord, Admitted]:
+        """`add_message` for a user's message, deciding its limits in the
+        same transaction (core/limits/): over a rate it is stored `limited`
+        and counted by no rule; a duplicate counts for nothing either."""
 
     @abc.abstractmethod
     async def set_platform_message_id(self, message_id: int, platform_message_id: str) -> None:

@@ -342,7 +342,8 @@ CREATE INDEX reminders_ended ON reminders(updated_at) WHERE status <> 'active';
 # budget, and one row per model call for `kept usage`.
 # rate_windows: a user's or a shared chat's rate as GCRA keeps it, the
 # "theoretical arrival time" of its next message; the message is refused
-# while that lies more than the burst ahead. `noticed_until`: the window
+# while that lies more than the burst ahead (`allowed`: what the last
+# decision was, read back by the statement that made it). `noticed_until`: the window
 # the sender was told about, so a flood gets one notice, not one a message.
 # token_budgets: per subject (a user, a shared chat, the whole bot: kind
 # 'bot' with empty platform and id) and UTC day, the tokens spent and the
@@ -350,17 +351,19 @@ CREATE INDEX reminders_ended ON reminders(updated_at) WHERE status <> 'active';
 # is below the cap, in the same transaction that adds its hold, so every
 # worker counts against the same row. `noticed`: the subject was told.
 # model_usage: what each call used, by whom (user, chat) and why (role).
+# The two counters' tables have no index beyond their key: every message
+# and call writes them, and each index would be one more page per commit;
+# retention's prune reads them whole (a row per active subject and day).
 LIMITS = """
 CREATE TABLE rate_windows (
     kind           {text} NOT NULL CHECK (kind IN ('user', 'chat')),
     platform       {text} NOT NULL,
     subject_id     {text} NOT NULL,
     tat            {time} NOT NULL,
+    allowed        {integer} NOT NULL CHECK (allowed IN (0, 1)),
     noticed_until  {time},
     PRIMARY KEY (kind, platform, subject_id)
 ){without_rowid};
-
-CREATE INDEX rate_windows_tat ON rate_windows(tat);
 
 CREATE TABLE token_budgets (
     kind        {text} NOT NULL CHECK (kind IN ('user', 'chat', 'bot')),
@@ -372,8 +375,6 @@ CREATE TABLE token_budgets (
     noticed     {integer} NOT NULL DEFAULT 0 CHECK (noticed IN (0, 1)),
     PRIMARY KEY (kind, platform, subject_id, day)
 ){without_rowid};
-
-CREATE INDEX token_budgets_day ON token_budgets(day);
 
 CREATE TABLE model_usage (
     id          {generated_id},

@@ -88,6 +88,7 @@ async def chat(tmp_path: Path, storage_url: str) -> AsyncIterator[Chat]:
         environ={},
         users=services.users,
         privacy=services.privacy,
+        spend=services.spend,
     )
     stdin, out = Pipe(), io.StringIO()
     exports = tmp_path / "exports"
@@ -125,7 +126,8 @@ async def talked(chat: Chat) -> None:
     await chat.say("/timezone Asia/Tokyo", "Your time zone is now Asia/Tokyo")
 
 
-WHAT = "1 private chat, 2 messages, 1 setting"
+# The usage record: the one model call the talk made, charged to the user.
+WHAT = "1 private chat, 2 messages, 1 setting, 1 usage record"
 
 
 async def test_forget_asks_then_a_yes_within_five_minutes_erases(chat: Chat) -> None:
@@ -133,7 +135,7 @@ async def test_forget_asks_then_a_yes_within_five_minutes_erases(chat: Chat) -> 
     asked = await chat.say("/forget", "anything else cancels")
     assert f"This erases what I hold from you, in every chat: {WHAT}." in asked
     assert "Type yes within 5 minutes to erase it; anything else cancels." in asked
-    assert await chat.held() == ErasureCounts(chats=1, messages=2, settings=1)
+    assert await chat.held() == ErasureCounts(chats=1, messages=2, settings=1, usage=1)
 
     await chat.clock.advance(4 * 60 + 59)
     done = await chat.say("yes", "You can go on talking")
@@ -143,9 +145,9 @@ async def test_forget_asks_then_a_yes_within_five_minutes_erases(chat: Chat) -> 
     # Still talking, and what is said from now on is held again.
     chat.model.steps.append(text("Hello again"))
     await chat.say("hi", "Hello again")
-    assert await chat.held() == ErasureCounts(chats=1, messages=2)
+    assert await chat.held() == ErasureCounts(chats=1, messages=2, usage=1)
     asked = await chat.say("/forget", "anything else cancels")
-    assert "1 private chat, 2 messages." in asked
+    assert "1 private chat, 2 messages, 1 usage record." in asked
 
 
 async def test_a_yes_after_five_minutes_lapses_and_other_lines_cancel(chat: Chat) -> None:
@@ -154,7 +156,7 @@ async def test_a_yes_after_five_minutes_lapses_and_other_lines_cancel(chat: Chat
     await chat.clock.advance(5 * 60 + 1)
     lapsed = await chat.say("yes", "lapsed")
     assert "This question lapsed after 5 minutes: nothing was erased." in lapsed
-    assert await chat.held() == ErasureCounts(chats=1, messages=2, settings=1)
+    assert await chat.held() == ErasureCounts(chats=1, messages=2, settings=1, usage=1)
 
     await chat.say("/forget", "anything else cancels")
     assert "Cancelled: nothing was erased." in await chat.say("no", "Cancelled")
@@ -164,7 +166,7 @@ async def test_a_yes_after_five_minutes_lapses_and_other_lines_cancel(chat: Chat
     chat.model.steps.append(text("Sure, tell me more"))
     out = await chat.say("I changed my mind", "Sure, tell me more")
     assert "Cancelled: nothing was erased." in out
-    assert await chat.held() == ErasureCounts(chats=1, messages=4, settings=1)
+    assert await chat.held() == ErasureCounts(chats=1, messages=4, settings=1, usage=2)
 
 
 async def test_mydata_export_and_help(chat: Chat) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from core import metrics as core_metrics
 from core.clock import TestClock
-from core.config.model import LlmConfig, ModelsConfig
+from core.config.model import LlmConfig, ModelsConfig, OutputCapsConfig
 from core.llm import (
     PLACEHOLDER_API_KEY,
     Completion,
@@ -25,6 +26,7 @@ from core.llm import (
     strip_reasoning,
 )
 from tests.fakes.openai_server import (
+    MAX_TOKENS_REFUSED,
     FakeOpenAI,
     delay,
     error,
@@ -32,6 +34,7 @@ from tests.fakes.openai_server import (
     hang,
     json_body,
     offered_tools,
+    refuse_max_tokens,
     reply,
     tool_call,
     tool_calls,
@@ -446,3 +449,172 @@ async def test_a_server_that_reports_no_usage_gives_none(
     result = await make_client().complete("chat", HELLO)
     assert result.text == "hi"
     assert result.usage is None
+
+
+# --- output caps ---------------------------------------------------------------
+
+ROLE_MODELS = ModelsConfig(chat="c", extraction="x", heartbeat="h")
+SWITCHED = "llm_cap_param_switched"
+
+
+async def test_every_call_carries_its_roles_output_cap(
+    fake: FakeOpenAI, make_client: MakeClient
+) -> None:
+    caps = OutputCapsConfig(chat=700, extraction=300, heartbeat=100)
+    client = make_client(models=ROLE_MODELS, max_output_tokens=caps)
+    for role in ("chat", "extraction", "heartbeat"):
+        await client.complete(role, HELLO)
+    sent = [(r.model, r.max_tokens, r.max_completion_tokens) for r in fake.completions]
+    assert sent == [("c", 700, None), ("x", 300, None), ("h", 100, None)]
+    # Unconfigured, the defaults (1024 / 512 / 256) are sent all the same.
+    default = make_client(models=ROLE_MODELS)
+    for role in ("chat", "extraction", "heartbeat"):
+        await default.complete(role, HELLO, tools=[CLOCK_TOOL] if role == "chat" else None)
+    assert [r.max_tokens for r in fake.completions[3:]] == [1024, 512, 256]
+
+
+async def test_a_model_refusing_max_tokens_is_asked_again_with_max_completion_tokens(
+    fake: FakeOpenAI, make_client: MakeClient, sleeps: RecordingClock, caplog: Any
+) -> None:
+    caplog.set_level(logging.INFO, logger="core.llm")
+    fake.refuse_max_tokens = {"o3-mini"}
+    fake.push(reply("first"), reply("second"), reply("third"))
+    client = make_client(models=ModelsConfig(chat="o3-mini", extraction="gpt-4.1-mini"))
+
+    result = await client.complete("chat", HELLO)
+    assert result.text == "first" and not result.truncated
+    refused, again = fake.completions
+    assert (refused.max_tokens, refused.max_completion_tokens) == (1024, None)
+    assert (again.max_tokens, again.max_completion_tokens) == (None, 1024)
+    assert again.messages == refused.messages == HELLO  # the same call, renamed
+    assert sleeps.sleeps == []  # not a transient error: no backoff
+    [switched] = [r for r in caplog.records if r.getMessage().startswith(SWITCHED)]
+    assert "model=o3-mini" in switched.getMessage()
+    assert "parameter=max_completion_tokens" in switched.getMessage()
+
+    # Remembered for this model: the next call goes straight to the new name...
+    assert (await client.complete("chat", HELLO)).text == "second"
+    assert (fake.last.max_tokens, fake.last.max_completion_tokens) == (None, 1024)
+    # ...and only for it: another model keeps max_tokens.
+    assert (await client.complete("extraction", HELLO)).text == "third"
+    assert (fake.last.model, fake.last.max_tokens) == ("gpt-4.1-mini", 512)
+    assert len(fake.completions) == 4
+    assert caplog.text.count(SWITCHED) == 1
+
+
+class CallCounter(core_metrics.NoMetrics):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None]] = []
+
+    def model_call(self, role: str, error: str | None = None) -> None:
+        self.calls.append((role, error))
+
+
+async def test_a_switched_call_counts_as_one_call(
+    fake: FakeOpenAI, make_client: MakeClient
+) -> None:
+    counter = CallCounter()
+    core_metrics.install(counter)
+    try:
+        fake.refuse_max_tokens = {"gpt-4.1-mini"}
+        await make_client().complete("chat", HELLO)
+        assert len(fake.completions) == 2
+        assert counter.calls == [("chat", None)]  # the refusal is not a failed call
+        fake.refuse_max_tokens.clear()
+        fake.push(refuse_max_tokens(), refuse_max_tokens())  # refuses both names
+        with pytest.raises(LLMError):
+            await make_client().complete("chat", HELLO)
+        assert len(fake.completions) == 4 and not fake.responders
+        assert counter.calls == [("chat", None), ("chat", "bad_request")]
+    finally:
+        core_metrics.uninstall(counter)
+
+
+async def test_the_switch_is_tried_once_per_call(fake: FakeOpenAI, make_client: MakeClient) -> None:
+    # A server that refuses both names: the second refusal is the caller's error.
+    fake.push(refuse_max_tokens(), refuse_max_tokens())
+    with pytest.raises(LLMError) as caught:
+        await make_client().complete("chat", HELLO)
+    assert (caught.value.kind, caught.value.status) == ("bad_request", 400)
+    assert [r.max_completion_tokens for r in fake.completions] == [None, 1024]
+
+
+async def test_the_memory_is_per_endpoint(fake: FakeOpenAI, make_client: MakeClient) -> None:
+    fake.refuse_max_tokens = {"gpt-4.1-mini"}
+    client = make_client()
+    await client.complete("chat", HELLO)
+    assert fake.last.max_completion_tokens == 1024
+    async with FakeOpenAI() as other:  # a local server serving a model of the same name
+        client.update_config(LlmConfig(base_url=other.base_url))
+        await client.complete("chat", HELLO)
+        [request] = other.completions
+        assert (request.max_tokens, request.max_completion_tokens) == (1024, None)
+
+
+PROXY_REFUSAL = {
+    "error": {
+        "message": MAX_TOKENS_REFUSED["error"]["message"],
+        "code": "invalid_request_body",
+    }
+}
+TOO_LARGE = {
+    "error": {
+        "message": "max_tokens is too large: 100000. This model supports at most 16384 "
+        "completion tokens, whereas you provided 100000.",
+        "type": "invalid_request_error",
+        "param": "max_tokens",
+        "code": "invalid_value",
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("refusal", "switches"),
+    [
+        (error(400, MAX_TOKENS_REFUSED), True),
+        (error(400, PROXY_REFUSAL), True),  # the sentence passed on by a proxy
+        (error(400, "Error: " + MAX_TOKENS_REFUSED["error"]["message"]), True),  # as text
+        (error(400, TOO_LARGE), False),  # names max_tokens, but it is the value
+        (error(400), False),
+        (error(422, MAX_TOKENS_REFUSED), False),  # not a 400
+    ],
+)
+async def test_which_refusals_switch(
+    fake: FakeOpenAI, make_client: MakeClient, refusal: Any, switches: bool
+) -> None:
+    fake.push(refusal, reply("ok"))
+    client = make_client()
+    if switches:
+        assert (await client.complete("chat", HELLO)).text == "ok"
+        assert [r.max_completion_tokens for r in fake.completions] == [None, 1024]
+    else:
+        with pytest.raises(LLMError):
+            await client.complete("chat", HELLO)
+        assert len(fake.completions) == 1
+
+
+async def test_ping_carries_the_chat_cap(fake: FakeOpenAI, make_client: MakeClient) -> None:
+    fake.models_responder = error(404)
+    caps = OutputCapsConfig(chat=64)
+    line = await make_client(max_output_tokens=caps).ping()
+    assert "answered" in line and fake.last.max_tokens == 64
+    # A reasoning model answers the ping too, under the name it wants.
+    fake.refuse_max_tokens = {"o1"}
+    line = await make_client(models=ModelsConfig(chat="o1"), max_output_tokens=caps).ping()
+    assert "model 'o1' answered" in line
+    assert [(r.max_tokens, r.max_completion_tokens) for r in fake.completions[1:]] == [
+        (64, None),
+        (None, 64),
+    ]
+
+
+async def test_an_answer_cut_at_the_cap_is_marked_truncated(
+    fake: FakeOpenAI, make_client: MakeClient
+) -> None:
+    fake.push(reply("The long story is", finish_reason="length", usage=(40, 16)), reply("done"))
+    client = make_client(max_output_tokens=OutputCapsConfig(chat=16))
+    cut = await client.complete("chat", HELLO)
+    assert (cut.text, cut.finish_reason, cut.truncated) == ("The long story is", "length", True)
+    assert cut.usage == Usage(prompt_tokens=40, completion_tokens=16)
+    whole = await client.complete("chat", HELLO)
+    assert (whole.finish_reason, whole.truncated) == ("stop", False)

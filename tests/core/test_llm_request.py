@@ -60,6 +60,7 @@ async def test_the_body_is_byte_for_byte_what_the_sdk_would_send(
             messages=messages,  # type: ignore[arg-type]
             tools=[CLOCK_TOOL],  # type: ignore[list-item]
             temperature=0.3,
+            max_tokens=1024,  # llm.maxOutputTokens.chat's default
         )
     finally:
         await sdk.close()

@@ -48,7 +48,8 @@ async def test_discord_export_is_an_attachment_and_forget_erases(tmp_path: Path)
         await fake.wait_for(lambda: len(fake.callbacks) == 2)
         _, body = fake.callbacks[1]
         assert body["data"]["content"].startswith(
-            "This erases what I hold from you, in every chat: 1 private chat, 2 messages."
+            "This erases what I hold from you, in every chat: 1 private chat, 2 messages, "
+            "1 usage record."
         )
         rows = body["data"]["components"]
         erase = rows[0]["components"][0]["custom_id"]
@@ -61,7 +62,7 @@ async def test_discord_export_is_an_attachment_and_forget_erases(tmp_path: Path)
         _, body = fake.callbacks[2]
         assert body["type"] == 7  # the prompt, edited: its buttons go
         assert body["data"]["content"].endswith(
-            "-# Erased what I held from you: 1 private chat, 2 messages. "
+            "-# Erased what I held from you: 1 private chat, 2 messages, 1 usage record. "
             "You can go on talking to me."
         )
         assert await harness.services.backend.erasure.count(ana) == ErasureCounts()

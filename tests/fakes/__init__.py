@@ -1,6 +1,7 @@
 """In-process fakes of the external services kept talks to, bound to loopback only."""
 
 from tests.fakes.openai_server import (
+    MAX_TOKENS_REFUSED,
     Behaviour,
     FakeOpenAI,
     RecordedRequest,
@@ -13,6 +14,7 @@ from tests.fakes.openai_server import (
     last_user_text,
     messages_of,
     offered_tools,
+    refuse_max_tokens,
     reply,
     tool_call,
     tool_calls,
@@ -20,6 +22,7 @@ from tests.fakes.openai_server import (
 )
 
 __all__ = [
+    "MAX_TOKENS_REFUSED",
     "Behaviour",
     "FakeOpenAI",
     "RecordedRequest",
@@ -32,6 +35,7 @@ __all__ = [
     "last_user_text",
     "messages_of",
     "offered_tools",
+    "refuse_max_tokens",
     "reply",
     "tool_call",
     "tool_calls",

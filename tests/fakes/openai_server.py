@@ -14,6 +14,12 @@ Scripted behaviours (`fake.push`) are consumed one per chat completion request,
 in order; when the queue is empty `fake.default` answers (echo by default).
 A responder is a Behaviour, a plain string (shorthand for `reply(text)`), or a
 callable taking the request's JSON body and returning either, sync or async.
+
+Output caps: each request's `max_tokens` / `max_completion_tokens` is on its
+RecordedRequest; `reply(text, finish_reason="length", usage=(10, 512))` is an
+answer cut at the cap; models named in `fake.refuse_max_tokens` answer any
+request carrying `max_tokens` with OpenAI's own 400 (MAX_TOKENS_REFUSED), before
+the scripted queue is consulted, as OpenAI's reasoning models do.
 """
 
 from __future__ import annotations
@@ -107,6 +113,16 @@ class RecordedRequest:
         return tool_results(self.json)
 
     @property
+    def max_tokens(self) -> Any:
+        """The `max_tokens` sent; None when absent."""
+        return self.json.get("max_tokens") if isinstance(self.json, dict) else None
+
+    @property
+    def max_completion_tokens(self) -> Any:
+        """The `max_completion_tokens` sent; None when absent."""
+        return self.json.get("max_completion_tokens") if isinstance(self.json, dict) else None
+
+    @property
     def bearer(self) -> str | None:
         auth = self.headers.get("Authorization", "")
         return auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
@@ -144,6 +160,7 @@ class _Completion(Behaviour):
     finish_reason: str | None = None
     reasoning_content: str | None = None
     model: str | None = None
+    usage: tuple[int, int] | None = None  # (prompt, completion); None: a rough count
 
     async def respond(self, call: Call) -> web.StreamResponse:
         message: dict[str, Any] = {"role": "assistant", "content": self.text}
@@ -154,6 +171,8 @@ class _Completion(Behaviour):
         finish = self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
         # rough token counts: tests only need the shape to be right
         ins, outs = len(call.recorded.body_text) // 4, len(json.dumps(message)) // 4
+        if self.usage is not None:
+            ins, outs = self.usage
         body = {
             "id": f"chatcmpl-fake-{next(_ids)}",
             "object": "chat.completion",
@@ -204,9 +223,11 @@ def reply(
     finish_reason: str | None = None,
     reasoning_content: str | None = None,
     model: str | None = None,
+    usage: tuple[int, int] | None = None,
 ) -> Behaviour:
-    """An assistant message; `model` defaults to the model the request asked for."""
-    return _Completion(text, (), finish_reason, reasoning_content, model)
+    """An assistant message; `model` defaults to the model the request asked for,
+    `usage` (prompt, completion tokens) to a rough count from the bytes."""
+    return _Completion(text, (), finish_reason, reasoning_content, model, usage)
 
 
 def tool_call(
@@ -235,6 +256,23 @@ def error(status: int, body: Any = None, headers: dict[str, str] | None = None) 
         body = {"error": {"message": f"fake error {status}", "type": "fake_error", "code": None}}
     text = body if isinstance(body, str) else json.dumps(body)
     return _Canned(status, text, headers=tuple((headers or {}).items()))
+
+
+# OpenAI's answer, word for word, to `max_tokens` sent to a reasoning model (o1, o3, gpt-5).
+MAX_TOKENS_REFUSED: dict[str, Any] = {
+    "error": {
+        "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+        "Use 'max_completion_tokens' instead.",
+        "type": "invalid_request_error",
+        "param": "max_tokens",
+        "code": "unsupported_parameter",
+    }
+}
+
+
+def refuse_max_tokens() -> Behaviour:
+    """OpenAI's 400 for `max_tokens` on a reasoning model (see FakeOpenAI.refuse_max_tokens)."""
+    return error(400, MAX_TOKENS_REFUSED)
 
 
 def json_body(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Behaviour:
@@ -274,6 +312,8 @@ class FakeOpenAI:
         # what GET /v1/models lists; set models_responder to script that endpoint
         self.model_ids: list[str] = model_ids if model_ids is not None else ["gpt-4.1-mini"]
         self.models_responder: Responder | None = None
+        # Models that refuse `max_tokens` as OpenAI's reasoning models do.
+        self.refuse_max_tokens: set[str] = set()
         self.responder_errors: list[Exception] = []  # re-raised when the fake stops
         self._stopping = asyncio.Event()
         self._arrived = asyncio.Condition()
@@ -292,6 +332,7 @@ class FakeOpenAI:
         self.requests.clear()
         self.responders.clear()
         self.default = _echo
+        self.refuse_max_tokens.clear()
 
     @property
     def base_url(self) -> str:
@@ -380,6 +421,10 @@ class FakeOpenAI:
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         call = Call(self, await self._record(request), request)
+        recorded = call.recorded
+        if recorded.model in self.refuse_max_tokens and recorded.max_tokens is not None:
+            # Refused before any script: the queue is for the calls that get through.
+            return await self._render(refuse_max_tokens(), call)
         responder = self.responders.popleft() if self.responders else self.default
         return await self._render(responder, call)
 

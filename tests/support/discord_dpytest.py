@@ -501,6 +501,7 @@ async def build_rig(
         start_over=services.start_over,
         privacy=services.privacy,
         followup_prefs=services.followup_prefs,
+        spend=services.spend,
     )
     adapter = DiscordAdapter(ctx)
     router.add(adapter)

@@ -85,6 +85,7 @@ class DiscordHarness:
             start_over=self.services.start_over,
             privacy=self.services.privacy,
             followup_prefs=self.services.followup_prefs,
+            spend=self.services.spend,
         )
 
     async def start(self) -> DiscordAdapter:

@@ -17,6 +17,7 @@ from core.delivery.send import AccessCheck
 from core.heartbeat.source import FollowUpSource
 from core.heartbeat.store import HeartbeatStore
 from core.heartbeat.turn import HeartbeatTurn
+from core.limits import Meter
 from core.locks import SessionLocks
 from core.messages import Outbound, SendResult
 from core.reminders import ReminderFiring, ReminderService, ReminderSource
@@ -99,6 +100,7 @@ class Harness:
         reminders: ReminderSource | None = None,
         zones: UserZones | None = None,
         prefs: FollowUpPreferences | None = None,
+        meter: Meter | None = None,
     ) -> Scheduler:
         turn = HeartbeatTurn(
             store=self.heartbeat,
@@ -108,6 +110,7 @@ class Harness:
             clock=self.clock,
             worker=worker,
             access=self.access,
+            meter=meter,
         )
         followups = FollowUpSource(
             config=lambda: self.config,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from core.commitments.store import CommitmentStore, Filter
 from core.heartbeat.store import HeartbeatStore
+from core.limits.store import BudgetStore
 from core.reminders.store import ReminderStore
 from core.store.backends import open_backend
 from core.store.base import SearchScope, Store
@@ -78,6 +79,14 @@ def followup_prefs_for(store: Store) -> FollowUpPreferences:
     if isinstance(store, PostgresStore):
         return FollowUpPreferences(SqlFollowUpPreferenceStore(store.connection))
     return FollowUpPreferences(SqlFollowUpPreferenceStore(_sqlite(store)))
+
+
+def budgets_for(store: Store) -> BudgetStore:
+    from core.store.sql.limits import SqlBudgetStore
+
+    if isinstance(store, PostgresStore):
+        return SqlBudgetStore(store.connection)
+    return SqlBudgetStore(_sqlite(store))
 
 
 def make_reminder_store(store: Store) -> ReminderStore:

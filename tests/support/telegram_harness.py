@@ -58,6 +58,7 @@ class TelegramHarness:
             start_over=self.services.start_over,
             privacy=self.services.privacy,
             followup_prefs=self.services.followup_prefs,
+            spend=self.services.spend,
         )
 
     def adapter(self, **options: Any) -> TelegramAdapter:

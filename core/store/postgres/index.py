@@ -21,7 +21,7 @@ from core.store.postgres import search as pg_search
 from core.store.postgres.connection import PostgresConnection
 from core.store.postgres.lexemes import tsvector_literal
 from core.store.sql.database import Params, Row, Transaction, Work
-from core.store.sql.index import Match
+from core.store.sql.index import Before, Match
 from core.store.sql.transcript import IMPORT_COLUMNS, NEW_MESSAGE_COLUMNS
 
 T = TypeVar("T")
@@ -79,12 +79,21 @@ class TsvectorIndex:
     def __init__(self, connection: PostgresConnection) -> None:
         self._connection = connection
 
-    async def add_message(self, values: Params, text: str, *, indexed: bool) -> Row | None:
+    async def add_message(
+        self, values: Params, text: str, *, indexed: bool, before: Before | None = None
+    ) -> Row | None:
         # values end with the session key, which the statement reads first.
         search = tsvector_literal(text) if indexed else ""
         params = (values[-1], *values[:-1], search, indexed)
-        rows = await self._connection.execute(_MESSAGE_INSERT, params)
-        return rows[0] if rows else None
+        if before is None:
+            rows = await self._connection.execute(_MESSAGE_INSERT, params)
+            return rows[0] if rows else None
+
+        async def work(tx: Transaction) -> Row | None:
+            kind = await before(tx)
+            return await tx.fetchone(_MESSAGE_INSERT, (params[0], params[1], kind, *params[3:]))
+
+        return await self._connection.transact(work, durable=False)
 
     async def insert_row(
         self, tx: Transaction, message_id: int, session_id: int, text: str

@@ -12,7 +12,7 @@ an import's batch is inserted, since each backend has its own fastest way
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import NamedTuple, Protocol, TypeVar
 
@@ -41,12 +41,20 @@ class Match(NamedTuple):
     phrase: bool
 
 
+# Run at the start of a message's insert transaction; the kind it is stored as.
+Before = Callable[[Transaction], Awaitable[str]]
+
+
 class FullTextIndex(Protocol):
-    async def add_message(self, values: Params, text: str, *, indexed: bool) -> Params | None:
+    async def add_message(
+        self, values: Params, text: str, *, indexed: bool, before: Before | None = None
+    ) -> Params | None:
         """Insert a message (transcript.MESSAGE_INSERT's parameters) and,
         when `indexed`, its row of `text`, as one durable=False write:
         (message id, session id), or None when no session has its key.
-        Driver errors pass through (the transcript maps them)."""
+        `before` runs first in the same transaction and gives the row's
+        kind (a message over a rate is stored `limited`). Driver errors
+        pass through (the transcript maps them)."""
         ...
 
     async def insert_row(

@@ -29,6 +29,7 @@ from core.limits.store import (
     UsageLine,
     UsageStore,
 )
+from core.store.dialect import Dialect
 from core.store.sql.database import Database, Transaction
 
 # A sender told they are over a rate is not told again for this long,
@@ -43,65 +44,102 @@ def _key(subject: Subject) -> tuple[str, str, str]:
     return subject.kind, subject.platform, subject.subject_id
 
 
-class _Refused(Exception):
-    """Raised inside a transaction to roll it back with its verdict."""
+def _rate_upsert(d: Dialect) -> str:
+    # One statement a rule: a new subject's first message passes; a known
+    # one's passes while its theoretical arrival time is at most the burst
+    # ahead, which then moves on by one interval (SET reads the old row).
+    # On PostgreSQL the conflicting row is locked until the transaction
+    # ends: another worker's decision about the subject waits for this one.
+    passes = "rate_windows.tat <= ?"
+    moved = f"{d.greatest('rate_windows.tat', '?')} + ? * {d.millisecond}"
+    return (
+        "INSERT INTO rate_windows (kind, platform, subject_id, tat, allowed) "
+        f"VALUES (?, ?, ?, ?, 1) {_CONFLICT} DO UPDATE SET "
+        f"allowed = CASE WHEN {passes} THEN 1 ELSE 0 END, "
+        f"tat = CASE WHEN {passes} THEN {moved} ELSE rate_windows.tat END "
+        "RETURNING allowed, tat, noticed_until"
+    )
 
-    def __init__(self, outcome: object) -> None:
-        self.outcome = outcome
+
+async def take_rates(tx: Transaction, rules: Sequence[RateRule], now: datetime) -> RateVerdict:
+    """One message against every rule, in `tx`: counted by every rule when
+    each allows it, by none when one refuses."""
+    d = tx.dialect
+    sql = _rate_upsert(d)
+    counted: list[tuple[RateRule, int]] = []
+    for rule in rules:
+        interval_ms = round(60_000 / rule.per_minute)
+        burst = timedelta(milliseconds=60_000 - interval_ms)
+        limit = d.time(now + burst)
+        params = (*_key(rule.subject), d.time(now + timedelta(milliseconds=interval_ms)))
+        row = await tx.fetchone(sql, (*params, limit, limit, d.time(now), interval_ms))
+        assert row is not None
+        if not row[0]:
+            # An earlier rule counted this message: it is not sent, so uncount it.
+            for earlier, ms in counted:
+                await tx.execute(
+                    f"UPDATE rate_windows SET tat = tat - ? * {d.millisecond} WHERE {_SUBJECT}",
+                    (ms, *_key(earlier.subject)),
+                )
+            return await _refuse(tx, rule, d.from_time(row[1]) - burst, row[2], now)
+        counted.append((rule, interval_ms))
+    return ALLOWED
+
+
+async def _refuse(
+    tx: Transaction, rule: RateRule, retry_at: datetime, noticed: object, now: datetime
+) -> RateVerdict:
+    # Told under the row's lock: of two workers refusing at once, one tells.
+    d = tx.dialect
+    notify = noticed is None or d.from_time(noticed) <= now
+    if notify:
+        await tx.execute(
+            f"UPDATE rate_windows SET noticed_until = ? WHERE {_SUBJECT}",
+            (d.time(max(retry_at, now + NOTICE_GAP)), *_key(rule.subject)),
+        )
+    limit = "user_rate" if rule.subject.kind == "user" else "chat_rate"
+    return RateVerdict(False, limit, retry_at, notify)
+
+
+_HOLD = (
+    "INSERT INTO token_budgets (kind, platform, subject_id, day, held) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (kind, platform, subject_id, day) "
+    "DO UPDATE SET held = token_budgets.held + excluded.held "
+    "WHERE token_budgets.spent + token_budgets.held < ? RETURNING spent"
+)
+
+
+async def take_hold(tx: Transaction, caps: Sequence[Cap], day: str, tokens: int) -> Hold | Spent:
+    """In `tx`: `tokens` held on `day` for each capped subject when every one
+    has spent + held below its cap, else Spent (the first cap reached) and
+    nothing held. One statement a cap, which locks the subject's row (no row
+    comes back when the cap is reached)."""
+    held: list[Cap] = []
+    for cap in caps:
+        row = await tx.fetchone(_HOLD, (*_key(cap.subject), day, tokens, cap.tokens))
+        if row is None:
+            for earlier in held:
+                await tx.execute(
+                    f"UPDATE token_budgets SET held = held - ? WHERE {_SUBJECT} AND day = ?",
+                    (tokens, *_key(earlier.subject), day),
+                )
+            spent = await tx.fetchone(
+                f"SELECT spent FROM token_budgets WHERE {_SUBJECT} AND day = ?",
+                (*_key(cap.subject), day),
+            )
+            return Spent(cap, int(spent[0]) if spent else 0)
+        held.append(cap)
+    return Hold(tuple(c.subject for c in caps), day, tokens)
 
 
 class SqlRateStore(RateStore):
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._d = db.dialect
 
     async def take(self, rules: Sequence[RateRule], now: datetime) -> RateVerdict:
         if not rules:
             return ALLOWED
-        d = self._d
-        at = d.time(now)
-
-        async def work(tx: Transaction) -> RateVerdict:
-            updates: list[tuple[object, ...]] = []
-            for rule in rules:
-                # The upsert changes nothing on a known subject but locks its row.
-                row = await tx.fetchone(
-                    "INSERT INTO rate_windows (kind, platform, subject_id, tat) "
-                    f"VALUES (?, ?, ?, ?) {_CONFLICT} DO UPDATE SET tat = rate_windows.tat "
-                    "RETURNING tat, noticed_until",
-                    (*_key(rule.subject), at),
-                )
-                assert row is not None
-                interval = timedelta(seconds=60 / rule.per_minute)
-                burst = timedelta(seconds=60) - interval
-                tat = max(d.from_time(row[0]), now)
-                if tat - now > burst:
-                    retry_at = tat - burst
-                    noticed = None if row[1] is None else d.from_time(row[1])
-                    notify = noticed is None or noticed <= now
-                    raise _Refused((rule, retry_at, notify))
-                updates.append((d.time(tat + interval), *_key(rule.subject)))
-            for values in updates:
-                await tx.execute(f"UPDATE rate_windows SET tat = ? WHERE {_SUBJECT}", values)
-            return ALLOWED
-
-        try:
-            return await self._db.transact(work, durable=False)
-        except _Refused as refused:
-            rule, retry_at, notify = refused.outcome  # type: ignore[misc]
-            if notify:
-                await self._noticed(rule.subject, max(retry_at, now + NOTICE_GAP))
-            limit = "user_rate" if rule.subject.kind == "user" else "chat_rate"
-            return RateVerdict(False, limit, retry_at, notify)
-
-    async def _noticed(self, subject: Subject, until: datetime) -> None:
-        async def work(tx: Transaction) -> None:
-            await tx.execute(
-                f"UPDATE rate_windows SET noticed_until = ? WHERE {_SUBJECT}",
-                (self._d.time(until), *_key(subject)),
-            )
-
-        await self._db.transact(work, durable=False)
+        return await self._db.transact(lambda tx: take_rates(tx, rules, now), durable=False)
 
 
 class SqlBudgetStore(BudgetStore):
@@ -110,28 +148,7 @@ class SqlBudgetStore(BudgetStore):
         self._d = db.dialect
 
     async def hold(self, caps: Sequence[Cap], day: str, tokens: int) -> Hold | Spent:
-        async def work(tx: Transaction) -> Hold:
-            for cap in caps:
-                row = await tx.fetchone(
-                    "INSERT INTO token_budgets (kind, platform, subject_id, day, held) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, platform, subject_id, day) "
-                    "DO UPDATE SET held = token_budgets.held + excluded.held "
-                    "WHERE token_budgets.spent + token_budgets.held < ? RETURNING spent",
-                    (*_key(cap.subject), day, tokens, cap.tokens),
-                )
-                if row is None:
-                    spent = await tx.fetchone(
-                        f"SELECT spent FROM token_budgets WHERE {_SUBJECT} AND day = ?",
-                        (*_key(cap.subject), day),
-                    )
-                    raise _Refused(Spent(cap, int(spent[0]) if spent else 0))
-            return Hold(tuple(c.subject for c in caps), day, tokens)
-
-        try:
-            return await self._db.transact(work, durable=False)
-        except _Refused as refused:
-            assert isinstance(refused.outcome, Spent)
-            return refused.outcome
+        return await self._db.transact(lambda tx: take_hold(tx, caps, day, tokens), durable=False)
 
     async def release(self, hold: Hold) -> None:
         async def work(tx: Transaction) -> None:

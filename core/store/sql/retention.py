@@ -21,7 +21,7 @@ other batch already (`skip_locked` is empty there).
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from core.privacy.holdings import Reach, holdings
 from core.privacy.store import RetainedKind, RetentionStore
@@ -74,6 +74,18 @@ class SqlRetentionStore(RetentionStore):
         touched = frozenset(t for t in tables if t in self._tables)
         if touched:
             await self._purge.after(touched)
+
+    async def prune_counters(self, now: datetime) -> int:
+        # Yesterday's budgets stay: a call held before midnight settles on
+        # the day it was held.
+        before_day = (now.astimezone(UTC) - timedelta(days=1)).date().isoformat()
+        idle = self._d.time(now - timedelta(hours=1))
+
+        async def work(tx: Transaction) -> int:
+            days = await tx.execute("DELETE FROM token_budgets WHERE day < ?", (before_day,))
+            return days + await tx.execute("DELETE FROM rate_windows WHERE tat < ?", (idle,))
+
+        return await self._db.transact(work, durable=False)
 
     async def oldest_message(self) -> datetime | None:
         rows = await self._db.query("SELECT min(ts) FROM messages")

@@ -15,12 +15,14 @@ have been given). No row inserted means no such session.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+from core.limits.store import Admission, Admitted
 from core.messages import ChatKind, parse_session_key
 from core.search.query import build_query
 from core.search.snippet import make_snippet
@@ -41,7 +43,8 @@ from core.store.base import (
 )
 from core.store.dialect import Dialect, placeholders
 from core.store.sql.database import Database, Params, Row, Transaction
-from core.store.sql.index import BULK_TEXT_CHARS, FullTextIndex, scores
+from core.store.sql.index import BULK_TEXT_CHARS, Before, FullTextIndex, scores
+from core.store.sql.limits import take_hold, take_rates
 
 if TYPE_CHECKING:
     from core.search.redact import Redactor
@@ -290,12 +293,38 @@ class SqlTranscriptStore(Store):
         return self._session(rows[0]) if rows else None
 
     async def add_message(self, message: NewMessage) -> MessageRecord:
+        return await self._add(message, None)
+
+    async def admit_message(
+        self, message: NewMessage, admission: Admission
+    ) -> tuple[MessageRecord, Admitted]:
+        decided: list[Admitted] = []
+
+        async def before(tx: Transaction) -> str:
+            # Run again from the start if the transaction is retried: only
+            # the last run's decision is the one committed.
+            decided.clear()
+            verdict = await take_rates(tx, admission.rules, admission.now)
+            hold = None
+            if verdict.allowed and admission.caps:
+                hold = await take_hold(tx, admission.caps, admission.day, admission.tokens)
+            decided.append(Admitted(verdict, hold))
+            return message.kind if verdict.allowed else "limited"
+
+        record = await self._add(message, before)
+        admitted = decided[-1]
+        if not admitted.verdict.allowed:
+            record = dataclasses.replace(record, kind="limited")
+        return record, admitted
+
+    async def _add(self, message: NewMessage, before: Before | None) -> MessageRecord:
         m = message
         ts = self._d.time(m.ts)
         values = (m.role, m.kind, m.text, m.payload, m.sender_id, m.platform_message_id)
         values += (m.in_reply_to, ts, m.send_state, m.session_key)
+        indexed = is_indexed(m.role, m.kind)
         try:
-            row = await self._index.add_message(values, m.text, indexed=is_indexed(m.role, m.kind))
+            row = await self._index.add_message(values, m.text, indexed=indexed, before=before)
         except Exception as exc:
             if self._d.is_unique_violation(exc):
                 raise DuplicateMessage(

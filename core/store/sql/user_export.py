@@ -10,6 +10,7 @@ from core.privacy.export import (
     ExportedFollowUpSwitch,
     ExportedMessage,
     ExportedReminder,
+    ExportedUsage,
     UserExport,
 )
 from core.privacy.store import ErasedUser, UserExportStore
@@ -123,7 +124,18 @@ class SqlUserExportStore(UserExportStore):
                 (user.platform, user.user_id, *agent_params),
             )
         ]
+        # The same rows an erasure removes (core/store/sql/erasure.py).
+        agent, agent_params = rows.agent("model_usage")
+        usage = [
+            ExportedUsage(d.from_time(r[0]), r[1], r[2], r[3], r[4], int(r[5]), int(r[6]),
+                          bool(r[7]))
+            for r in await tx.fetchall(
+                "SELECT at, agent_id, role, model, chat_id, tokens_in, tokens_out, estimated "
+                f"FROM model_usage WHERE platform = ? AND user_id = ?{agent} ORDER BY at, id",
+                (user.platform, user.user_id, *agent_params),
+            )
+        ]  # fmt: skip
         return UserExport(
             user.platform, user.user_id, chats, follow_ups, reminders, queued,
-            zone[0] if zone else None, paired is not None, switches,
+            zone[0] if zone else None, paired is not None, switches, usage,
         )  # fmt: skip

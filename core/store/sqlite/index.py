@@ -17,7 +17,7 @@ from core.search.query import SearchQuery
 from core.store.base import SearchScope
 from core.store.dialect import from_ms
 from core.store.sql.database import Params, Row, Transaction, Work
-from core.store.sql.index import BULK_TEXT_CHARS, Match
+from core.store.sql.index import BULK_TEXT_CHARS, Before, Match
 from core.store.sql.transcript import IMPORT_COLUMNS, MESSAGE_INSERT
 from core.store.sqlite.connection import SqliteConnection
 from core.store.sqlite.driver import sqlite3
@@ -36,9 +36,14 @@ class Fts5Index:
     def __init__(self, connection: SqliteConnection) -> None:
         self._connection = connection
 
-    async def add_message(self, values: Params, text: str, *, indexed: bool) -> Row | None:
+    async def add_message(
+        self, values: Params, text: str, *, indexed: bool, before: Before | None = None
+    ) -> Row | None:
         async def work(tx: Transaction) -> Row | None:
-            row = await tx.fetchone(MESSAGE_INSERT, values)
+            params = values
+            if before is not None:
+                params = (values[0], await before(tx), *values[2:])
+            row = await tx.fetchone(MESSAGE_INSERT, params)
             if row is not None and indexed:
                 await self.insert_row(tx, row[0], row[1], text)
             return row

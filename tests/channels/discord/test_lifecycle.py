@@ -159,7 +159,8 @@ async def test_start_connects_once_and_syncs_commands_on_ready(
     assert synced == [777]  # to the dev guild, once
     names = [c.name for c in bot.tree.get_commands(guild=discord.Object(777))]
     assert sorted(names) == [
-        "commitments", "export", "followups", "forget", "mydata", "new", "reminders", "timezone"
+        "commitments", "export", "followups", "forget", "mydata", "new", "reminders", "timezone",
+        "usage",
     ]  # fmt: skip
     connected = [r.getMessage() for r in caplog.records if "discord_connected" in r.getMessage()]
     assert connected[0] == "discord_connected name=kept id=4242 guilds=0"

@@ -83,14 +83,15 @@ async def test_forget_in_a_dm_asks_then_erase_erases_what_it_counted(
     dm = await talk(rig, alice, "my zebracorn interview is tomorrow")
     await rig.seed(dm, alice, "How did the interview go?")
     await talk(rig, bob, "bob's own words")
-    expected = ErasureCounts(chats=1, messages=2, follow_ups=1)
+    # Usage: the chat turn's model call and the extraction's, both charged to her.
+    expected = ErasureCounts(chats=1, messages=2, follow_ups=1, usage=2)
     assert await held(rig, alice) == expected
 
     await run(rig, "forget", alice._user, dm)
     data = said(answers)
     assert data["content"] == (
         "This erases what I hold from you, in every chat: 1 private chat, 2 messages, "
-        "1 follow-up. Press Erase within 5 minutes to go on, or Cancel."
+        "1 follow-up, 2 usage records. Press Erase within 5 minutes to go on, or Cancel."
     )
     erase, cancel = button_ids(data)
     issued = int(rig.clock.now().timestamp())
@@ -109,11 +110,11 @@ async def test_forget_in_a_dm_asks_then_erase_erases_what_it_counted(
     kind, edited = answers.calls[-1]
     assert kind == 7 and edited["components"] == []
     assert edited["content"].endswith(
-        "-# Erased what I held from you: 1 private chat, 2 messages, 1 follow-up. "
-        "You can go on talking to me."
+        "-# Erased what I held from you: 1 private chat, 2 messages, 1 follow-up, "
+        "2 usage records. You can go on talking to me."
     )
     assert await held(rig, alice) == ErasureCounts()
-    assert await held(rig, bob) == ErasureCounts(chats=1, messages=2)
+    assert await held(rig, bob) == ErasureCounts(chats=1, messages=2, usage=1)
 
     # Pressed again: nothing left, no error.
     await click(
@@ -125,7 +126,7 @@ async def test_forget_in_a_dm_asks_then_erase_erases_what_it_counted(
     )
     # Alice still talks to the bot.
     await talk(rig, alice, "hello again")
-    assert await held(rig, alice) == ErasureCounts(chats=1, messages=2)
+    assert await held(rig, alice) == ErasureCounts(chats=1, messages=2, usage=1)
 
 
 async def test_only_the_asker_may_press_and_not_after_five_minutes(

@@ -30,17 +30,26 @@ from core.config.model import (
     CommitmentsConfig,
     HeartbeatConfig,
     KeptConfig,
+    LimitsConfig,
     LlmConfig,
     ModelsConfig,
 )
 from core.conversation.manager import ConversationManager
+from core.limits import Meter
+from core.limits.store import BOT, CallUsage, Subject
 from core.llm import LLMClient
 from core.messages import ChatKind, Inbound, Outbound, SendResult, Target
 from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
+from core.store.sql.limits import SqlUsageStore
 from core.store.sqlite import SqliteStore
 from core.users import FollowUpPreferences
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, error, hang, reply
-from tests.support.store_helpers import commitment_store_for, followup_prefs_for, open_store
+from tests.support.store_helpers import (
+    budgets_for,
+    commitment_store_for,
+    followup_prefs_for,
+    open_store,
+)
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday, 10:00 in Paris
 PARIS = ZoneInfo("Europe/Paris")
@@ -156,7 +165,12 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     stack: list[tuple[Harness, LLMClient]] = []
 
     async def build(
-        *, enabled: bool = True, every: str = "30m", prefs: bool = False, **worker_args: Any
+        *,
+        enabled: bool = True,
+        every: str = "30m",
+        prefs: bool = False,
+        metered: bool = False,
+        **worker_args: Any,
     ) -> Harness:
         fake = FakeOpenAI()
         await fake.start()
@@ -171,6 +185,10 @@ async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         worker_args.setdefault("worker", "w1")
         preferences = followup_prefs_for(store) if prefs else None
         worker_args.setdefault("prefs", preferences)
+        if metered:
+            worker_args["meter"] = Meter(
+                llm, config=lambda: config[0], clock=clock, budgets=budgets_for(store)
+            )
         worker = ExtractionWorker(
             store=commitment_store_for(store),
             jobs=SqlExtractionJobStore(store.connection),
@@ -417,3 +435,27 @@ async def test_auth_error_pauses_the_agent_with_one_log_line(make_harness, caplo
     await h.say("after the pause")
     assert len(h.extraction_requests()) == 2
     assert "extraction_resumed" in caplog.text
+
+
+async def test_a_spent_budget_skips_extraction_and_another_users_goes_on(make_harness) -> None:  # type: ignore[no-untyped-def]
+    h = await make_harness(metered=True)
+    h.config[0] = h.config[0].model_copy(
+        update={"limits": LimitsConfig.model_validate({"perUser": {"tokensPerDay": 500}})}
+    )
+    spent = CallUsage(
+        at=h.clock.now(), agent_id="main", role="chat", model="m", platform="telegram",
+        user_id="u42", chat_id="42", shared=False, tokens_in=500, tokens_out=0, estimated=False,
+    )  # fmt: skip
+    subject = Subject("user", "telegram", "u42")
+    await budgets_for(h.store).record(spent, [subject, BOT], h.clock.now().date().isoformat(), None)
+    h.extraction.append(answer(interview()))
+    await h.say("I have a job interview tomorrow at 10")
+    assert h.extraction_requests() == []  # decided before the call
+    assert await h.stored() == []
+    # The positive control: another user, with budget, is extracted from.
+    await h.say("I have a job interview tomorrow at 10", chat="43")
+    assert len(h.extraction_requests()) == 1
+    assert [c.scope.chat_id for c in await h.stored()] == ["43"]
+    # The one extraction call is in the usage, charged to its member.
+    lines = await SqlUsageStore(h.store.connection).usage(h.clock.now() - timedelta(days=1), "user")
+    assert {(x.key, x.calls) for x in lines} == {("telegram:u42", 1), ("telegram:u43", 1)}

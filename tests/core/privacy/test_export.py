@@ -13,6 +13,7 @@ import pytest
 from core.privacy.export import document
 from core.privacy.store import ErasedUser
 from core.store.backends import Backend, open_backend
+from tests.support.usage_rows import record_call
 from tests.support.user_data import ANN, BEN, GROUP, NOW, OTHER_AGENT, PRIVATE, seed
 
 
@@ -41,7 +42,10 @@ async def test_an_export_holds_all_of_theirs_and_nothing_of_anyone_elses(
     assert [q["userText"] for q in doc["queuedForExtraction"]] == ["queued words"]
     assert doc["settings"] == {"timezone": "Europe/Paris", "paired": True, "followUps": []}
     text = json.dumps(doc)
-    assert "ben" not in text.lower() and BEN not in text  # no other member's word or id
+    # No other member's word or id (as a value: a random id may hold the digits).
+    assert "ben" not in text.lower() and f'"{BEN}"' not in text
+    bens = json.dumps(document(await backend.exports.export(ErasedUser("telegram", BEN)), at=NOW))
+    assert f'"{BEN}"' in bens  # the check finds his id where it is
     counts = await backend.erasure.count(ann)
     assert counts.messages == sum(len(c["messages"]) for c in doc["chats"])
     assert counts.follow_ups == len(doc["followUps"]) and counts.queued == 1
@@ -54,3 +58,33 @@ async def test_one_agents_export_and_a_stranger_s_empty_one(backend: Backend) ->
     nobody = document(await backend.exports.export(ErasedUser("discord", "5")), at=NOW)
     assert (nobody["chats"], nobody["followUps"], nobody["reminders"]) == ([], [], [])
     assert nobody["settings"] == {"timezone": None, "paired": False, "followUps": []}
+
+
+async def test_an_export_holds_their_model_calls_and_an_erasure_removes_them(
+    backend: Backend,
+) -> None:
+    await seed(backend)
+    ann = ErasedUser("telegram", ANN)
+    before = document(await backend.exports.export(ann), at=NOW)
+    assert before["modelUsage"] == []
+    await record_call(backend, "telegram", ANN, 120, 30, NOW, estimated=True)
+    await record_call(backend, "telegram", ANN, 50, 5, NOW, chat="-500", role="extraction")
+    await record_call(backend, "telegram", ANN, 7, 7, NOW, agent="side")
+    await record_call(backend, "telegram", BEN, 999, 999, NOW, chat="-500")
+    doc = document(await backend.exports.export(ann), at=NOW)
+    assert doc["modelUsage"][0] == {
+        "at": "2026-12-01T09:00:00Z", "agentId": "main", "role": "chat",
+        "model": "gpt-4.1-mini", "chatId": ANN, "tokensIn": 120, "tokensOut": 30,
+        "estimated": True,
+    }  # fmt: skip
+    assert [(u["role"], u["chatId"], u["agentId"]) for u in doc["modelUsage"]] == [
+        ("chat", ANN, "main"), ("extraction", "-500", "main"), ("chat", ANN, "side"),
+    ]  # fmt: skip
+    assert "999" not in json.dumps(doc["modelUsage"])  # Ben's call is his
+    main_only = await backend.exports.export(ErasedUser("telegram", ANN, "main"))
+    assert len(main_only.usage) == 2
+    # The same rows an erasure counts and removes; Ben's stay.
+    assert (await backend.erasure.count(ann)).usage == 3
+    await backend.erasure.erase(ann)
+    assert (await backend.exports.export(ann)).usage == []
+    assert len((await backend.exports.export(ErasedUser("telegram", BEN))).usage) == 1

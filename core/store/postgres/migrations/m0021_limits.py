@@ -1,6 +1,6 @@
 """Step 21, limits (core/store/migration_ddl.py), in PostgreSQL's words; and
 the kinds of user rows the index holds gain `limited` (a message kept but
-not answered: core/limits/rates.py), for rows shown again after hiding."""
+not answered: core/limits/admission.py), for rows shown again after hiding."""
 
 from core.store.dialect import POSTGRES
 from core.store.migration_ddl import LIMITS
