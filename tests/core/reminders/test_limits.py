@@ -43,7 +43,7 @@ EVERY_MINUTE = (
 
 
 def chat(key: str) -> tuple[str, str, str]:
-    """(session key, platform, chat id) of a private chat's key."""
+    """(session key, platform, chat id) of a session key."""
     parts = key.split(":")
     return key, parts[2], parts[-1]
 
