@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from core.clock import Clock
 from core.commands.times import agent_timezone
+from core.commands.wording import reminder_refused
 from core.commitments.extraction import ExtractionWorker
 from core.commitments.service import CommitmentService
 from core.config.model import KeptConfig
@@ -39,6 +40,7 @@ from core.reminders import (
     ReminderSource,
     register_reminder_tools,
 )
+from core.reminders.limits import ReminderLimits
 from core.scheduler import Scheduler
 from core.search.reconcile import IndexReconciler
 from core.search.service import SessionSearch
@@ -130,7 +132,10 @@ def build_services(
     search = SessionSearch(store, config)
     register_search_tools(tools, search)
 
-    reminders = ReminderService(backend.reminders, clock, on_stored=wake)
+    # The live config's limits, read at each creation.
+    reminders = ReminderService(
+        backend.reminders, clock, on_stored=wake, limits=lambda: ReminderLimits.of(config())
+    )
     reminder_source = ReminderSource(
         store=backend.reminders,
         firing=ReminderFiring(
@@ -145,7 +150,7 @@ def build_services(
         clock=clock,
         platforms=platforms,
     )
-    register_reminder_tools(tools, reminders, zones=users)
+    register_reminder_tools(tools, reminders, refusal=reminder_refused, zones=users)
     register_user_tools(tools, users)
     commitment_store = backend.commitments
     # Every model call charged and checked against the token budgets.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from core.clock import iso_utc
 from core.commands.results import Change, FollowUpButtonResult, Listing, Outcome, Page
@@ -22,6 +22,7 @@ from core.limits.notices import wait_words
 from core.limits.spend import UsageShown
 from core.messages import ListName
 from core.privacy.store import ErasureCounts
+from core.reminders.limits import ReminderRefused, RepeatsTooOften, TooManyReminders
 from core.users.store import FollowUpState, Switched
 
 
@@ -108,6 +109,43 @@ def snoozed_by(answer: Change, who: str, style: Style) -> str:
     if answer.outcome is Outcome.DONE and answer.item is not None:
         return f"Snoozed by {who} until {style.when(answer.item.due)}."
     return change(answer, style)
+
+
+_SPAN_UNITS = (
+    (86400, "day", "days"),
+    (3600, "hour", "hours"),
+    (60, "minute", "minutes"),
+    (1, "second", "seconds"),
+)
+
+
+def _span(length: timedelta) -> str:
+    """A length in words: "5 minutes", "1 hour 30 minutes"."""
+    left = max(0, round(length.total_seconds()))
+    parts = []
+    for size, one, many in _SPAN_UNITS:
+        number, left = divmod(left, size)
+        if number:
+            parts.append(_count(number, one, many))
+    return " ".join(parts) or "0 seconds"
+
+
+def reminder_refused(refusal: ReminderRefused) -> str:
+    """Why a reminder was not set: the tool's answer, which the model relays."""
+    if isinstance(refusal, TooManyReminders):
+        # Above the limit when it was lowered after they were set.
+        over = refusal.active - refusal.limit + 1
+        return (
+            f"You have {_count(refusal.active, 'reminder', 'reminders')} waiting, and one "
+            f"person may have at most {refusal.limit}: cancel "
+            f"{'one' if over == 1 else over} before setting another."
+        )
+    if isinstance(refusal, RepeatsTooOften):
+        return (
+            f"A repeating reminder may fire at most once every {_span(refusal.minimum)}, "
+            f"and this one would fire {_span(refusal.gap)} apart: choose a longer interval."
+        )
+    return "This reminder cannot be set."
 
 
 def someone_elses_list(name: ListName, style: Style) -> str:

@@ -3,6 +3,7 @@
 - model.py     the Reminder record, statuses, ids
 - schedule.py  the at / after / cron forms and DST-correct fire times
 - policy.py    what a late reminder does (fire, fire marked late, skip)
+- limits.py    how many a user may have waiting, how often one may repeat
 - store.py     the ReminderStore interface (SQL: core/store/sql/reminders.py)
 - events.py    the reminders' log events
 - service.py   ReminderService: schedule, list and cancel (what users and tools do)

@@ -27,6 +27,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
+from itertools import pairwise
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, CroniterError, croniter
@@ -165,6 +166,57 @@ def next_cron(expr: str, tz_name: str, after: datetime) -> datetime:
 def cron_period(expr: str, tz_name: str, at: datetime) -> timedelta:
     """Time from the firing at `at` to the one after it (scales grace periods)."""
     return next_cron(expr, tz_name, at) - at
+
+
+def cron_firings(expr: str, tz_name: str, after: datetime, count: int) -> list[datetime]:
+    """Up to `count` firings of `expr` in `tz_name` strictly after `after`,
+    in order, each placed as `next_cron` places it (the gap times of one
+    spring-forward collapse into one firing). One croniter walks the wall
+    times: a fresh one per firing would cost a parse each."""
+    tz = zone(tz_name)
+    text = normalize_cron(expr)
+    found: list[datetime] = []
+    last = after
+    try:
+        walls = croniter(text, _wall(after, tz))
+        # Collapsed gap times and a repeated hour's second pass yield no firing.
+        for _ in range(count * 2 + _MAX_CANDIDATES):
+            if len(found) >= count:
+                break
+            instant = place(walls.get_next(datetime), tz, after=last)
+            if instant is not None:
+                found.append(instant)
+                last = instant
+    except CroniterBadDateError as exc:
+        if not found:
+            raise ScheduleError(f"cron expression {expr!r} never fires") from exc
+    except CroniterError as exc:
+        raise ScheduleError(f"invalid cron expression {expr!r}: {exc}") from exc
+    return found
+
+
+def shortest_cron_gap(
+    expr: str, tz_name: str, after: datetime, minimum: timedelta
+) -> timedelta | None:
+    """The first gap between two firings of `expr` after `after` that is
+    shorter than `minimum`, or None when there is none.
+
+    The firings looked at cover one whole day of the expression's fire times
+    and the step into its next firing day: a day holds at most
+    1 day / `minimum` + 1 firings spaced `minimum` apart, so an expression
+    that never comes closer has its every within-day gap (minutes, hours)
+    and a day boundary among them, and one that does shows it there (a
+    "* * * * *" at its first pair). Not just the first pair: "0,1 9 * * *"
+    is a day apart, then a minute.
+    """
+    if minimum <= timedelta(0):
+        return None
+    count = math.ceil(timedelta(days=1) / minimum) + 2
+    firings = cron_firings(expr, tz_name, after, count)
+    for earlier, later in pairwise(firings):
+        if later - earlier < minimum:
+            return later - earlier
+    return None
 
 
 # --- at / after ----------------------------------------------------------------------

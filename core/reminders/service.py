@@ -12,10 +12,18 @@ import logging
 from collections.abc import Callable
 
 from core.clock import Clock
+from core.config.model import KeptConfig
+from core.logs import event
 from core.messages import Target
-from core.reminders.events import log_reminder
+from core.reminders.events import log, log_reminder
+from core.reminders.limits import (
+    ReminderLimits,
+    ReminderRefused,
+    RepeatsTooOften,
+    TooManyReminders,
+)
 from core.reminders.model import NewReminder, Reminder
-from core.reminders.schedule import Schedule
+from core.reminders.schedule import Schedule, shortest_cron_gap
 from core.reminders.store import ReminderStore
 
 
@@ -26,9 +34,14 @@ class ReminderService:
         clock: Clock,
         *,
         on_stored: Callable[[], None] | None = None,
+        limits: Callable[[], ReminderLimits] | None = None,
     ) -> None:
+        """`limits`: read at each creation (the live config's, see
+        bot/services.py); None: the config's defaults."""
         self._store = store
         self._clock = clock
+        defaults = ReminderLimits.of(KeptConfig())
+        self._limits = limits if limits is not None else (lambda: defaults)
         # Called after a reminder is stored, so a sleeping scheduler can wake
         # before the time it computed without this reminder.
         self._on_stored = on_stored
@@ -51,20 +64,44 @@ class ReminderService:
         text: str,
         schedule: Schedule,
     ) -> Reminder:
-        reminder = await self._store.add(
-            NewReminder(
-                agent_id=agent_id,
-                session_key=session_key,
-                target=target,
-                created_by=created_by,
-                text=text,
-                kind=schedule.kind,
-                cron=schedule.cron,
-                timezone=schedule.timezone,
-                next_fire_at=schedule.next_fire_at,
-                created_at=self._clock.now(),
+        """Store the reminder; ReminderRefused (nothing stored) when it
+        repeats more often than the minimum interval, or its creator already
+        has as many active reminders as one user may."""
+        limits = self._limits()
+        now = self._clock.now()
+        try:
+            if schedule.cron is not None:
+                gap = shortest_cron_gap(schedule.cron, schedule.timezone, now, limits.min_interval)
+                if gap is not None:
+                    raise RepeatsTooOften(limits.min_interval, gap)
+            reminder = await self._store.add(
+                NewReminder(
+                    agent_id=agent_id,
+                    session_key=session_key,
+                    target=target,
+                    created_by=created_by,
+                    text=text,
+                    kind=schedule.kind,
+                    cron=schedule.cron,
+                    timezone=schedule.timezone,
+                    next_fire_at=schedule.next_fire_at,
+                    created_at=now,
+                ),
+                max_active=limits.active_per_user,
             )
-        )
+        except ReminderRefused as exc:
+            event(
+                log,
+                logging.INFO,
+                "reminder_refused",
+                agent=agent_id,
+                session=session_key,
+                member=created_by,
+                kind=schedule.kind,
+                limit="active" if isinstance(exc, TooManyReminders) else "interval",
+                reason=str(exc),
+            )
+            raise
         log_reminder(logging.INFO, "reminder_scheduled", reminder, next=reminder.next_fire_at)
         self.wake(reminder)
         return reminder

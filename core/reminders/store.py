@@ -27,8 +27,12 @@ class Claim:
 
 class ReminderStore(abc.ABC):
     @abc.abstractmethod
-    async def add(self, new: NewReminder) -> Reminder:
-        """Store a new, active reminder."""
+    async def add(self, new: NewReminder, *, max_active: int | None = None) -> Reminder:
+        """Store a new, active reminder. With `max_active`, only while its
+        creator (`created_by` on its platform, in every chat and agent) has
+        fewer active ones, decided in the insert's own transaction
+        serialised per creator; TooManyReminders (nothing stored) otherwise.
+        A reminder nobody is named as creator of is not counted."""
 
     @abc.abstractmethod
     async def get(

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.commitments.visibility import Asker, ChatAccess
+from core.reminders.limits import ReminderRefused
 from core.reminders.model import Reminder
 from core.reminders.schedule import ScheduleError, local_iso, parse_schedule, zone
 from core.reminders.service import ReminderService
@@ -65,15 +66,18 @@ def register_reminder_tools(
     registry: ToolRegistry,
     service: ReminderService,
     *,
+    refusal: Callable[[ReminderRefused], str],
     default_timezone: Callable[[str], str] | None = None,
     zones: UserZones | None = None,
 ) -> None:
     """Add the three tools. Times are read in the calling user's own zone
     (`zones`); without one, `default_timezone(agent_id)` (the agent's
-    `timezone` setting), UTC when neither is given."""
+    `timezone` setting), UTC when neither is given. `refusal`: the line a
+    reminder over a limit is answered with (core/commands/wording.py's,
+    passed in by bot/services.py: core.commands imports this package)."""
     if default_timezone is None:
         default_timezone = zones.agent_zone if zones is not None else (lambda _agent: "UTC")
-    tools = _ReminderTools(service, default_timezone, zones)
+    tools = _ReminderTools(service, default_timezone, zones, refusal)
     registry.register(
         Tool("schedule_reminder", SCHEDULE_DESCRIPTION, SCHEDULE_PARAMETERS, tools.schedule)
     )
@@ -107,10 +111,12 @@ class _ReminderTools:
         service: ReminderService,
         default_timezone: Callable[[str], str],
         zones: UserZones | None,
+        refusal: Callable[[ReminderRefused], str],
     ) -> None:
         self._service = service
         self._default_timezone = default_timezone
         self._zones = zones
+        self._refusal = refusal
 
     async def schedule(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         text = _string(args, "text")
@@ -133,14 +139,18 @@ class _ReminderTools:
             )
         except ScheduleError as exc:
             raise ToolError(str(exc)) from exc
-        reminder = await self._service.schedule(
-            agent_id=ctx.agent_id,
-            session_key=ctx.session_key,
-            target=ctx.target,
-            created_by=ctx.sender_id,
-            text=text,
-            schedule=schedule,
-        )
+        try:
+            reminder = await self._service.schedule(
+                agent_id=ctx.agent_id,
+                session_key=ctx.session_key,
+                target=ctx.target,
+                created_by=ctx.sender_id,
+                text=text,
+                schedule=schedule,
+            )
+        except ReminderRefused as exc:
+            # Written for the user: the model relays it as it stands.
+            raise ToolError(self._refusal(exc)) from exc
         return {"scheduled": True, **_describe(reminder)}
 
     async def list_(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

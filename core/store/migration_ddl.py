@@ -394,3 +394,14 @@ CREATE TABLE model_usage (
 CREATE INDEX model_usage_at ON model_usage(at);
 CREATE INDEX model_usage_user ON model_usage(platform, user_id, at);
 """
+
+# Step 22. A user's active reminders, counted at each creation against
+# `limits.perUser.activeReminders` (core/store/sql/reminders.py): the
+# count reads that user's rows only (active, and ended ones until
+# retention erases them). Neither partial on status = 'active' nor holding
+# status: either makes it a candidate for every query on active rows, and
+# a planner may then walk it for a chat's list or the claims instead of
+# the index made for them.
+REMINDER_CREATORS = """
+CREATE INDEX reminders_creator ON reminders(platform, created_by);
+"""

@@ -63,6 +63,7 @@ STEPS: tuple[Step, ...] = tuple(
             "conversation_starts",
             "retention_indexes",
             "limits",
+            "reminder_creators",
         ),
         start=1,
     )

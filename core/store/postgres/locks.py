@@ -32,14 +32,16 @@ log = logging.getLogger("kept.store")
 # uses: session turns, roles only one worker may hold, a session's due
 # follow-ups while one statement claims them (due_claims.py), a session's
 # extraction results while they are applied (sql/commitments.py), a
-# platform's pairing requests while one is added (sql/pairing.py), and a
-# user's rows while they are erased (sql/erasure.py).
+# platform's pairing requests while one is added (sql/pairing.py), a
+# user's rows while they are erased (sql/erasure.py), and a user's active
+# reminders while one more is added (sql/reminders.py).
 SESSION_NAMESPACE = 0x6B70  # "kp"
 ROLE_NAMESPACE = 0x6B72  # "kr"
 CLAIM_NAMESPACE = 0x6B64  # "kd"
 EXTRACTION_NAMESPACE = 0x6B63  # "kc"
 PAIRING_NAMESPACE = 0x6B61  # "ka"
 ERASURE_NAMESPACE = 0x6B65  # "ke"
+REMINDERS_NAMESPACE = 0x6B6D  # "km"
 FIRST_RETRY = 0.005
 MAX_RETRY = 0.1
 

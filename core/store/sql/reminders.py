@@ -25,10 +25,11 @@ from datetime import datetime
 from typing import Any
 
 from core.logs import event
+from core.reminders.limits import TooManyReminders
 from core.reminders.model import NewReminder, Reminder, Status, new_reminder_id
 from core.reminders.store import Claim, ReminderStore
 from core.store.dialect import Dialect, placeholders
-from core.store.sql.database import Database, Row
+from core.store.sql.database import Database, Row, Transaction
 
 log = logging.getLogger("kept.reminders")
 
@@ -45,6 +46,12 @@ _TIME_COLUMNS = frozenset(i for i, name in enumerate(_COLUMN_NAMES) if name in _
 _INSERT = (
     f"INSERT INTO reminders({_COLUMNS}) VALUES ({placeholders(len(_COLUMN_NAMES))}) "
     f"ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}"
+)
+# Names "reminders" among the locks writers take (Transaction.serialize).
+REMINDERS_NAMESPACE = 0x6B6D  # "km"
+# A user's reminders waiting to fire, whatever chat or agent they were set in.
+COUNT_ACTIVE_SQL = (
+    "SELECT count(*) FROM reminders WHERE platform = ? AND created_by = ? AND status = 'active'"
 )
 # The ready-to-fire condition, written out the same way everywhere so the
 # planner always sees the reminders_due index.
@@ -141,35 +148,58 @@ class SqlReminderStore(ReminderStore):
 
     # --- create / read / cancel ------------------------------------------------------
 
-    async def add(self, new: NewReminder) -> Reminder:
+    def _values(self, new: NewReminder) -> tuple[Any, ...]:
         d = self._d
         now = d.time(new.created_at)
-        for _ in range(3):
-            values = (
-                new_reminder_id(),
-                new.agent_id,
-                new.session_key,
-                new.target.platform,
-                new.target.chat_id,
-                new.target.thread_id,
-                new.created_by,
-                new.text,
-                new.kind,
-                new.cron,
-                new.timezone,
-                d.time(new.next_fire_at),
-                "active",
-                None,  # claimed_at
-                None,  # last_fired_at
-                0,
-                None,  # last_error
-                now,
-                now,
-            )
-            added = await self._update_one(_INSERT, values)
-            if added is not None:
-                return added
-        raise RuntimeError("three reminder id collisions in a row")
+        return (
+            new_reminder_id(),
+            new.agent_id,
+            new.session_key,
+            new.target.platform,
+            new.target.chat_id,
+            new.target.thread_id,
+            new.created_by,
+            new.text,
+            new.kind,
+            new.cron,
+            new.timezone,
+            d.time(new.next_fire_at),
+            "active",
+            None,  # claimed_at
+            None,  # last_fired_at
+            0,
+            None,  # last_error
+            now,
+            now,
+        )
+
+    async def add(self, new: NewReminder, *, max_active: int | None = None) -> Reminder:
+        if max_active is None or new.created_by is None:
+            for _ in range(3):
+                added = await self._update_one(_INSERT, self._values(new))
+                if added is not None:
+                    return added
+            raise RuntimeError("three reminder id collisions in a row")
+        creator = (new.target.platform, new.created_by)
+
+        async def work(tx: Transaction) -> Reminder | int:
+            # Every creation by this user takes the same lock before counting,
+            # so the count it reads is still true when its insert commits.
+            await tx.serialize(REMINDERS_NAMESPACE, ":".join(creator))
+            counted = await tx.fetchone(COUNT_ACTIVE_SQL, creator)
+            active = int(counted[0]) if counted is not None else 0
+            if active >= max_active:
+                return active
+            for _ in range(3):
+                row = await tx.fetchone(_INSERT, self._values(new))
+                if row is not None:
+                    return self._reminder(row)
+            raise RuntimeError("three reminder id collisions in a row")
+
+        added = await self._db.transact(work)
+        if isinstance(added, int):
+            raise TooManyReminders(max_active, added)
+        return added
 
     async def get(
         self,

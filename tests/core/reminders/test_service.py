@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core.clock import TestClock
+from core.commands.wording import reminder_refused
 from core.config.model import KeptConfig
 from core.conversation.manager import ConversationManager
 from core.llm import ToolCall
@@ -28,6 +29,7 @@ from core.reminders import (
     ReminderStore,
     parse_schedule,
 )
+from core.reminders.limits import ReminderLimits
 from core.reminders.model import Reminder
 from core.reminders.policy import LATE_PREFIX
 from core.reminders.tools import register_reminder_tools
@@ -64,6 +66,9 @@ class ScriptedSender:
 
     def texts(self) -> list[str]:
         return [o.text for o in self.sent]
+
+
+NO_LIMITS = ReminderLimits(active_per_user=None, min_interval=timedelta(0))
 
 
 @dataclass
@@ -111,7 +116,10 @@ class Harness:
         process restart (`store`: the reminder store they go through)."""
         self.sender = sender or ScriptedSender()
         reminders = store or self.reminders
-        self.service = ReminderService(reminders, self.clock, on_stored=self._wake)
+        # Firing is under test here, not the limits (test_limits.py).
+        self.service = ReminderService(
+            reminders, self.clock, on_stored=self._wake, limits=lambda: NO_LIMITS
+        )
         firing = ReminderFiring(
             store=reminders,
             transcript=self.store,
@@ -362,7 +370,9 @@ async def test_a_reminder_is_never_re_ingested_as_user_input(h: Harness) -> None
     whenever a *user* asks is never asked again."""
     model = ScriptedModel()
     tools = ToolRegistry()
-    register_reminder_tools(tools, h.service, default_timezone=lambda _: PARIS)
+    register_reminder_tools(
+        tools, h.service, refusal=reminder_refused, default_timezone=lambda _: PARIS
+    )
     config = KeptConfig()
     manager = ConversationManager(
         store=h.store, llm=model, sender=h.sender, config=lambda: config, clock=h.clock,

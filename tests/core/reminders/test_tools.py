@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from core.clock import TestClock
+from core.commands.wording import reminder_refused
 from core.messages import Target
 from core.reminders import ReminderService, register_reminder_tools
 from core.store import Store
@@ -42,6 +43,7 @@ class Tools:
         register_reminder_tools(
             self.registry,
             self.service,
+            refusal=reminder_refused,
             default_timezone=lambda agent: {"main": PARIS}[agent],
         )
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from core.clock import TestClock
+from core.commands.wording import reminder_refused
 from core.messages import Target
 from core.reminders import (
     ReminderFiring,
@@ -90,7 +91,7 @@ async def world(storage_url: str) -> AsyncIterator[World]:
         # The agent's zone is UTC: every local time below is the user's own.
         zones = UserZones(backend.user_zones, lambda _agent: "UTC")
         tools = ToolRegistry()
-        register_reminder_tools(tools, service, zones=zones)
+        register_reminder_tools(tools, service, refusal=reminder_refused, zones=zones)
         yield World(backend, clock, service, source, zones, tools, sender)
 
 

@@ -19,7 +19,7 @@ def test_both_backends_follow_the_shared_steps() -> None:
     assert [(m.version, m.name) for m in sqlite.load_migrations()] == SHARED
     assert [(m.version, m.name) for m in postgres.load_migrations()] == SHARED
     assert SHARED[:3] == [(1, "transcript"), (2, "search"), (3, "commitments")]
-    assert len(SHARED) == 21
+    assert len(SHARED) == 22
 
 
 @pytest.mark.parametrize(
