@@ -19,8 +19,17 @@ from typing import Literal, Protocol
 CheckinOutcome = Literal["sent", "failed"]
 TokenDirection = Literal["in", "out"]
 # What stopped a message or a model call (core/limits/): a rate per minute or
-# a token budget per day, of a user, a shared chat or the whole bot.
-Limit = Literal["user_rate", "chat_rate", "user_tokens", "chat_tokens", "bot_tokens"]
+# a token budget per day, of a user, a shared chat or the whole bot; or a
+# reminder refused (too many waiting, or repeating too often).
+Limit = Literal[
+    "user_rate",
+    "chat_rate",
+    "user_tokens",
+    "chat_tokens",
+    "bot_tokens",
+    "user_reminders",
+    "reminder_interval",
+]
 
 
 class Metrics(Protocol):

@@ -15,6 +15,7 @@ from core.clock import Clock
 from core.config.model import KeptConfig
 from core.logs import event
 from core.messages import Target
+from core.metrics import recorder
 from core.reminders.events import log, log_reminder
 from core.reminders.limits import (
     ReminderLimits,
@@ -101,6 +102,8 @@ class ReminderService:
                 limit="active" if isinstance(exc, TooManyReminders) else "interval",
                 reason=str(exc),
             )
+            too_many = isinstance(exc, TooManyReminders)
+            recorder().over_limit("user_reminders" if too_many else "reminder_interval")
             raise
         log_reminder(logging.INFO, "reminder_scheduled", reminder, next=reminder.next_fire_at)
         self.wake(reminder)
