@@ -310,7 +310,9 @@ async def userflood(args: argparse.Namespace, tmp: Path, log: Path) -> dict[str,
 
             await until(lambda: others() >= total, args.timeout, "the other chats' replies", log)
             seconds = time.monotonic() - started
-            await quiet(telegram, 1.0, 30)
+            # The flooder's own answers go at its chat's pace (about one a
+            # second): wait for a quiet spell longer than that.
+            await quiet(telegram, 3.0, 120)
         finally:
             await stop(process)
     latencies = sorted(

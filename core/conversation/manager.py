@@ -89,6 +89,8 @@ class ConversationManager:
         # Rates and the first call's hold, decided as each message is
         # stored; None: no limits (tests, benchmarks that measure without).
         self._admissions = admissions
+        # Chats whose message holds its turn's first call (see `handle`).
+        self._pre_holds: set[str] = set()
         self._sender = sender
         self._config = config
         self._clock = clock
@@ -128,6 +130,27 @@ class ConversationManager:
         cannot be stored, MessageNotStored is raised and `on_stored` is not
         called. `during_model` is entered around the model call of each turn
         this takes (a channel's "typing…"), not while the turn waits."""
+        # One hold taken at admission per chat at a time in this process: a
+        # burst stored before its first turn starts must not hold a whole
+        # prompt for each message (later turns hold at their own call).
+        key = inbound.session_key
+        pre_hold = key not in self._pre_holds
+        if pre_hold:
+            self._pre_holds.add(key)
+        try:
+            return await self._handle(inbound, on_stored, during_model, pre_hold=pre_hold)
+        finally:
+            if pre_hold:
+                self._pre_holds.discard(key)
+
+    async def _handle(
+        self,
+        inbound: Inbound,
+        on_stored: Callable[[], object] | None,
+        during_model: DuringModel | None,
+        *,
+        pre_hold: bool,
+    ) -> MessageRecord | None:
         if not inbound.text.strip():
             return None
         key = inbound.session_key
@@ -142,11 +165,11 @@ class ConversationManager:
         try:
             session = await self._ensure_session(inbound)
             try:
-                user, admitted = await self._store_user_message(inbound, message)
+                user, admitted = await self._store_user_message(inbound, message, pre_hold)
             except UnknownSession:
                 # Deleted since we last saw it: this message starts it anew.
                 session = await self._ensure_session(inbound, fresh=True)
-                user, admitted = await self._store_user_message(inbound, message)
+                user, admitted = await self._store_user_message(inbound, message, pre_hold)
         except DuplicateMessage:
             if on_stored is not None:
                 on_stored()
@@ -184,7 +207,7 @@ class ConversationManager:
                 await self._meter.give_back(unused)
 
     async def _store_user_message(
-        self, inbound: Inbound, message: NewMessage
+        self, inbound: Inbound, message: NewMessage, pre_hold: bool
     ) -> tuple[MessageRecord, Admitted]:
         """The message stored, its limits decided in the same transaction
         (core/limits/admission.py): over a rate it is kept `limited`."""
@@ -193,7 +216,9 @@ class ConversationManager:
             agent = self._config().agent_or_default(inbound.agent_id)
             specs = self._tools.specs()
             tools_chars = self._meter.tools_chars(specs) if specs else 0
-            admission = self._admissions.admission(inbound, agent, tools_chars, self._clock.now())
+            admission = self._admissions.admission(
+                inbound, agent, tools_chars, self._clock.now(), hold_first=pre_hold
+            )
         if admission is None:
             return await self._store.add_message(message), Admitted(ALLOWED)
         return await self._store.admit_message(message, admission)

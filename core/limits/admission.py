@@ -63,12 +63,22 @@ class Admissions:
         self._config = config
 
     def admission(
-        self, inbound: Inbound, agent: AgentConfig, tools_chars: int, now: datetime
+        self,
+        inbound: Inbound,
+        agent: AgentConfig,
+        tools_chars: int,
+        now: datetime,
+        *,
+        hold_first: bool = True,
     ) -> Admission | None:
-        """None when nothing limits the message (no rule, no cap)."""
+        """None when nothing limits the message (no rule, no cap).
+        `hold_first=False`: rates only; the turn's calls hold their own
+        (its chat already has a message holding one, queued ahead)."""
         config = self._config()
         rules = tuple(rate_rules(config, inbound))
-        caps = tuple(caps_for(config, inbound_payer(inbound).subjects()))
+        caps = ()
+        if hold_first:
+            caps = tuple(caps_for(config, inbound_payer(inbound).subjects()))
         if not rules and not caps:
             return None
         if not caps:

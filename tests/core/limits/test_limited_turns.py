@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -12,6 +13,7 @@ from core.config.model import KeptConfig
 from core.conversation.manager import ConversationManager
 from core.limits import Admissions, Meter
 from core.limits.notices import CUT_SHORT
+from core.limits.store import Subject
 from core.llm import Completion, Usage
 from core.messages import ChatKind, Inbound, Target
 from core.search.redact import Redactor
@@ -166,3 +168,18 @@ async def test_a_reply_cut_at_the_output_cap_says_so(backend: Backend) -> None:
     rig.model.steps.append(Completion("The answer is", [], "length", "m"))
     await rig.say("tell me")
     assert rig.sender.texts() == [f"The answer is\n\n{CUT_SHORT}"]
+
+
+async def test_a_burst_stored_at_once_is_not_refused_by_its_own_holds(backend: Backend) -> None:
+    """Each message's admission could hold a whole prompt's worth (about
+    26,000 tokens here): ten stored before the first turn starts must not
+    use up a 60,000-token day that they barely touch."""
+    rig = Rig(backend, limited_config(perUser={"tokensPerDay": 60_000}))
+    rig.model.steps.extend(
+        Completion(f"answer {i}", [], "stop", "m", usage=Usage(100, 10)) for i in range(10)
+    )
+    await asyncio.gather(*(rig.say(f"part {i}") for i in range(10)))
+    assert len(rig.model.requests) == 10
+    assert not [t for t in rig.sender.texts() if "allowance" in t]
+    spent = await backend.budgets.spent([Subject("user", "telegram", "alice")], "2026-12-04")
+    assert spent == {Subject("user", "telegram", "alice"): 1100}
