@@ -44,7 +44,7 @@ from channels.discord.scope import (
 from channels.discord.views import buttons_view
 from core.clock import Clock
 from core.commands import Listing, wording
-from core.commands.registry import COMMANDS, Changed, Invocation, ListShown, Result, Told
+from core.commands.registry import COMMANDS, Changed, Command, Invocation, ListShown, Result, Told
 from core.commands.rights import DataShown, ExportMade, ForgetAsked
 from core.commands.timezone import ZoneAnswer, zone_suggestions
 from core.commitments.service import CommitmentService
@@ -208,6 +208,10 @@ LIST_REMINDERS = COMMANDS.discord("reminders", "list")
 CANCEL = COMMANDS.discord("reminders", "cancel")
 TIMEZONE = COMMANDS.discord("timezone")
 NEW = COMMANDS.discord("new")
+FORGET = COMMANDS.discord("forget")
+MYDATA = COMMANDS.discord("mydata")
+EXPORT = COMMANDS.discord("export")
+USAGE = COMMANDS.discord("usage")
 FOLLOWUPS = COMMANDS.discord("followups")
 
 
@@ -342,56 +346,34 @@ def timezone_command(support: CommandSupport) -> app_commands.Command[Any, ..., 
     return timezone
 
 
-def new_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
-    """`/new` starts the conversation of the chat it is used in over (the
-    channel, the thread or the DM). In a server only members with Manage
-    Messages there may (core/commands decides); the command is offered to
-    everyone, so a member who tries is told why not."""
+def bare_command(support: CommandSupport, spec: Command) -> app_commands.Command[Any, ..., None]:
+    """A command without arguments, wherever the bot may be used, answered
+    by the registry (core/commands decides who may; every answer is
+    ephemeral, so a server sees none of it): `/new` (in a server only
+    members with Manage Messages there may; the command is offered to
+    everyone, so a member who tries is told why not), `/forget`, `/mydata`
+    and `/export` (the last two answer only in the bot's DM), `/usage`."""
+    name = spec.name
 
-    @app_commands.command(name=NEW.name, description=NEW.help)
+    @app_commands.command(name=name, description=spec.help)
     @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
     @app_commands.guild_install()
-    async def new(interaction: discord.Interaction) -> None:
+    async def run(interaction: discord.Interaction) -> None:
         origin = await support.origin(interaction)
         if origin is None:
             return await reply(interaction, NOT_ALLOWED)
-        await support.answer(interaction, origin, NEW.name, {})
+        await support.answer(interaction, origin, name, {})
+        event(
+            log,
+            logging.INFO,
+            "discord_command",
+            agent=origin.agent_id,
+            session=origin.session_key,
+            command=name,
+            user=interaction.user.id,
+        )
 
-    return new
-
-
-FORGET = COMMANDS.discord("forget")
-MYDATA = COMMANDS.discord("mydata")
-EXPORT = COMMANDS.discord("export")
-
-
-def rights_commands(support: CommandSupport) -> list[app_commands.Command[Any, ..., None]]:
-    """`/forget`, `/mydata` and `/export`: about the user, wherever the bot
-    may be used; every answer is ephemeral, so a server sees none of it
-    (/mydata and /export still answer only in the bot's DM)."""
-
-    def command(name: str, help_: str) -> app_commands.Command[Any, ..., None]:
-        @app_commands.command(name=name, description=help_)
-        @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
-        @app_commands.guild_install()
-        async def run(interaction: discord.Interaction) -> None:
-            origin = await support.origin(interaction)
-            if origin is None:
-                return await reply(interaction, NOT_ALLOWED)
-            await support.answer(interaction, origin, name, {})
-            event(
-                log,
-                logging.INFO,
-                "discord_command",
-                agent=origin.agent_id,
-                session=origin.session_key,
-                command=name,
-                user=interaction.user.id,
-            )
-
-        return run
-
-    return [command(c.name, c.help) for c in (FORGET, MYDATA, EXPORT)]
+    return run
 
 
 def followups_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
@@ -431,26 +413,6 @@ def followups_command(support: CommandSupport) -> app_commands.Command[Any, ...,
     return followups
 
 
-USAGE = COMMANDS.discord("usage")
-
-
-def usage_command(support: CommandSupport) -> app_commands.Command[Any, ..., None]:
-    """`/usage`: the user's own day of model calls and what is left of
-    their allowance, wherever the bot may be used (ephemeral, like every
-    answer here, so a server sees none of it)."""
-
-    @app_commands.command(name=USAGE.name, description=USAGE.help)
-    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)
-    @app_commands.guild_install()
-    async def usage(interaction: discord.Interaction) -> None:
-        origin = await support.origin(interaction)
-        if origin is None:
-            return await reply(interaction, NOT_ALLOWED)
-        await support.answer(interaction, origin, USAGE.name, {})
-
-    return usage
-
-
 def command_groups(
     support: CommandSupport,
 ) -> list[app_commands.Group | app_commands.Command[Any, ..., None]]:
@@ -458,10 +420,10 @@ def command_groups(
         CommitmentsGroup(support),
         RemindersGroup(support),
         timezone_command(support),
-        new_command(support),
-        *rights_commands(support),
+        bare_command(support, NEW),
+        *(bare_command(support, spec) for spec in (FORGET, MYDATA, EXPORT)),
         followups_command(support),
-        usage_command(support),
+        bare_command(support, USAGE),
     ]
 
 
