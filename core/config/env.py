@@ -37,6 +37,9 @@ NESTED_DELIMITER = "__"
 # the test suite's own settings (e.g. KEPT_TEST_POSTGRES_URL).
 NOT_KEYS = frozenset({"KEPT_CONFIG"})
 NOT_KEY_PREFIXES = ("KEPT_TEST_",)
+# The database URL a host hands out, used for storage.url when nothing else sets it.
+DATABASE_URL = "DATABASE_URL"
+DATABASE_URL_KEY = ("storage", "url")
 
 Path_ = tuple[str | int, ...]
 
@@ -112,10 +115,28 @@ class EnvLayer:
 
     values: dict[str, Any] = field(default_factory=dict)
     variables: dict[str, str] = field(default_factory=dict)
+    # What the environment sets under the file, only where neither the file
+    # nor a KEPT_ variable does: `DATABASE_URL` (Heroku, Render, Fly) as
+    # storage.url. Its variables: KEPT_ name of the key -> name as set.
+    fallback: dict[str, Any] = field(default_factory=dict)
+    fallback_variables: dict[str, str] = field(default_factory=dict)
 
-    def variable_for(self, path: Sequence[str | int]) -> str | None:
+    def variable_for(
+        self,
+        path: Sequence[str | int],
+        document: dict[str, Any] | None = None,
+        *,
+        fallback: bool = True,
+    ) -> str | None:
         """The variable the value at `path` came from, or None when it did
-        not come from the environment. Digit strings index lists."""
+        not come from the environment. A fallback counts (`fallback`) unless
+        `document`, the file, sets the key. Digit strings index lists."""
+        found = self._in_values(path)
+        if found is None and fallback and not _present(document or {}, tuple(path)):
+            found = EnvLayer(self.fallback, self.fallback_variables)._in_values(path)
+        return found
+
+    def _in_values(self, path: Sequence[str | int]) -> str | None:
         node: Any = self.values
         for depth, part in enumerate(path):
             if not isinstance(node, dict):
@@ -149,7 +170,17 @@ def read_env_layer(environ: Mapping[str, str]) -> EnvLayer:
     if problems:
         raise ConfigError(problems)
     chosen = {name: environ[name] for name in variables.values()}
-    return EnvLayer(values=dict(_EnvSource(chosen)()), variables=variables)
+    fallback: dict[str, Any] = {}
+    fallback_variables: dict[str, str] = {}
+    if database_url := environ.get(DATABASE_URL, "").strip():
+        fallback = {"storage": {"url": database_url}}
+        fallback_variables = {variable_for_key(DATABASE_URL_KEY): DATABASE_URL}
+    return EnvLayer(
+        values=dict(_EnvSource(chosen)()),
+        variables=variables,
+        fallback=fallback,
+        fallback_variables=fallback_variables,
+    )
 
 
 def _known() -> frozenset[str]:
@@ -183,18 +214,18 @@ def validate_layers(document: dict[str, Any] | None, source: str, env: EnvLayer)
     Each problem is one line: `KEPT_X: reason` when the value came from a
     variable, else `<source>: key.path: reason`.
     """
-    merged = merge(document or {}, env.values)
+    merged = merge(merge(env.fallback, document or {}), env.values)
     try:
         return KeptConfig.model_validate(merged, by_alias=True, by_name=False)
     except ValidationError as exc:
         where = source if document is not None else "environment"
-        lines = [_line(loc, why, where, env) for loc, why in error_items(exc, KeptConfig)]
+        lines = [_line(loc, why, where, env, document) for loc, why in error_items(exc, KeptConfig)]
         raise ConfigError(list(dict.fromkeys(lines))) from None
 
 
-def _line(loc: Path_, why: str, where: str, env: EnvLayer) -> str:
+def _line(loc: Path_, why: str, where: str, env: EnvLayer, document: dict[str, Any] | None) -> str:
     dotted = ".".join(str(p) for p in loc) or "(top level)"
-    variable = env.variable_for(loc)
+    variable = env.variable_for(loc, document)
     if variable is None:
         return f"{where}: {dotted}: {why}"
     if variable.upper() == variable_for_key(loc):
@@ -202,9 +233,13 @@ def _line(loc: Path_, why: str, where: str, env: EnvLayer) -> str:
     return f"{variable}: {dotted}: {why}"
 
 
-def describe_source(file: str | None, env: EnvLayer) -> str:
-    """Where the config in force comes from, for a log line or a CLI answer."""
-    names = ", ".join(sorted(env.variables.values()))
+def describe_source(file: str | None, env: EnvLayer, document: dict[str, Any] | None = None) -> str:
+    """Where the config in force comes from, for a log line or a CLI answer
+    (`document`: the file's, to tell whether a fallback is used)."""
+    used = set(env.variables.values())
+    if env.fallback and env.variable_for(DATABASE_URL_KEY, document) == DATABASE_URL:
+        used.add(DATABASE_URL)
+    names = ", ".join(sorted(used))
     if file is None:
         return f"environment ({names})"
     return f"{file} + environment ({names})" if names else file
@@ -225,7 +260,7 @@ def origins(config: KeptConfig, document: dict[str, Any] | None, env: EnvLayer) 
             for index, value in enumerate(node):
                 walk(value, (*path, index))
             return
-        variable = env.variable_for(path)
+        variable = env.variable_for(path, document)
         if variable is not None:
             origin = f"env:{variable}"
         else:

@@ -104,7 +104,8 @@ class LoadedConfig:
     @property
     def source(self) -> str:
         """`config/kept.json`, `... + environment (KEPT_...)` or `environment (...)`."""
-        return describe_source(None if self.document is None else str(self.path), self.env)
+        file = None if self.document is None else str(self.path)
+        return describe_source(file, self.env, self.document)
 
     def origins(self) -> dict[str, str]:
         """Dotted key path -> `env:<VARIABLE>`, `file` or `default`."""
@@ -120,7 +121,7 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> KeptCon
 def config_source(path: Path, environ: Mapping[str, str] | None = None) -> str:
     """Where the config comes from (see LoadedConfig.source), without validating it."""
     env = read_env_layer(os.environ if environ is None else environ)
-    file = str(path) if path.exists() or not env.variables else None
+    file = str(path) if path.exists() or not (env.variables or env.fallback) else None
     return describe_source(file, env)
 
 
@@ -129,7 +130,7 @@ def load_layers(path: Path, environ: Mapping[str, str] | None = None) -> LoadedC
     environment sets at least one key: a git-push host has only variables."""
     env = read_env_layer(os.environ if environ is None else environ)
     document: dict[str, Any] | None = None
-    if path.exists() or not env.variables:
+    if path.exists() or not (env.variables or env.fallback):
         read = _read_document(path)
         if not isinstance(read, dict):
             validate_document(read, str(path))  # raises, naming the file
@@ -259,7 +260,7 @@ def set_value(
 def env_override(key: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The KEPT_ variable that overrides `key` in the file, if one is set."""
     env = read_env_layer(os.environ if environ is None else environ)
-    return env.variable_for(key.split("."))
+    return env.variable_for(key.split("."), fallback=False)
 
 
 def _assign(document: dict[str, Any], parts: list[str], value: Any, source: str) -> None:
@@ -451,7 +452,7 @@ class ConfigWatcher:
                 return None
             data = self.path.read_bytes()
         except OSError as exc:
-            if isinstance(exc, FileNotFoundError) and self.env.variables:
+            if isinstance(exc, FileNotFoundError) and (self.env.variables or self.env.fallback):
                 self._signature = self._digest = None  # the environment alone configures
                 return None
             self._signature = self._digest = None  # re-read whatever comes back

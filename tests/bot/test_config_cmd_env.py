@@ -221,3 +221,16 @@ def test_set_without_a_file_in_an_env_only_deployment_says_what_to_do(
         "kept: `config set` edits only the file; change the KEPT_ variable instead, "
         "or create the file from config/kept.example.json",
     ]
+
+
+def test_show_says_storage_url_came_from_database_url(
+    cfg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgres://kept:pw-secret@db.example:5432/kept")
+    result = kept_config("show", "--config", str(cfg))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"# source: {cfg} + environment (DATABASE_URL)"
+    shown = 'storage.url = "postgres://kept:***@db.example:5432/kept"  # env DATABASE_URL (restart)'
+    assert shown in lines
+    assert "pw-secret" not in result.output

@@ -289,3 +289,42 @@ async def test_the_watcher_is_quiet_without_a_file_in_an_env_only_deployment(
     assert await watcher.check_once() is True
     applied = seen.seen[0].commitments
     assert not applied.enabled and applied.max_per_day == 7
+
+
+# --- DATABASE_URL, as hosts hand it out ---
+
+HOSTED = "postgres://kept:pw-secret@db.example:5432/kept"
+
+
+def test_database_url_is_storage_url_when_nothing_else_sets_it(cfg: Path) -> None:
+    loaded = load_layers(cfg, {"DATABASE_URL": HOSTED})
+    assert loaded.config.storage.url == HOSTED
+    assert loaded.origins()["storage.url"] == "env:DATABASE_URL"
+    assert loaded.origins()["storage.pinCpu"] == "default"
+    # Not an override of the file: `kept config set` names none.
+    assert env_override("storage.url", {"DATABASE_URL": HOSTED}) is None
+
+
+def test_the_file_and_kept_storage_url_win_over_database_url(cfg: Path) -> None:
+    write(cfg, {"storage": {"url": "sqlite:///data/mine.sqlite"}})
+    loaded = load_layers(cfg, {"DATABASE_URL": HOSTED})
+    assert loaded.config.storage.url == "sqlite:///data/mine.sqlite"
+    assert loaded.origins()["storage.url"] == "file"
+    env = {"DATABASE_URL": HOSTED, "KEPT_STORAGE__URL": "postgresql://other@db/kept"}
+    loaded = load_layers(cfg, env)
+    assert loaded.config.storage.url == "postgresql://other@db/kept"
+    assert loaded.origins()["storage.url"] == "env:KEPT_STORAGE__URL"
+
+
+def test_database_url_alone_configures_a_bot_without_a_file(tmp_path: Path) -> None:
+    missing = tmp_path / "none.json"
+    loaded = load_layers(missing, {"DATABASE_URL": HOSTED})
+    assert loaded.document is None and loaded.config.storage.url == HOSTED
+    assert loaded.source == "environment (DATABASE_URL)"
+    assert not missing.exists()
+
+
+def test_a_bad_database_url_names_the_variable_never_the_password(cfg: Path) -> None:
+    [line] = problems(cfg, {"DATABASE_URL": "mysql://kept:pw-secret@db/kept"})
+    assert line.startswith("DATABASE_URL: storage.url: only sqlite:///")
+    assert "pw-secret" not in line
