@@ -15,12 +15,8 @@ from pathlib import Path
 from bot.http import HttpListener
 from bot.metrics import MeteredSender, PrometheusMetrics
 from bot.services import Services, build_services, open_storage, start_background
-from channels.base import (
-    ChannelAdapter,
-    ChannelContext,
-    ChannelStartError,
-    WebRoutes,
-)
+from channels.base import ChannelAdapter, ChannelStartError
+from channels.context import ChannelContext, WebRoutes
 from channels.router import AdapterRouter
 from core.clock import Clock, SystemClock
 from core.config.changes import (

@@ -28,7 +28,7 @@ order (`send_chunk`), quoting the replied-to message on the first, and puts
 a message's actions, as the platform's buttons (`render_actions`), on the
 last chunk, the one read after the whole text. A message's `on_leaving`
 (core's record that a reply is on its way) is called once, through a
-`Departure`, just before its first request leaves the process: after any
+`Departure` (channels/departure.py), just before its first request leaves the process: after any
 waiting for the platform's pace, which the platform's `send_chunk` does
 itself (Telegram hands the Departure to its rate limiter).
 """
@@ -40,180 +40,33 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, cast
+from typing import ClassVar, Generic, cast
 
 from typing_extensions import TypeVar
 
 from channels.access import Access, Admission, announce_access, pairing_notice
+from channels.context import InboundHandler
+from channels.departure import Departure, SendFenced
 from channels.media import REFUSED_NOTICE
 from channels.split import split_plain
 from core.clock import Clock, SystemClock
-from core.commitments.service import CommitmentService
-from core.config.model import KeptConfig
-from core.conversation.start_over import StartOver
 from core.errors import KeptError, MessageNotStored
-from core.limits.spend import SpendStores
-from core.locks import SessionGuard
 from core.logs import event
 from core.messages import ButtonAction, ChatKind, Inbound, Outbound, SendResult, Target
 from core.metrics import recorder
 from core.pairing import Pairing
-from core.privacy.store import PrivacyStores
-from core.reminders import ReminderService
-from core.store import MessageRecord, Store
-from core.store.app_state import AppStateStore
 from core.store.errors import root_cause
-from core.store.parked import ParkedUpdates
-from core.store.updates import UpdateQueue
-from core.users import FollowUpPreferences, UserZones
 
 log = logging.getLogger("kept.channels")
 # Usernames remembered per adapter for `@name` entries at delivery time.
 _USERNAMES_KEPT = 10_000
 
 
-# Entered around each model call of a turn (ConversationManager.handle's `during_model`).
-DuringModel = Callable[[], AbstractAsyncContextManager[object]]
-
-
-class InboundHandler(Protocol):
-    """ConversationManager.handle: one turn; `on_stored` fires once the
-    message is in the transcript, `during_model` is entered around the
-    turn's model call."""
-
-    def __call__(
-        self,
-        inbound: Inbound,
-        *,
-        on_stored: Callable[[], object] | None = None,
-        during_model: DuringModel | None = None,
-    ) -> Awaitable[object]: ...
-
-
-class Conversation(Protocol):
-    """What a channel hands its messages, edits and deletions to
-    (core.conversation.manager.ConversationManager); each raises MessageNotStored
-    when the change could not be stored."""
-
-    def handle(
-        self,
-        inbound: Inbound,
-        *,
-        on_stored: Callable[[], object] | None = None,
-        during_model: DuringModel | None = None,
-    ) -> Awaitable[object]: ...
-
-    async def edit(
-        self, *, platform: str, chat_id: str, platform_message_id: str, text: str
-    ) -> MessageRecord | None: ...
-
-    async def delete(self, *, platform: str, chat_id: str, platform_message_id: str) -> bool: ...
-
-
-class WebRoutes(Protocol):
-    """The process's HTTP listener (bot/http.py, `http.listen`), which a
-    platform that receives HTTP (Telegram's webhook) shares when its own
-    address is the same one. Handlers are aiohttp request handlers."""
-
-    def serves(self, host: str, port: int) -> bool: ...
-
-    def mount(self, path: str, handler: Callable[[Any], Awaitable[Any]]) -> None: ...
-
-    def unmount(self, path: str) -> None: ...
-
-
-class SendFenced(KeptError):
-    """A message's `on_leaving` declined (it is already being sent) or
-    failed (its `sending` mark could not be stored): nothing was sent."""
-
-
-class Departure:
-    """The moment a message leaves the process: `leave()` calls the
-    message's `on_leaving` once, before its first request, and raises
-    SendFenced when that says no or fails, so the request is not made."""
-
-    __slots__ = ("_hook", "_left")
-
-    def __init__(self, hook: Callable[[], Awaitable[bool]] | None) -> None:
-        self._hook = hook
-        self._left = hook is None
-
-    @property
-    def left(self) -> bool:
-        return self._left
-
-    async def leave(self) -> None:
-        if self._left:
-            return
-        self._left = True
-        assert self._hook is not None
-        try:
-            going = await self._hook()
-        except Exception as exc:
-            raise SendFenced(f"its sending mark could not be stored: {exc!r}") from exc
-        if not going:
-            raise SendFenced("it is being sent already")
-
-
 class ChannelStartError(KeptError):
     """A channel cannot start (missing or rejected token, bad setting); the
     message names the config key or environment variable to fix."""
-
-
-@dataclass(frozen=True)
-class ChannelContext:
-    """What an adapter gets from the runtime: core services, never the runtime.
-
-    `conversation` takes the channel's turns, edits and deletions
-    (ConversationManager), never the store directly; `store` is read only
-    (the Discord catch-up's newest stored ids); `commitments` and `reminders`
-    back the platform's commands. Config is read through `config()` on every
-    use, so a reloaded file applies without a restart.
-    """
-
-    conversation: Conversation
-    store: Store
-    commitments: CommitmentService
-    reminders: ReminderService
-    config: Callable[[], KeptConfig]
-    clock: Clock
-    environ: Mapping[str, str]
-    # Several workers on one database: who may do what only one may (poll
-    # Telegram). None: this process is the only one.
-    leadership: SessionGuard | None = None
-    # Several workers: the queue through which the one polling worker hands
-    # updates to every worker, and this worker's name on its claims.
-    updates: UpdateQueue | None = None
-    worker: str = ""
-    # What the bot keeps about itself (the synced command tree's hash). None:
-    # nothing is kept, e.g. Discord's commands are synced at every start.
-    app_state: AppStateStore | None = None
-    # Each user's own time zone (`/timezone`); None: everyone reads times in
-    # the agent's zone (tests that build a context without one).
-    users: UserZones | None = None
-    # Pairing codes and approved users (dmPolicy: pairing); None: nobody can
-    # pair, so an unknown user in a DM is refused like under `allowlist`.
-    pairing: Pairing | None = None
-    # The shared HTTP listener; None: `http.listen` is not set.
-    web: WebRoutes | None = None
-    # Where an update that keeps failing while others are stored is parked
-    # (and replayed from); None: such an update is held.
-    parked: ParkedUpdates | None = None
-    # Starts a chat's conversation over (`/new`); None: the command says it
-    # is not available (tests that build a context without one).
-    start_over: StartOver | None = None
-    # What /forget, /mydata and /export act through; None: those commands
-    # say they are not available here.
-    privacy: PrivacyStores | None = None
-    # Who switched follow-ups off (`/followups`); None: the command says it
-    # is not available (tests that build a context without one).
-    followup_prefs: FollowUpPreferences | None = None
-    # What /usage reads (a user's own day of model calls); None: the command
-    # says it is not available (tests that build a context without one).
-    spend: SpendStores | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from channels.base import AddressedMessage, ChannelAdapter, ChannelContext, InboundHandler
+from channels.base import AddressedMessage, ChannelAdapter
 from channels.console.commands import (
     PLATFORM,
     QUIT_WORDS,
@@ -43,6 +43,7 @@ from channels.console.lines import (
     open_history,
 )
 from channels.console.render import ConsoleOutput
+from channels.context import ChannelContext, InboundHandler
 from core.clock import Clock
 from core.commitments.visibility import Asker
 from core.errors import MessageNotStored

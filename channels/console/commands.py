@@ -15,7 +15,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from channels.base import ChannelContext
+from channels.context import ChannelContext
 from core.commands import wording
 from core.commands.registry import (
     COMMANDS as REGISTRY,

@@ -44,13 +44,8 @@ import aiohttp
 import discord
 from discord.ext import commands
 
-from channels.base import (
-    Access,
-    AddressedMessage,
-    ChannelAdapter,
-    ChannelContext,
-    ChannelStartError,
-)
+from channels.base import Access, AddressedMessage, ChannelAdapter, ChannelStartError
+from channels.context import ChannelContext
 from channels.discord.catchup import HISTORY_LIMIT, CatchUp
 from channels.discord.cog import KeptEvents
 from channels.discord.commands import CommandSupport, command_groups, on_tree_error

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from channels.base import Conversation
+from channels.context import Conversation
 from channels.discord.scope import PLATFORM, addressed, chat_of, clean_text
 from core.errors import MessageNotStored
 from core.logs import event

@@ -23,7 +23,9 @@ from typing import Any
 
 from telegram import Bot, InlineKeyboardMarkup, Update
 
-from channels.base import Access, ChannelAdapter, ChannelContext, Departure
+from channels.base import Access, ChannelAdapter
+from channels.context import ChannelContext
+from channels.departure import Departure
 from channels.telegram.admins import chat_admin
 from channels.telegram.arrival import PollTimes
 from channels.telegram.commands import CommandOrigin, CommandReply, TelegramCommands

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from telegram import Bot
 from telegram.error import TelegramError
 
-from channels.base import ChannelContext
+from channels.context import ChannelContext
 from channels.telegram.connect import start_webhook
 from channels.telegram.intake import UpdateIntake
 from channels.telegram.send import scrub

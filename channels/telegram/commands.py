@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from telegram import BotCommand, CallbackQuery, Message
 from telegram.error import TelegramError
 
-from channels.base import ChannelContext
+from channels.context import ChannelContext
 from channels.telegram.lists import keyboard, list_text
 from core.commands import wording
 from core.commands.buttons import unpack

@@ -14,7 +14,8 @@ from telegram.error import InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
-from channels.base import ChannelStartError, WebRoutes
+from channels.base import ChannelStartError
+from channels.context import WebRoutes
 from channels.telegram.intake import ALLOWED_UPDATES, UpdateIntake
 from channels.telegram.pace import Pace, PacedSends
 from channels.telegram.send import retry_after_seconds, scrub

@@ -19,7 +19,8 @@ from telegram.error import TelegramError
 from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
-from channels.base import ChannelContext, ChannelStartError
+from channels.base import ChannelStartError
+from channels.context import ChannelContext
 from channels.telegram.arrival import Arrival, PollTimes, start_arrival
 from channels.telegram.commands import BOT_COMMANDS
 from channels.telegram.connect import TelegramUnreachable, connect

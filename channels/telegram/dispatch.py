@@ -24,7 +24,8 @@ from typing import Any, Protocol, TypeVar
 from telegram import CallbackQuery, Chat, Message, Update, User
 from telegram.error import TelegramError
 
-from channels.base import AddressedMessage, ChannelAdapter, ChannelContext
+from channels.base import AddressedMessage, ChannelAdapter
+from channels.context import ChannelContext
 from channels.media import MediaKind, unreadable_notice
 from channels.telegram.commands import Command, CommandOrigin, TelegramCommands, command_of
 from channels.telegram.intake import MarkSafe

@@ -52,7 +52,7 @@ from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TimedOut
 from telegram.warnings import PTBUserWarning
 
-from channels.base import WebRoutes
+from channels.context import WebRoutes
 from channels.listener import ServedApp, serve_app
 from channels.telegram.parking import PARK_AFTER, UpdateParking
 from channels.telegram.send import retry_after_seconds, scrub

@@ -50,7 +50,7 @@ from typing import Any, Protocol
 from telegram.error import RetryAfter
 from telegram.ext import BaseRateLimiter
 
-from channels.base import Departure
+from channels.departure import Departure
 from channels.telegram.send import retry_after_seconds
 from core.logs import event
 from core.metrics import recorder

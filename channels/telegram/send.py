@@ -54,7 +54,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
-from channels.base import Departure, SendFenced
+from channels.departure import Departure, SendFenced
 from channels.telegram.format import Entity, TelegramChunk
 from channels.telegram.messages import chat_id_param
 from core.clock import Clock

@@ -14,7 +14,8 @@ import pytest
 
 from bot import runtime as runtime_module
 from bot.runtime import Runtime, StartupError, serve
-from channels.base import ChannelContext, ChannelStartError
+from channels.base import ChannelStartError
+from channels.context import ChannelContext
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock
 from core.config.file import load_config

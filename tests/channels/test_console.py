@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from bot.services import Services, build_services
-from channels.base import ChannelContext
 from channels.console import ConsoleAdapter
 from channels.console.lines import PlainLineReader
+from channels.context import ChannelContext
 from channels.router import AdapterRouter
 from core.clock import TestClock
 from core.commands import wording

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from bot.services import Services, build_services
-from channels.base import ChannelContext
 from channels.console import ConsoleAdapter
 from channels.console.lines import PlainLineReader
+from channels.context import ChannelContext
 from channels.router import AdapterRouter
 from core.clock import TestClock
 from core.config.model import KeptConfig

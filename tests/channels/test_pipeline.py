@@ -14,7 +14,8 @@ from typing import Any
 import discord.ext.test as dpytest
 import pytest
 
-from channels.base import AddressedMessage, DuringModel
+from channels.base import AddressedMessage
+from channels.context import DuringModel
 from core.clock import TestClock
 from core.commitments.model import Scope
 from core.errors import MessageNotStored

@@ -4,7 +4,7 @@ a partly sent one is never repeated."""
 
 from __future__ import annotations
 
-from channels.base import Departure
+from channels.departure import Departure
 from core.messages import Action, Outbound, SendResult, Target, followup_actions
 from tests.support.adapters import RecordingAdapter
 

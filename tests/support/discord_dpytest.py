@@ -35,7 +35,7 @@ from discord.ext.test import callbacks, factories
 from discord.webhook.async_ import AsyncWebhookAdapter
 
 from bot.services import Services, build_services
-from channels.base import ChannelContext
+from channels.context import ChannelContext
 from channels.discord import DiscordAdapter
 from channels.discord.scope import chat_of
 from channels.router import AdapterRouter

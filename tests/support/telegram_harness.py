@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.services import Services, build_services
-from channels.base import ChannelContext
+from channels.context import ChannelContext
 from channels.router import AdapterRouter
 from channels.telegram import TelegramAdapter
 from core.clock import TestClock

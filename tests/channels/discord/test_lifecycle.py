@@ -13,7 +13,8 @@ import discord
 import pytest
 from aiohttp import web
 
-from channels.base import ChannelContext, ChannelStartError
+from channels.base import ChannelStartError
+from channels.context import ChannelContext
 from channels.discord import DiscordAdapter
 from core.config.model import KeptConfig
 from tests.support.discord_dpytest import Rig

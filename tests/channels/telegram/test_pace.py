@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from telegram.error import RetryAfter
 
-from channels.base import Departure
+from channels.departure import Departure
 from channels.telegram.pace import TELEGRAM_PACE, Budget, Pace, PacedSends
 from core.messages import Outbound, Target
 from tests.support.limiter_clock import VirtualTime
