@@ -29,12 +29,12 @@ from typing import Any
 from core.clock import Clock
 from core.config.model import AgentConfig, KeptConfig
 from core.conversation.events import ReplyEvent, ReplyHook
+from core.conversation.limited import ConversationLimits, FirstHold
 from core.conversation.prompt import TurnPlace, chat_messages
 from core.conversation.session_cache import SESSION_CACHE_SIZE, SessionCache
 from core.errors import MessageNotStored
 from core.limits import Admissions, BudgetSpent, Meter, Payer
-from core.limits.notices import CUT_SHORT, budget_notice, rate_notice
-from core.limits.store import ALLOWED, Admitted, Hold, RateVerdict, Spent
+from core.limits.notices import CUT_SHORT
 from core.llm import Completion, LLMError, Model
 from core.locks import SessionLocks
 from core.logs import event
@@ -86,15 +86,20 @@ class ConversationManager:
         # Every call goes through the meter (core/limits/meter.py): without
         # one given, calls are counted in the metrics only.
         self._meter = meter or Meter(llm, config=config, clock=clock)
-        # Rates and the first call's hold, decided as each message is
-        # stored; None: no limits (tests, benchmarks that measure without).
-        self._admissions = admissions
-        # Chats whose message holds its turn's first call (see `handle`).
-        self._pre_holds: set[str] = set()
         self._sender = sender
         self._config = config
         self._clock = clock
         self._tools = tools or ToolRegistry()
+        # Rates and the first call's hold, decided as each message is stored.
+        self._limits = ConversationLimits(
+            store=store,
+            sender=sender,
+            meter=self._meter,
+            clock=clock,
+            config=config,
+            tools=self._tools,
+            admissions=admissions,
+        )
         self._locks = session_locks if session_locks is not None else SessionLocks()
         self._sessions = SessionCache(session_cache_size)
         self._reply_hooks: list[ReplyHook] = list(reply_hooks)
@@ -130,18 +135,8 @@ class ConversationManager:
         cannot be stored, MessageNotStored is raised and `on_stored` is not
         called. `during_model` is entered around the model call of each turn
         this takes (a channel's "typing…"), not while the turn waits."""
-        # One hold taken at admission per chat at a time in this process: a
-        # burst stored before its first turn starts must not hold a whole
-        # prompt for each message (later turns hold at their own call).
-        key = inbound.session_key
-        pre_hold = key not in self._pre_holds
-        if pre_hold:
-            self._pre_holds.add(key)
-        try:
-            return await self._handle(inbound, on_stored, during_model, pre_hold=pre_hold)
-        finally:
-            if pre_hold:
-                self._pre_holds.discard(key)
+        with self._limits.first_hold_slot(inbound.session_key) as hold_first:
+            return await self._handle(inbound, on_stored, during_model, hold_first=hold_first)
 
     async def _handle(
         self,
@@ -149,7 +144,7 @@ class ConversationManager:
         on_stored: Callable[[], object] | None,
         during_model: DuringModel | None,
         *,
-        pre_hold: bool,
+        hold_first: bool,
     ) -> MessageRecord | None:
         if not inbound.text.strip():
             return None
@@ -165,11 +160,15 @@ class ConversationManager:
         try:
             session = await self._ensure_session(inbound)
             try:
-                user, admitted = await self._store_user_message(inbound, message, pre_hold)
+                user, admitted = await self._limits.store_message(
+                    inbound, message, hold_first=hold_first
+                )
             except UnknownSession:
                 # Deleted since we last saw it: this message starts it anew.
                 session = await self._ensure_session(inbound, fresh=True)
-                user, admitted = await self._store_user_message(inbound, message, pre_hold)
+                user, admitted = await self._limits.store_message(
+                    inbound, message, hold_first=hold_first
+                )
         except DuplicateMessage:
             if on_stored is not None:
                 on_stored()
@@ -190,73 +189,26 @@ class ConversationManager:
             on_stored()
         recorder().message_in(inbound.target.platform)
         if not admitted.verdict.allowed:
-            await self._limited(inbound, user, admitted.verdict)
+            await self._limits.tell_limited(inbound, user, admitted.verdict)
             return None
         if user.session_id != session.id:
             # The cached record is of a session deleted and started again
             # elsewhere (another worker, an import): the store has the live one.
             # (Were the old id reused, only the times would differ: no turn reads them.)
             session = await self._ensure_session(inbound, fresh=True)
-        first = _FirstHold(admitted.hold)
+        first = FirstHold(admitted.hold)
         try:
             async with self._locks.hold(key):
                 return await self._answer_in_order(session, user, during_model, first)
         finally:
-            if (unused := first.take()) is not None:
-                # No call of this turn used it (answered elsewhere, failed first).
-                await self._meter.give_back(unused)
-
-    async def _store_user_message(
-        self, inbound: Inbound, message: NewMessage, pre_hold: bool
-    ) -> tuple[MessageRecord, Admitted]:
-        """The message stored, its limits decided in the same transaction
-        (core/limits/admission.py): over a rate it is kept `limited`."""
-        admission = None
-        if self._admissions is not None:
-            agent = self._config().agent_or_default(inbound.agent_id)
-            specs = self._tools.specs()
-            tools_chars = self._meter.tools_chars(specs) if specs else 0
-            admission = self._admissions.admission(
-                inbound, agent, tools_chars, self._clock.now(), hold_first=pre_hold
-            )
-        if admission is None:
-            return await self._store.add_message(message), Admitted(ALLOWED)
-        return await self._store.admit_message(message, admission)
-
-    async def _limited(self, inbound: Inbound, user: MessageRecord, verdict: RateVerdict) -> None:
-        """A message over a rate is stored and not answered; its sender is
-        told when they may write again, once a window (the store says
-        whether this is the first refusal of it, for every worker)."""
-        event(
-            log,
-            logging.INFO,
-            "message_limited",
-            agent=inbound.agent_id,
-            session=inbound.session_key,
-            message=user.id,
-            limit=verdict.limit,
-            retry_at=verdict.retry_at,
-            told=verdict.notify,
-            action="none needed; raise limits.perUser/perChat.messagesPerMinute if real "
-            "users hit it",
-        )
-        if not verdict.notify or verdict.retry_at is None:
-            return
-        shared = inbound.chat_kind != "private"
-        await self._sender.send(
-            Outbound(
-                target=inbound.target,
-                text=rate_notice(verdict.retry_at, self._clock.now(), shared=shared),
-                reply_to_platform_id=inbound.platform_message_id if shared else None,
-            )
-        )
+            await self._limits.give_back(first)
 
     async def _answer_in_order(
         self,
         session: SessionRecord,
         user: MessageRecord,
         during_model: DuringModel | None = None,
-        first: _FirstHold | None = None,
+        first: FirstHold | None = None,
     ) -> MessageRecord | None:
         """Answer `user`, first answering what its session still owes from
         before it, and nothing twice. With several workers, an earlier message
@@ -491,7 +443,7 @@ class ConversationManager:
         session: SessionRecord,
         user: MessageRecord,
         during_model: DuringModel | None = None,
-        first: _FirstHold | None = None,
+        first: FirstHold | None = None,
     ) -> MessageRecord:
         # Latency is measured, not scheduled: wall time, not the injected clock.
         started = time.perf_counter()
@@ -519,7 +471,10 @@ class ConversationManager:
                 text = await self._agent_turn(agent, session, user, ctx, payer, first)
             kind = "text"
         except BudgetSpent as spent:
-            return await self._over_budget(session, user, spent)
+            reply, tell = await self._limits.over_budget(session, user, spent)
+            if tell:
+                await self._send_reply(session, user, reply, ())
+            return reply
         except LLMError as exc:
             event(
                 log,
@@ -553,50 +508,6 @@ class ConversationManager:
         recorder().turn_seconds(session.platform, time.perf_counter() - started)
         return reply
 
-    async def _over_budget(
-        self, session: SessionRecord, user: MessageRecord, spent: BudgetSpent
-    ) -> MessageRecord:
-        """A token budget is spent: the message is answered by a notice the
-        first time this subject meets it today (whichever worker), by a
-        silent marker after that, so a spent budget never answers a flood
-        message by message. Either row marks the message answered (kind
-        `error`: never in the model's history), so recovery leaves it."""
-        try:
-            tell = await self._meter.first_notice(spent)
-        except Exception as exc:
-            event(
-                log, logging.WARNING, "budget_notice_unknown", session=session.key, error=repr(exc)
-            )
-            tell = False
-        event(
-            log,
-            logging.INFO,
-            "budget_spent",
-            agent=session.agent_id,
-            session=session.key,
-            message=user.id,
-            budget=spent.subject.kind,
-            resets_at=spent.resets_at,
-            told=tell,
-            action="raise limits.*tokensPerDay, or see `kept usage --by user`",
-        )
-        now = self._clock.now()
-        text = budget_notice(spent, now) if tell else "(not answered: the token budget is spent)"
-        reply = await self._store.add_message(
-            NewMessage(
-                session_key=session.key,
-                role="assistant",
-                text=text,
-                ts=now,
-                kind="error",
-                in_reply_to=user.id,
-                send_state="stored" if tell else None,
-            )
-        )
-        if tell:
-            await self._send_reply(session, user, reply, ())
-        return reply
-
     async def _agent_turn(
         self,
         agent: AgentConfig,
@@ -604,7 +515,7 @@ class ConversationManager:
         user: MessageRecord,
         ctx: ToolContext,
         payer: Payer,
-        first: _FirstHold | None = None,
+        first: FirstHold | None = None,
     ) -> str:
         messages = await self._prompt(agent, session, user)
         specs = self._tools.specs() or None
@@ -680,20 +591,6 @@ class ConversationManager:
                 message=reply_event.reply.id,
                 error=repr(exc),
             )
-
-
-class _FirstHold:
-    """The hold a message's admission took for its turn's first call, used
-    by that call only (later tool rounds hold their own)."""
-
-    __slots__ = ("_held",)
-
-    def __init__(self, held: Hold | Spent | None) -> None:
-        self._held = held
-
-    def take(self) -> Hold | Spent | None:
-        held, self._held = self._held, None
-        return held
 
 
 def _require_text(completion: Completion) -> str:
