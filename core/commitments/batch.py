@@ -282,10 +282,7 @@ class BatchExtractor:
         deadline = agent.call_deadline
         llm = self._llm
         if self._meter is not None:
-            shared = scope.chat_kind != "private"
-            llm = self._meter.charged_to(
-                scope_payer(agent.id, scope.platform, scope.chat_id, scope.sender_id, shared=shared)
-            )
+            llm = self._meter.charged_to(scope_payer(scope))
         try:
             async with asyncio.timeout(deadline):
                 # The window is worked out, and kept, in the zone of the member it is about.

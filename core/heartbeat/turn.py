@@ -149,12 +149,7 @@ class HeartbeatTurn:
         now = self._clock.now()
         llm = self._llm
         if self._meter is not None:
-            shared = scope.chat_kind != "private"
-            llm = self._meter.charged_to(
-                scope_payer(
-                    scope.agent_id, scope.platform, scope.chat_id, scope.sender_id, shared=shared
-                )
-            )
+            llm = self._meter.charged_to(scope_payer(scope))
         try:
             completion = await llm.complete(
                 "heartbeat", build_messages(claimed, now=now, timezone=timezone), tools=None

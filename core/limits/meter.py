@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from core.clock import Clock
 from core.config.model import KeptConfig
@@ -195,7 +195,7 @@ class Meter:
             )
         except BaseException:
             if hold is not None:
-                await self._give_back(hold, payer, role)
+                await self.give_back(hold)
             raise
         await self._count(payer, role, subjects, day, hold, chars, completion)
         return completion
@@ -250,30 +250,28 @@ class Meter:
                 action="check the database; this call's tokens are missing from `kept usage`",
             )
 
-    async def _give_back(self, hold: Hold, payer: Payer, role: Role) -> None:
-        try:
-            await self._budgets.release(hold)  # type: ignore[union-attr]
-        except Exception as exc:
-            event(
-                log,
-                logging.WARNING,
-                "budget_hold_kept",
-                agent=payer.agent_id,
-                role=role,
-                user=payer.user_id,
-                tokens=hold.tokens,
-                error=repr(exc),
-                note="the failed call's hold counts until the day ends",
-            )
-
     def tools_chars(self, tools: list[dict[str, Any]]) -> int:
         """The characters of a tools list as sent (measured once per list)."""
         return self._tools_chars(tools)
 
     async def give_back(self, hold: Hold | Spent) -> None:
-        """A hold taken for a call never made."""
-        if isinstance(hold, Hold) and self._budgets is not None:
-            await self._give_back(hold, Payer(""), "chat")
+        """A hold taken for a call that failed or was never made: its tokens
+        are free again (when that cannot be stored, it counts until the day
+        ends, on the side of the cap)."""
+        if not isinstance(hold, Hold) or self._budgets is None:
+            return
+        try:
+            await self._budgets.release(hold)
+        except Exception as exc:
+            event(
+                log,
+                logging.WARNING,
+                "budget_hold_kept",
+                subjects=",".join(f"{s.kind}:{s.platform}:{s.subject_id}" for s in hold.subjects),
+                tokens=hold.tokens,
+                error=repr(exc),
+                note="the hold counts until the day ends",
+            )
 
     def charged_to(self, payer: Payer) -> Model:
         """The model as a caller that takes any Model sees it (extraction,
@@ -306,10 +304,21 @@ class _Charged:
         )
 
 
-def scope_payer(
-    agent_id: str, platform: str, chat_id: str, member: str | None, *, shared: bool
-) -> Payer:
-    """Whom a call about a follow-up scope is charged to: its member (in a
-    private chat, the chat's user) and, in a group, the group."""
-    user = member if member is not None else (None if shared else chat_id)
-    return Payer(agent_id, platform, user, chat_id, shared)
+class PayingScope(Protocol):
+    """What a follow-up scope (core/commitments/model.Scope) says of whom a
+    call about it is for."""
+
+    agent_id: str
+    platform: str
+    chat_id: str
+    sender_id: str | None
+    chat_kind: str
+
+
+def scope_payer(scope: PayingScope) -> Payer:
+    """Whom a call about a follow-up scope (an extraction, a check-in) is
+    charged to: its member (in a private chat, the chat's user) and, in a
+    group, the group."""
+    shared = scope.chat_kind != "private"
+    user = scope.sender_id if scope.sender_id is not None else (None if shared else scope.chat_id)
+    return Payer(scope.agent_id, scope.platform, user, scope.chat_id, shared)

@@ -58,14 +58,6 @@ class RateVerdict:
 ALLOWED = RateVerdict(True)
 
 
-class RateStore(abc.ABC):
-    @abc.abstractmethod
-    async def take(self, rules: Sequence[RateRule], now: datetime) -> RateVerdict:
-        """One message against every rule, in one transaction: allowed, and
-        counted by every rule, only when each rule allows it; refused by the
-        first that does not, and then counted by none."""
-
-
 @dataclass(frozen=True, slots=True)
 class Cap:
     subject: Subject

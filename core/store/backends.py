@@ -17,7 +17,7 @@ from core.commitments.jobs import ExtractionJobStore
 from core.commitments.pause import PauseStore
 from core.commitments.store import CommitmentStore
 from core.heartbeat.store import HeartbeatStore
-from core.limits.store import BudgetStore, RateStore, UsageStore
+from core.limits.store import BudgetStore, UsageStore
 from core.locks import SessionGuard
 from core.pairing.store import PairingStore
 from core.privacy.backup import DatabaseBackup
@@ -34,7 +34,7 @@ from core.store.sql.erasure import SqlErasureStore
 from core.store.sql.extraction_jobs import SqlExtractionJobStore, SqlPauseStore
 from core.store.sql.followup_prefs import SqlFollowUpPreferenceStore
 from core.store.sql.heartbeat import SqlHeartbeatStore
-from core.store.sql.limits import SqlBudgetStore, SqlRateStore, SqlUsageStore
+from core.store.sql.limits import SqlBudgetStore, SqlUsageStore
 from core.store.sql.pairing import SqlPairingStore
 from core.store.sql.parked import SqlParkedUpdates
 from core.store.sql.reminders import SqlReminderStore
@@ -100,8 +100,8 @@ class Backend:
     followup_prefs: FollowUpPreferenceStore
     # What outlived storage.retention, erased in batches (core/privacy/retention.py).
     retention: RetentionStore
-    # Rates, token budgets and what each model call used (core/limits/).
-    rates: RateStore
+    # Token budgets and what each model call used (core/limits/); rates are
+    # decided where a message is stored (Store.admit_message).
     budgets: BudgetStore
     usage: UsageStore
     # A consistent copy while the bot runs; None where the database's own
@@ -156,7 +156,6 @@ def sqlite_backend(store: SqliteStore) -> Backend:
         chats=SqlStoredChats(db),
         exports=SqlUserExportStore(db),
         followup_prefs=SqlFollowUpPreferenceStore(db),
-        rates=SqlRateStore(db),
         budgets=SqlBudgetStore(db),
         usage=SqlUsageStore(db),
         retention=SqlRetentionStore(db, SqliteErasurePurge(db)),
@@ -197,7 +196,6 @@ def postgres_backend(url: str, *, migrate: bool = True) -> Backend:
         chats=SqlStoredChats(connection),
         exports=SqlUserExportStore(connection),
         followup_prefs=SqlFollowUpPreferenceStore(connection),
-        rates=SqlRateStore(connection),
         budgets=SqlBudgetStore(connection),
         usage=SqlUsageStore(connection),
         retention=SqlRetentionStore(connection, PostgresErasurePurge(connection)),

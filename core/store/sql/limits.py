@@ -21,7 +21,6 @@ from core.limits.store import (
     Cap,
     Hold,
     RateRule,
-    RateStore,
     RateVerdict,
     Spent,
     Subject,
@@ -130,16 +129,6 @@ async def take_hold(tx: Transaction, caps: Sequence[Cap], day: str, tokens: int)
             return Spent(cap, int(spent[0]) if spent else 0)
         held.append(cap)
     return Hold(tuple(c.subject for c in caps), day, tokens)
-
-
-class SqlRateStore(RateStore):
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    async def take(self, rules: Sequence[RateRule], now: datetime) -> RateVerdict:
-        if not rules:
-            return ALLOWED
-        return await self._db.transact(lambda tx: take_rates(tx, rules, now), durable=False)
 
 
 class SqlBudgetStore(BudgetStore):

@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from core.limits.store import BOT, CallUsage, Cap, Hold, RateRule, Spent, Subject
+from core.limits.store import BOT, CallUsage, Cap, Hold, RateRule, RateVerdict, Spent, Subject
 from core.store.backends import Backend, open_backend
+from core.store.sql.limits import take_rates
 from tests.support.pg_helpers import opened_backends
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
@@ -28,6 +29,11 @@ async def backend(storage_url: str) -> AsyncIterator[Backend]:
     await opened.close()
 
 
+async def take(backend: Backend, rules: list[RateRule], now: datetime) -> RateVerdict:
+    """One message against `rules`, as Store.admit_message decides it."""
+    return await backend.database.transact(lambda tx: take_rates(tx, rules, now), durable=False)
+
+
 def usage(tokens_in: int, tokens_out: int, *, user: str = "alice") -> CallUsage:
     return CallUsage(
         at=NOW, agent_id="main", role="chat", model="m", platform="telegram", user_id=user,
@@ -40,40 +46,40 @@ def usage(tokens_in: int, tokens_out: int, *, user: str = "alice") -> CallUsage:
 
 async def test_a_burst_passes_then_one_message_every_interval(backend: Backend) -> None:
     rule = [RateRule(ALICE, 6)]  # six at once, then one every 10 s
-    verdicts = [await backend.rates.take(rule, NOW) for _ in range(7)]
+    verdicts = [await take(backend, rule, NOW) for _ in range(7)]
     assert [v.allowed for v in verdicts] == [True] * 6 + [False]
     refused = verdicts[-1]
     assert refused.limit == "user_rate" and refused.notify
     assert refused.retry_at == NOW + timedelta(seconds=10)
     # Not yet, and not told again within the minute.
-    again = await backend.rates.take(rule, NOW + timedelta(seconds=9))
+    again = await take(backend, rule, NOW + timedelta(seconds=9))
     assert not again.allowed and not again.notify
-    assert (await backend.rates.take(rule, NOW + timedelta(seconds=10))).allowed
-    assert not (await backend.rates.take(rule, NOW + timedelta(seconds=10))).allowed
+    assert (await take(backend, rule, NOW + timedelta(seconds=10))).allowed
+    assert not (await take(backend, rule, NOW + timedelta(seconds=10))).allowed
     # A minute of quiet gives the whole burst back.
     later = NOW + timedelta(minutes=2)
-    assert all([(await backend.rates.take(rule, later)).allowed for _ in range(6)])
-    told = await backend.rates.take(rule, later)
+    assert all([(await take(backend, rule, later)).allowed for _ in range(6)])
+    told = await take(backend, rule, later)
     assert not told.allowed and told.notify  # a new minute: told once more
 
 
 async def test_a_refusal_counts_against_no_rule(backend: Backend) -> None:
     # The chat is full; the user's own rule must not lose a message to it.
     user, chat = RateRule(ALICE, 2), RateRule(GROUP, 1)
-    assert (await backend.rates.take([user, chat], NOW)).allowed
-    refused = await backend.rates.take([user, chat], NOW)
+    assert (await take(backend, [user, chat], NOW)).allowed
+    refused = await take(backend, [user, chat], NOW)
     assert not refused.allowed and refused.limit == "chat_rate"
-    assert (await backend.rates.take([user], NOW)).allowed  # still one left for alice
-    assert not (await backend.rates.take([user], NOW)).allowed
+    assert (await take(backend, [user], NOW)).allowed  # still one left for alice
+    assert not (await take(backend, [user], NOW)).allowed
 
 
 async def test_subjects_are_counted_apart(backend: Backend) -> None:
     bob = Subject("user", "telegram", "bob")
     other_platform = Subject("user", "discord", "alice")
-    assert (await backend.rates.take([RateRule(ALICE, 1)], NOW)).allowed
-    assert not (await backend.rates.take([RateRule(ALICE, 1)], NOW)).allowed
-    assert (await backend.rates.take([RateRule(bob, 1)], NOW)).allowed
-    assert (await backend.rates.take([RateRule(other_platform, 1)], NOW)).allowed
+    assert (await take(backend, [RateRule(ALICE, 1)], NOW)).allowed
+    assert not (await take(backend, [RateRule(ALICE, 1)], NOW)).allowed
+    assert (await take(backend, [RateRule(bob, 1)], NOW)).allowed
+    assert (await take(backend, [RateRule(other_platform, 1)], NOW)).allowed
 
 
 # --- budgets -------------------------------------------------------------------
@@ -150,7 +156,7 @@ async def test_a_second_worker_waits_for_the_first_rate_decision(
 ) -> None:
     url, (first, second) = two_workers
     rule = [RateRule(ALICE, 1)]
-    assert (await first.rates.take(rule, NOW - timedelta(minutes=5))).allowed
+    assert (await take(first, rule, NOW - timedelta(minutes=5))).allowed
     # Worker one has just counted alice's one message of this minute.
     tat = NOW + timedelta(minutes=1)
     conn = await _locked_row(
@@ -158,7 +164,7 @@ async def test_a_second_worker_waits_for_the_first_rate_decision(
         f"UPDATE rate_windows SET tat = '{tat.isoformat()}' WHERE subject_id = 'alice'",
     )
     try:
-        taking = asyncio.create_task(second.rates.take(rule, NOW))
+        taking = asyncio.create_task(take(second, rule, NOW))
         await asyncio.sleep(0.2)
         assert not taking.done()  # it waits on the row instead of reading around it
         await conn.commit()
@@ -191,14 +197,14 @@ async def test_a_second_worker_sees_the_first_workers_hold(
 async def test_retention_drops_the_counters_no_rule_reads_any_more(backend: Backend) -> None:
     await backend.budgets.record(usage(10, 0), [ALICE], "2026-12-02", None)
     await backend.budgets.record(usage(10, 0), [ALICE], "2026-12-03", None)
-    await backend.rates.take([RateRule(ALICE, 1)], NOW - timedelta(hours=2))
-    await backend.rates.take([RateRule(GROUP, 1)], NOW)
+    await take(backend, [RateRule(ALICE, 1)], NOW - timedelta(hours=2))
+    await take(backend, [RateRule(GROUP, 1)], NOW)
     assert await backend.retention.prune_counters(NOW) == 2
     assert await backend.budgets.spent([ALICE], "2026-12-03") == {ALICE: 10}
     assert await backend.budgets.spent([ALICE], "2026-12-02") == {}
     # The group's window is live: still one message a minute.
-    assert not (await backend.rates.take([RateRule(GROUP, 1)], NOW)).allowed
-    assert (await backend.rates.take([RateRule(ALICE, 1)], NOW)).allowed
+    assert not (await take(backend, [RateRule(GROUP, 1)], NOW)).allowed
+    assert (await take(backend, [RateRule(ALICE, 1)], NOW)).allowed
 
 
 async def test_usage_records_go_with_the_messages_retention(backend: Backend) -> None:
