@@ -195,14 +195,10 @@ async def send_message(
     """One message into `target` (its forum topic too), quoting `reply_to`
     when it is still there; `departure` goes to the pace (pace.py), which
     calls it once the message may leave, just before the request."""
-    try:
-        thread = int(target.thread_id) if target.thread_id is not None else None
-        reply_id = int(reply_to) if reply_to is not None else None
-    except ValueError:
-        return SendResult(error=f"not a Telegram thread or message id in {target}")
-    reply = None
-    if reply_id is not None:
-        reply = ReplyParameters(message_id=reply_id, allow_sending_without_reply=True)
+    placed = _placement(target, reply_to)
+    if isinstance(placed, SendResult):
+        return placed
+    thread, reply = placed
 
     async def call(text: str, entities: list[MessageEntity] | None) -> Message:
         # Entities, never parse_mode: nothing in the text needs escaping.
@@ -219,6 +215,22 @@ async def send_message(
     return await send_formatted(call, chunk, clock, secret=secret, chat=target.chat_id)
 
 
+def _placement(
+    target: Target, reply_to: str | None
+) -> tuple[int | None, ReplyParameters | None] | SendResult:
+    """The forum topic and the quote of a send into `target`, as Telegram
+    takes them (a quote whose message is gone is dropped, not an error);
+    a failed SendResult for ids that are not Telegram's."""
+    try:
+        thread = int(target.thread_id) if target.thread_id is not None else None
+        reply_id = int(reply_to) if reply_to is not None else None
+    except ValueError:
+        return SendResult(error=f"not a Telegram thread or message id in {target}")
+    if reply_id is None:
+        return thread, None
+    return thread, ReplyParameters(message_id=reply_id, allow_sending_without_reply=True)
+
+
 async def send_document(
     bot: Bot,
     target: Target,
@@ -232,14 +244,10 @@ async def send_document(
 ) -> SendResult:
     """One file into `target` (sendDocument, a multipart upload), with a
     short caption, quoting `reply_to` when it is still there."""
-    try:
-        thread = int(target.thread_id) if target.thread_id is not None else None
-        reply_id = int(reply_to) if reply_to is not None else None
-    except ValueError:
-        return SendResult(error=f"not a Telegram thread or message id in {target}")
-    reply = None
-    if reply_id is not None:
-        reply = ReplyParameters(message_id=reply_id, allow_sending_without_reply=True)
+    placed = _placement(target, reply_to)
+    if isinstance(placed, SendResult):
+        return placed
+    thread, reply = placed
 
     async def call() -> Message:
         return await bot.send_document(
