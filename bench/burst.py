@@ -159,6 +159,15 @@ async def push_all(telegram: FakeTelegram, chats: int, messages: int) -> dict[st
     return queued
 
 
+def answer_latencies(telegram: FakeTelegram, queued: dict[str, float]) -> list[float]:
+    """Seconds from each queued message to its echoed answer, sorted."""
+    return sorted(
+        s.at - queued[s.text.removeprefix("echo: ")]
+        for s in telegram.sent
+        if s.text.removeprefix("echo: ") in queued
+    )
+
+
 def per_chat(telegram: FakeTelegram) -> Counter[int]:
     return Counter(s.chat_id for s in telegram.sent)
 
@@ -189,11 +198,7 @@ async def burst(args: argparse.Namespace, tmp: Path, log: Path) -> dict[str, Any
             methods = Counter(c.method for c in telegram.calls[calls_before:])
         finally:
             await stop(process)
-    latencies = sorted(
-        s.at - queued[s.text.removeprefix("echo: ")]
-        for s in telegram.sent
-        if s.text.removeprefix("echo: ") in queued
-    )
+    latencies = answer_latencies(telegram, queued)
     return {
         "bench": "burst",
         "limits": args.limits,
@@ -315,11 +320,7 @@ async def userflood(args: argparse.Namespace, tmp: Path, log: Path) -> dict[str,
             await quiet(telegram, 3.0, 120)
         finally:
             await stop(process)
-    latencies = sorted(
-        s.at - queued[s.text.removeprefix("echo: ")]
-        for s in telegram.sent
-        if s.text.removeprefix("echo: ") in queued
-    )
+    latencies = answer_latencies(telegram, queued)
     to_flooder = [s.text for s in telegram.sent if s.chat_id == flooder]
     return {
         "bench": "userflood",
